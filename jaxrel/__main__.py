@@ -1,0 +1,3 @@
+from jaxrel.cli import main
+
+raise SystemExit(main())

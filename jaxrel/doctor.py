@@ -1,0 +1,192 @@
+"""Inspect an environment's split wheels without importing the compiled backend.
+
+Reads installed distributions (``importlib.metadata``), the frontend's declared
+minimum backend from its version file, the backend's API numbers from source and
+the XLA FFI API version from the installed ``c_api.h``, then applies the policy.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from importlib import metadata
+from typing import Any
+
+from jaxrel import policy
+from jaxrel.family import Family, Package
+from jaxrel.gating import read_api_number
+from jaxrel.guard import allowed_range, canonical_name, read_assignment, read_version_file, requirement
+
+
+class EnvironmentError_(RuntimeError):
+    """The environment to inspect cannot be reached (bad ``--python``)."""
+
+
+@dataclass(frozen=True)
+class Installed:
+    """One installed distribution of the family."""
+
+    name: str
+    version: str
+    location: str
+
+
+@dataclass
+class Environment:
+    """What an environment holds of one family."""
+
+    python: str
+    python_version: str
+    frontend: Installed | None = None
+    minimum_backend: str | None = None
+    backend: Installed | None = None
+    plugins: list[Installed] = field(default_factory=list)
+    api_numbers: dict[str, int | None] = field(default_factory=dict)
+    xla_ffi_api: str | None = None
+    notes: list[str] = field(default_factory=list)
+
+
+def interpreter_path(python: str | None) -> tuple[str, str, list[str]]:
+    """``(executable, version, sys.path)`` of ``python`` (default: this interpreter)."""
+    if python is None:
+        return sys.executable, sys.version.split()[0], list(sys.path)
+    probe = "import json, sys; print(json.dumps([sys.executable, sys.version.split()[0], sys.path]))"
+    try:
+        done = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
+    except (OSError, subprocess.SubprocessError) as error:
+        raise EnvironmentError_(
+            f"cannot run Python interpreter {python!r} ({error.__class__.__name__}); "
+            "pass --python the path of an existing interpreter"
+        ) from None
+    executable, version, path = json.loads(done.stdout)
+    return executable, version, [entry for entry in path if entry]
+
+
+def _distributions(path: list[str]) -> dict[str, Installed]:
+    found: dict[str, Installed] = {}
+    for dist in metadata.distributions(path=path):
+        name = dist.metadata["Name"]
+        if name and canonical_name(name) not in found:
+            found[canonical_name(name)] = Installed(
+                canonical_name(name), dist.version, str(dist.locate_file(""))
+            )
+    return found
+
+
+def _source_install(package: Package, path: list[str]) -> Installed | None:
+    """A package importable from a source tree on ``path`` without a ``.dist-info``."""
+    for entry in path:
+        version = read_version_file(os.path.join(entry, package.version_file))
+        if version is not None:
+            return Installed(package.distribution, version, entry)
+    return None
+
+
+def read_ffi_api(header: str) -> str | None:
+    """``MAJOR.MINOR`` from an XLA FFI ``c_api.h``; ``None`` when absent."""
+    try:
+        with open(header, encoding="utf-8") as handle:
+            text = handle.read()
+    except OSError:
+        return None
+    major = re.search(r"#define\s+XLA_FFI_API_MAJOR\s+(\d+)", text)
+    minor = re.search(r"#define\s+XLA_FFI_API_MINOR\s+(\d+)", text)
+    return f"{major[1]}.{minor[1]}" if major and minor else None
+
+
+def inspect(family: Family, python: str | None = None) -> Environment:
+    """Inspect the environment of ``python`` (default: the running interpreter)."""
+    executable, version, path = interpreter_path(python)
+    env = Environment(python=executable, python_version=version)
+    installed = _distributions(path)
+    env.frontend = installed.get(canonical_name(family.frontend.distribution)) or _source_install(
+        family.frontend, path
+    )
+    env.backend = installed.get(canonical_name(family.backend.distribution)) or _source_install(
+        family.backend, path
+    )
+    env.plugins = [dist for name, dist in sorted(installed.items()) if family.plugin_for(name)]
+    if env.frontend is not None:
+        variable = family.frontend.minimum_backend_variable
+        if variable:
+            env.minimum_backend = read_assignment(
+                os.path.join(env.frontend.location, family.frontend.version_file), (variable,)
+            )
+        env.minimum_backend = env.minimum_backend or family.frontend.minimum_backend
+    if env.backend is not None:
+        for number in family.api_numbers:
+            env.api_numbers[number.name] = read_api_number(number.file, number.variable, [env.backend.location])
+            if env.api_numbers[number.name] is None and not number.literal:
+                env.notes.append(f"{number.name} is set by a compiled module; not read without importing it")
+        if family.backend.ffi_header:
+            env.xla_ffi_api = read_ffi_api(os.path.join(env.backend.location, family.backend.ffi_header))
+    return env
+
+
+def diagnose(family: Family, env: Environment) -> policy.Verdict:
+    """Apply the policy to what ``env`` holds; a missing backend is itself a violation."""
+    frontend = env.frontend and policy.Pin(
+        env.frontend.name, policy.parse_version(env.frontend.version, f"installed {env.frontend.name}")
+    )
+    minimum = env.minimum_backend and policy.parse_version(
+        env.minimum_backend, f"minimum {family.backend.distribution} declared by {family.frontend.distribution}"
+    )
+    if env.backend is None:
+        need = allowed_range(family.backend.distribution, env.minimum_backend,
+                                    policy.release_text(frontend.version) if frontend else None)
+        fix = "pip install " + requirement(
+            family.backend.distribution, env.minimum_backend,
+            policy.release_text(frontend.version) if frontend else None,
+        )
+        return policy.Verdict(
+            (policy.Violation("backend-installed", f"{family.backend.distribution} is not installed; "
+                              f"{frontend or family.frontend.distribution} needs {need}.", fix),),
+            ("backend-installed",), {}, need,
+        )
+    backend = policy.Pin(env.backend.name, policy.parse_version(env.backend.version, f"installed {env.backend.name}"))
+    plugins = [policy.Pin(p.name, policy.parse_version(p.version, f"installed {p.name}")) for p in env.plugins]
+    exempt = [p.name for p in env.plugins if not (spec := family.plugin_for(p.name)) or not spec.pinned]
+    released = [policy.parse_version(v) for v in family.backend_releases] or None
+    return policy.verdict(
+        backend=backend,
+        frontend=frontend or None,
+        minimum_backend=minimum or None,
+        plugins=plugins,
+        exempt_plugins=exempt,
+        released_backends=released,
+    )
+
+
+def to_json(family: Family, env: Environment, result: policy.Verdict) -> dict[str, Any]:
+    """The doctor's stable JSON object."""
+    return {**result.to_json(), "family": family.name, "environment": asdict(env)}
+
+
+def render(family: Family, env: Environment, result: policy.Verdict) -> str:
+    """A readable report: what is installed, the numbers, the verdict and the fix."""
+    rows = [("python", env.python_version, env.python)]
+    for role, dist in (("frontend", env.frontend), ("backend", env.backend)):
+        name = getattr(family, role).distribution
+        rows.append((name, dist.version if dist else "not installed", dist.location if dist else ""))
+    rows += [(p.name, p.version, p.location) for p in env.plugins]
+    source = f"{family.frontend.version_file} {family.frontend.minimum_backend_variable or ''}".strip()
+    rows.append((f"minimum {family.backend.distribution}", env.minimum_backend or "unknown", source))
+    for name, value in env.api_numbers.items():
+        rows.append((name, "unknown" if value is None else str(value), family.api_number(name).file))
+    if family.backend.ffi_header:
+        rows.append(("XLA FFI API", env.xla_ffi_api or "unknown", family.backend.ffi_header))
+    width = max(len(row[0]) for row in rows)
+    vwidth = max(len(row[1]) for row in rows)
+    lines = [f"jaxrel doctor: family {family.name}"]
+    lines += [f"  {a:<{width}}  {b:<{vwidth}}  {c}".rstrip() for a, b, c in rows]
+    lines += [f"  note: {note}" for note in env.notes]
+    lines.append(f"verdict: {'compatible' if result.compatible else 'INCOMPATIBLE'}")
+    lines += [f"  x {v.rule}: {v.message}" for v in result.violations]
+    if result.fix:
+        lines.append(f"fix: {result.fix}")
+        lines += [f" or: {alt}" for alt in result.alternatives]
+    return "\n".join(lines)

@@ -1,0 +1,95 @@
+"""Fresh Python environments with real wheels: uv when available (fast), venv + pip otherwise.
+
+uv is given pip's index configuration (:mod:`jaxrel.pipconfig`) and shares its
+download cache between environments, so a wheel is fetched once per machine.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from jaxrel.pipconfig import pip_index_config
+
+
+class EnvError(RuntimeError):
+    """Creating or filling an environment failed; the message says which step and why."""
+
+
+def find_uv() -> str | None:
+    """The uv executable: the ``uv`` package's binary, else ``uv`` on ``PATH``."""
+    try:
+        from uv import find_uv_bin  # type: ignore[import-not-found]
+
+        return str(find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        return shutil.which("uv")
+
+
+@dataclass(frozen=True)
+class Env:
+    """A virtual environment on disk."""
+
+    root: Path
+
+    @property
+    def python(self) -> Path:
+        return self.root / "bin" / "python"
+
+    @property
+    def bin(self) -> Path:
+        return self.root / "bin"
+
+    def run(self, *args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+        """Run ``args`` with this environment's ``bin`` first on ``PATH``; never raises on exit status."""
+        full = {**os.environ, **(env or {}), "VIRTUAL_ENV": str(self.root),
+                "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}"}
+        full.pop("PYTHONPATH", None)
+        return subprocess.run(list(args), capture_output=True, text=True, env=full, timeout=timeout)
+
+
+def _run(command: Sequence[str], env: dict[str, str], what: str) -> None:
+    done = subprocess.run(list(command), capture_output=True, text=True, env=env)
+    if done.returncode != 0:
+        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
+        raise EnvError(f"{what} failed (exit {done.returncode}): {' | '.join(tail)}")
+
+
+def create(
+    root: Path,
+    *,
+    python: str = sys.executable,
+    requirements: Sequence[str] = (),
+    no_deps: Sequence[str] = (),
+    use_uv: bool | None = None,
+) -> Env:
+    """Create a fresh environment at ``root`` and install ``requirements``, then ``no_deps`` without dependencies.
+
+    ``no_deps`` lets a test assemble pairs that pip's resolver would refuse
+    (``jax==0.6.2`` beside ``jaxlib==0.10.2``), as users end up with them.
+    """
+    uv = find_uv() if use_uv in (None, True) else None
+    if use_uv and uv is None:
+        raise EnvError("uv is not installed; pip install uv (or pass use_uv=False)")
+    if root.exists():
+        shutil.rmtree(root)
+    base = {**os.environ}
+    base.pop("PYTHONPATH", None)
+    if uv:
+        env = {**base, **pip_index_config().uv_environment()}
+        _run([uv, "venv", "--quiet", "--python", python, str(root)], env, f"uv venv {root}")
+        install = [uv, "pip", "install", "--quiet", "--python", str(root / "bin" / "python")]
+    else:
+        _run([python, "-m", "venv", str(root)], base, f"python -m venv {root}")
+        env = base
+        install = [str(root / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+    if requirements:
+        _run([*install, *requirements], env, f"installing {' '.join(requirements)}")
+    if no_deps:
+        _run([*install, "--no-deps", *no_deps], env, f"installing {' '.join(no_deps)} without dependencies")
+    return Env(root)

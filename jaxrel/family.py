@@ -1,0 +1,380 @@
+"""The family model: frontend + backend + plugins + the API numbers the backend exports.
+
+A project declares its family in ``pyproject.toml``::
+
+    [tool.jaxrel]
+    profile = "jax"                 # the built-in profile of real JAX, or declare your own:
+
+    [tool.jaxrel]
+    name = "mylib"
+    [tool.jaxrel.frontend]
+    distribution = "mylib"                          # required
+    package = "mylib"                               # import name (default: from distribution)
+    version-file = "mylib/version.py"               # default: <package>/version.py
+    minimum-backend-variable = "_minimum_mylib_core_version"
+    [tool.jaxrel.backend]
+    distribution = "mylib-core"
+    ffi-header = "mylib_core/include/xla/ffi/api/c_api.h"
+    [[tool.jaxrel.api-numbers]]
+    name = "core_extension_version"
+    file = "mylib_core/client.py"
+    variable = "_version"
+    [[tool.jaxrel.plugins]]
+    distribution = "mylib-cuda12"
+    pinned = true                                   # false: exempt from the equal-version rule
+    [tool.jaxrel.releases."1.2.0"]                 # optional release data: API numbers per backend
+    core_extension_version = 42
+
+Every error is one line naming the file, the key and the fix (:class:`ConfigError`).
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from jaxrel import releasedata
+from jaxrel.gating import ApiGate
+from jaxrel.guard import Plugin as GuardPlugin
+
+
+class ConfigError(ValueError):
+    """A family declaration is missing, malformed or names an unknown key."""
+
+
+@dataclass(frozen=True)
+class Package:
+    """One distribution of the family and where its version lives."""
+
+    distribution: str
+    package: str
+    version_file: str
+
+    @property
+    def version_module(self) -> str:
+        """The version module's dotted path relative to the package (``version``)."""
+        relative = Path(self.version_file).relative_to(self.package.replace(".", "/"))
+        return ".".join(relative.with_suffix("").parts)
+
+
+@dataclass(frozen=True)
+class Frontend(Package):
+    """The pure-Python frontend; it declares the minimum backend it supports."""
+
+    minimum_backend_variable: str | None = None
+    minimum_backend: str | None = None
+
+
+@dataclass(frozen=True)
+class Backend(Package):
+    """The compiled backend; ``ffi_header`` is the installed XLA FFI ``c_api.h``."""
+
+    ffi_header: str | None = None
+
+
+@dataclass(frozen=True)
+class ApiNumber:
+    """An integer API number the backend exports (``_version = N`` in ``file``)."""
+
+    name: str
+    file: str
+    variable: str
+    aliases: tuple[str, ...] = ()
+    literal: bool = True  # False: set by a compiled module, not readable from source
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """Every name the frontend uses for this number."""
+        return (self.name, *self.aliases)
+
+
+@dataclass(frozen=True)
+class PluginSpec:
+    """A plugin distribution (``fnmatch`` pattern allowed); ``pinned`` = must equal the backend."""
+
+    distribution: str
+    package: str | None = None
+    pinned: bool = True
+
+    def for_guard(self) -> GuardPlugin:
+        """The guard's view of this plugin."""
+        return GuardPlugin(self.distribution, self.pinned)
+
+
+@dataclass(frozen=True)
+class Family:
+    """A split-wheel family and its known release data.
+
+    ``backend_releases`` maps a backend version to its measured API numbers;
+    ``frontend_minimums`` maps a frontend release to the minimum backend it declares.
+    """
+
+    name: str
+    frontend: Frontend
+    backend: Backend
+    plugins: tuple[PluginSpec, ...] = ()
+    api_numbers: tuple[ApiNumber, ...] = ()
+    backend_releases: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
+    frontend_minimums: dict[str, str] = field(default_factory=dict, compare=False)
+
+    def api_number(self, name: str) -> ApiNumber:
+        """The API number called ``name`` or one of its aliases."""
+        for number in self.api_numbers:
+            if name in number.names:
+                return number
+        known = ", ".join(n for number in self.api_numbers for n in number.names)
+        raise ConfigError(f"family {self.name!r} has no API number {name!r} (known: {known})")
+
+    def plugin_for(self, distribution: str) -> PluginSpec | None:
+        """The plugin spec whose pattern matches ``distribution``."""
+        from fnmatch import fnmatchcase
+
+        from jaxrel.guard import canonical_name
+
+        name = canonical_name(distribution)
+        for plugin in self.plugins:
+            if fnmatchcase(name, canonical_name(plugin.distribution)):
+                return plugin
+        return None
+
+    def gate(self, name: str) -> ApiGate:
+        """An :class:`~jaxrel.gating.ApiGate` for API number ``name``, with this family's release data."""
+        number = self.api_number(name)
+        return ApiGate(
+            number.name,
+            backend=self.backend.distribution,
+            module=number.file.removesuffix(".py").replace("/", "."),
+            variable=number.variable,
+            releases=releasedata.numbers(self.backend_releases, number.name),
+        )
+
+    def guard_arguments(self, frontend_version: str, minimum_backend: str) -> dict[str, Any]:
+        """Keyword arguments for :func:`jaxrel.guard.check` for this family."""
+        return {
+            "frontend": self.frontend.distribution,
+            "frontend_version": frontend_version,
+            "backend": self.backend.distribution,
+            "backend_package": self.backend.package,
+            "version_module": self.backend.version_module,
+            "minimum_backend": minimum_backend,
+            "plugins": tuple(plugin.for_guard() for plugin in self.plugins),
+        }
+
+
+def jax_profile() -> Family:
+    """The built-in profile of real JAX."""
+    return Family(
+        name="jax",
+        frontend=Frontend(
+            distribution="jax",
+            package="jax",
+            version_file="jax/version.py",
+            minimum_backend_variable="_minimum_jaxlib_version",
+        ),
+        backend=Backend(
+            distribution="jaxlib",
+            package="jaxlib",
+            version_file="jaxlib/version.py",
+            ffi_header="jaxlib/include/xla/ffi/api/c_api.h",
+        ),
+        plugins=(
+            PluginSpec("jax-cuda12-plugin", "jax_cuda12_plugin"),
+            PluginSpec("jax-cuda12-pjrt", "jax_plugins.xla_cuda12"),
+            PluginSpec("jax-cuda13-plugin", "jax_cuda13_plugin"),
+            PluginSpec("jax-cuda13-pjrt", "jax_plugins.xla_cuda13"),
+            # ROCm plugins are released on their own schedule; jaxlib skips their check.
+            PluginSpec("jax-rocm*", None, pinned=False),
+        ),
+        api_numbers=(
+            ApiNumber(
+                "jaxlib_extension_version",
+                "jaxlib/xla_client.py",
+                "_version",
+                aliases=("xla_extension_version",),
+            ),
+            ApiNumber("ifrt_version", "jaxlib/xla_client.py", "_ifrt_version", literal=False),
+        ),
+        backend_releases=dict(releasedata.builtin("jax")["jaxlib"]),
+        frontend_minimums={
+            version: row["minimum_jaxlib"]
+            for version, row in releasedata.builtin("jax")["jax"].items()
+            if row.get("minimum_jaxlib")
+        },
+    )
+
+
+PROFILES = {"jax": jax_profile}
+
+_TOP_KEYS = {"profile", "name", "frontend", "backend", "api-numbers", "plugins", "releases"}
+_PACKAGE_KEYS = {"distribution", "package", "version-file"}
+_FRONTEND_KEYS = _PACKAGE_KEYS | {"minimum-backend-variable", "minimum-backend"}
+_BACKEND_KEYS = _PACKAGE_KEYS | {"ffi-header"}
+_API_KEYS = {"name", "file", "variable", "aliases", "literal"}
+_PLUGIN_KEYS = {"distribution", "package", "pinned"}
+
+
+class _Reader:
+    """Validates one ``[tool.jaxrel]`` table, producing one-line errors."""
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+
+    def error(self, where: str, problem: str) -> ConfigError:
+        return ConfigError(f"{self.source}: [{where}] {problem}")
+
+    def table(self, value: Any, where: str, keys: set[str]) -> dict[str, Any]:
+        if not isinstance(value, dict):
+            raise self.error(where, f"must be a table, not {type(value).__name__}")
+        unknown = sorted(set(value) - keys)
+        if unknown:
+            raise self.error(where, f"unknown key {unknown[0]!r} (allowed: {', '.join(sorted(keys))})")
+        return value
+
+    def string(self, table: dict[str, Any], key: str, where: str, default: str | None = None,
+               required: bool = False) -> str | None:
+        if key not in table:
+            if required:
+                raise self.error(where, f"missing required key {key!r}")
+            return default
+        value = table[key]
+        if not isinstance(value, str) or not value.strip():
+            raise self.error(where, f"{key!r} must be a non-empty string, not {value!r}")
+        return value
+
+    def version(self, value: Any, where: str, key: str) -> str:
+        try:
+            Version(value if isinstance(value, str) else "")
+        except InvalidVersion:
+            raise self.error(where, f"{key!r} is not a PEP 440 version: {value!r} (e.g. \"0.4.30\")") from None
+        if "!" in value:
+            raise self.error(where, f"{key!r} has an epoch ({value!r}); jax's version check cannot compare epochs")
+        return value
+
+    def package(self, value: Any, where: str, keys: set[str]) -> dict[str, str | None]:
+        table = self.table(value, where, keys)
+        distribution = self.string(table, "distribution", where, required=True)
+        assert distribution is not None
+        package = self.string(table, "package", where, default=distribution.replace("-", "_"))
+        assert package is not None
+        version_file = self.string(table, "version-file", where, default=f"{package.replace('.', '/')}/version.py")
+        assert version_file is not None
+        if not Path(version_file).is_relative_to(package.replace(".", "/")):
+            raise self.error(where, f"'version-file' {version_file!r} must lie inside package {package!r}")
+        return {"distribution": distribution, "package": package, "version_file": version_file}
+
+    def family(self, config: Any) -> Family:
+        top = self.table(config, "tool.jaxrel", _TOP_KEYS)
+        if "profile" in top:
+            others = sorted(set(top) - {"profile"})
+            if others:
+                raise self.error("tool.jaxrel", f"'profile' cannot be combined with {others[0]!r}; "
+                                 "declare the family in full or use the profile alone")
+            name = self.string(top, "profile", "tool.jaxrel")
+            if name not in PROFILES:
+                raise self.error("tool.jaxrel", f"unknown profile {name!r} (known: {', '.join(PROFILES)})")
+            return PROFILES[name]()
+        for key in ("name", "frontend", "backend"):
+            if key not in top:
+                raise self.error("tool.jaxrel", f"missing required key {key!r} (or set profile = \"jax\")")
+        name = self.string(top, "name", "tool.jaxrel")
+        frontend_table = self.table(top["frontend"], "tool.jaxrel.frontend", _FRONTEND_KEYS)
+        minimum = frontend_table.get("minimum-backend")
+        frontend = Frontend(
+            **self.package(frontend_table, "tool.jaxrel.frontend", _FRONTEND_KEYS),  # type: ignore[arg-type]
+            minimum_backend_variable=self.string(frontend_table, "minimum-backend-variable", "tool.jaxrel.frontend"),
+            minimum_backend=None if minimum is None else self.version(minimum, "tool.jaxrel.frontend", "minimum-backend"),
+        )
+        backend_table = self.table(top["backend"], "tool.jaxrel.backend", _BACKEND_KEYS)
+        backend = Backend(
+            **self.package(backend_table, "tool.jaxrel.backend", _BACKEND_KEYS),  # type: ignore[arg-type]
+            ffi_header=self.string(backend_table, "ffi-header", "tool.jaxrel.backend"),
+        )
+        api_numbers = tuple(self.api_number(item, i) for i, item in enumerate(self.array(top, "api-numbers")))
+        plugins = tuple(self.plugin(item, i) for i, item in enumerate(self.array(top, "plugins")))
+        family = Family(name or "", frontend, backend, plugins, api_numbers)
+        releases = self.releases(top.get("releases", {}), family)
+        return Family(family.name, frontend, backend, plugins, api_numbers, releases)
+
+    def array(self, top: dict[str, Any], key: str) -> list[Any]:
+        value = top.get(key, [])
+        if not isinstance(value, list):
+            raise self.error(f"tool.jaxrel.{key}", f"must be an array of tables ([[tool.jaxrel.{key}]])")
+        return value
+
+    def api_number(self, value: Any, index: int) -> ApiNumber:
+        where = f"tool.jaxrel.api-numbers[{index}]"
+        table = self.table(value, where, _API_KEYS)
+        aliases = table.get("aliases", [])
+        if not isinstance(aliases, list) or not all(isinstance(a, str) and a.isidentifier() for a in aliases):
+            raise self.error(where, f"'aliases' must be a list of identifiers, not {aliases!r}")
+        name = self.string(table, "name", where, required=True)
+        if not (name or "").isidentifier():
+            raise self.error(where, f"'name' must be a Python identifier, not {name!r}")
+        literal = table.get("literal", True)
+        if not isinstance(literal, bool):
+            raise self.error(where, f"'literal' must be true or false, not {literal!r}")
+        return ApiNumber(
+            name=name or "",
+            file=self.string(table, "file", where, required=True) or "",
+            variable=self.string(table, "variable", where, default="_version") or "",
+            aliases=tuple(aliases),
+            literal=literal,
+        )
+
+    def plugin(self, value: Any, index: int) -> PluginSpec:
+        where = f"tool.jaxrel.plugins[{index}]"
+        table = self.table(value, where, _PLUGIN_KEYS)
+        pinned = table.get("pinned", True)
+        if not isinstance(pinned, bool):
+            raise self.error(where, f"'pinned' must be true or false, not {pinned!r}")
+        return PluginSpec(
+            distribution=self.string(table, "distribution", where, required=True) or "",
+            package=self.string(table, "package", where),
+            pinned=pinned,
+        )
+
+    def releases(self, value: Any, family: Family) -> dict[str, dict[str, Any]]:
+        if not isinstance(value, dict):
+            raise self.error("tool.jaxrel.releases", "must be a table of backend versions")
+        releases: dict[str, dict[str, Any]] = {}
+        for version, row in value.items():
+            where = f"tool.jaxrel.releases.{version!r}"
+            self.version(version, "tool.jaxrel.releases", f"backend version {version!r}")
+            names = {n for number in family.api_numbers for n in number.names}
+            table = self.table(row, where, names)
+            for key, number in table.items():
+                if not isinstance(number, int) or isinstance(number, bool) or number < 0:
+                    raise self.error(where, f"{key!r} must be a non-negative integer, not {number!r}")
+            releases[version] = {family.api_number(key).name: number for key, number in table.items()}
+        return releases
+
+
+def family_from_config(config: Any, source: str = "pyproject.toml") -> Family:
+    """Build and validate a family from a parsed ``[tool.jaxrel]`` table."""
+    return _Reader(source).family(config)
+
+
+def load_family(pyproject: str | Path) -> Family:
+    """Load the family declared under ``[tool.jaxrel]`` in ``pyproject``."""
+    path = Path(pyproject)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"{path}: file not found; pass --config PATH to a pyproject.toml") from None
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{path}: not valid TOML ({error}); fix the syntax") from None
+    config = data.get("tool", {}).get("jaxrel")
+    if config is None:
+        raise ConfigError(f"{path}: no [tool.jaxrel] table; add one (e.g. profile = \"jax\")")
+    return family_from_config(config, str(path))
+
+
+def resolve_family(name_or_path: str | None) -> Family:
+    """A built-in profile by name, or the family declared in a ``pyproject.toml`` path."""
+    if name_or_path is None or name_or_path in PROFILES:
+        return PROFILES[name_or_path or "jax"]()
+    return load_family(name_or_path)

@@ -1,0 +1,178 @@
+"""API-version gating: the supported way to write ``if jaxlib_extension_version >= N:``.
+
+The backend exports an integer API number (``_version = N`` in ``jaxlib/xla_client.py``)
+that grows with every backend change the frontend may depend on. Frontend code gates on
+it::
+
+    from jaxrel.gating import jaxlib_extension_version as api
+
+    if api.at_least(503):                      # a plain gate, as jax writes it today
+        ...
+    impl = api.choose(503, new_impl, old_impl)  # pick a code path once
+
+    @api.requires(505)                         # refuse clearly when the backend is too old
+    def new_feature(): ...
+
+When the family's release data is available the error names the first backend release
+known to provide N and the pip command that installs it. Standard library only.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import re
+import sys
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from jaxrel.guard import release_of
+
+T = TypeVar("T")
+Releases = Mapping[str, int]
+
+
+class ApiVersionError(RuntimeError):
+    """The installed backend's API number is below what a code path needs."""
+
+
+def read_api_number(file: str, variable: str, path: list[str] | None = None) -> int | None:
+    """Read the integer literal ``variable = N`` from ``file`` (relative to a ``sys.path`` entry).
+
+    ``None`` when the file is not installed or the value is not a literal.
+    """
+    pattern = re.compile(rf"^{re.escape(variable)}\s*(?::[^=\n]*)?=\s*(\d+)\b", re.MULTILINE)
+    for entry in sys.path if path is None else path:
+        candidate = os.path.join(entry or ".", file)
+        try:
+            with open(candidate, encoding="utf-8") as handle:
+                found = pattern.search(handle.read())
+        except OSError:
+            continue
+        return int(found[1]) if found else None
+    return None
+
+
+def first_release_providing(number: int, releases: Releases) -> str | None:
+    """The oldest backend release whose API number is at least ``number``."""
+    providing = [version for version, value in releases.items() if value >= number]
+    return min(providing, key=lambda version: release_of(version).key, default=None)
+
+
+class ApiGate:
+    """One API number of one backend, read once, with gate helpers.
+
+    ``module`` is the backend module that defines ``variable`` (used when it is already
+    imported, or when the value is not a literal in ``file``). ``releases`` maps backend
+    versions to their API number, or is a callable returning that mapping (loaded only
+    when an error needs it).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        *,
+        backend: str,
+        module: str,
+        variable: str = "_version",
+        releases: Releases | Callable[[], Releases] | None = None,
+    ) -> None:
+        self.name = name
+        self.backend = backend
+        self.module = module
+        self.variable = variable
+        self._releases = releases
+        self._value: int | None = None
+
+    @property
+    def value(self) -> int:
+        """The installed backend's number (0 when the backend predates it, as jax does)."""
+        if self._value is None:
+            self._value = self._read()
+        return self._value
+
+    def _read(self) -> int:
+        loaded = sys.modules.get(self.module)
+        if loaded is None:
+            found = read_api_number(self.module.replace(".", "/") + ".py", self.variable)
+            if found is not None:
+                return found
+            import importlib
+
+            try:
+                loaded = importlib.import_module(self.module)
+            except ImportError as error:
+                raise ApiVersionError(
+                    f"cannot read {self.name}: {self.module} is not importable ({error}); "
+                    f"install {self.backend}"
+                ) from None
+        value = getattr(loaded, self.variable, 0)
+        return value if isinstance(value, int) else 0
+
+    def releases(self) -> Releases:
+        """Known backend release → API number (empty when no release data is available)."""
+        data = self._releases() if callable(self._releases) else self._releases
+        return data or {}
+
+    def at_least(self, number: int) -> bool:
+        """The gate ``value >= number``."""
+        return self.value >= number
+
+    def require(self, number: int, feature: str = "this feature") -> None:
+        """Raise :class:`ApiVersionError` unless the backend provides ``number``."""
+        if self.at_least(number):
+            return
+        first = first_release_providing(number, self.releases())
+        if first is not None:
+            where = f"the first {self.backend} release known to provide it is {first}"
+            fix = f'pip install "{self.backend}>={first}" (with a matching frontend)'
+        else:
+            where = f"no released {self.backend} is known to provide it; build {self.backend} at HEAD"
+            fix = f"build and install {self.backend} from source at HEAD"
+        raise ApiVersionError(
+            f"{feature} needs {self.name} >= {number}, but the installed {self.backend} "
+            f"provides {self.value}; {where}. Fix: {fix}"
+        )
+
+    def requires(self, number: int) -> Callable[[Callable[..., T]], Callable[..., T]]:
+        """Decorator: calling the function raises :class:`ApiVersionError` on an older backend."""
+
+        def decorate(function: Callable[..., T]) -> Callable[..., T]:
+            @functools.wraps(function)
+            def gated(*args: Any, **kwargs: Any) -> T:
+                self.require(number, f"{function.__module__}.{function.__qualname__}")
+                return function(*args, **kwargs)
+
+            gated.__jaxrel_api__ = (self.name, number)  # type: ignore[attr-defined]
+            return gated
+
+        return decorate
+
+    def choose(self, number: int, new: T, old: T) -> T:
+        """``new`` when the backend provides ``number``, else ``old``."""
+        return new if self.at_least(number) else old
+
+
+def _jax_releases(name: str) -> Callable[[], Releases]:
+    def load() -> Releases:
+        from jaxrel import releasedata
+
+        return releasedata.api_numbers("jax", "jaxlib", name)
+
+    return load
+
+
+jaxlib_extension_version = ApiGate(
+    "jaxlib_extension_version",
+    backend="jaxlib",
+    module="jaxlib.xla_client",
+    releases=_jax_releases("jaxlib_extension_version"),
+)
+xla_extension_version = jaxlib_extension_version  # the name jax used up to 0.5.x
+ifrt_version = ApiGate(
+    "ifrt_version",
+    backend="jaxlib",
+    module="jaxlib.xla_client",
+    variable="_ifrt_version",
+    releases=_jax_releases("ifrt_version"),
+)

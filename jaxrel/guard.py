@@ -1,0 +1,277 @@
+"""Import-time compatibility guard for split wheels (standard library only).
+
+A frontend, plugin or extension calls :func:`check` first thing in its
+``__init__``, before any compiled backend module or plugin is loaded::
+
+    from jaxrel import guard
+    guard.check(
+        frontend="jax", frontend_version=_version,
+        backend="jaxlib", minimum_backend=_minimum_jaxlib_version,
+        plugins=(guard.Plugin("jax-cuda12-plugin"), guard.Plugin("jax-cuda12-pjrt"),
+                 guard.Plugin("jax-rocm*", pinned=False)),
+    )
+
+Versions are compared exactly as :mod:`jaxrel.policy` compares them (the two are
+property-tested to agree): on the PEP 440 release segment, trailing zeros
+insignificant, pre/dev/post/local suffixes ignored, an epoch refused.
+
+The backend version is read from the backend's version module *source* (or from
+the module if it is already imported); installed plugins are found from their
+``.dist-info`` directory names on ``sys.path``. Nothing is imported: not the
+backend, not a plugin, not ``packaging``, not ``importlib.metadata``, not the
+rest of jaxrel. Set ``JAXREL_SKIP_GUARD=1`` to skip the check.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from typing import NamedTuple
+
+SKIP_ENV = "JAXREL_SKIP_GUARD"
+
+# PEP 440's canonical form, from the specification's appendix.
+_PEP440 = re.compile(
+    r"""^\s*v?
+    (?:(?P<epoch>[0-9]+)!)?
+    (?P<release>[0-9]+(?:\.[0-9]+)*)
+    (?P<pre>[-_.]?(?:alpha|a|beta|b|preview|pre|c|rc)[-_.]?[0-9]*)?
+    (?P<post>-[0-9]+|[-_.]?(?:post|rev|r)[-_.]?[0-9]*)?
+    (?P<dev>[-_.]?dev[-_.]?[0-9]*)?
+    (?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?
+    \s*$""",
+    re.IGNORECASE | re.VERBOSE,
+)
+_DIST_INFO = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)\.dist-info$")
+
+
+class Plugin(NamedTuple):
+    """A plugin distribution (``fnmatch`` pattern allowed) and whether it is pinned to the backend."""
+
+    distribution: str
+    pinned: bool = True
+
+
+class GuardError(ImportError):
+    """The installed split wheels do not fit together (or a version cannot be read).
+
+    ``installed`` maps distribution to version, ``allowed`` states the allowed
+    range, ``fix`` is the command that repairs the environment.
+    """
+
+    def __init__(self, message: str, *, installed: dict[str, str], allowed: str, fix: str) -> None:
+        super().__init__(message)
+        self.installed = installed
+        self.allowed = allowed
+        self.fix = fix
+
+
+class Release(NamedTuple):
+    """A version's release segment: as written, and as a comparable tuple."""
+
+    text: str
+    key: tuple[int, ...]
+
+
+def release_of(version: str, *, what: str = "version") -> Release:
+    """Return the release segment of a PEP 440 ``version``.
+
+    The key drops trailing zeros, so ``0.4.30`` and ``0.4.30.0`` compare equal.
+    Raises ``ValueError`` for a malformed version or one with an epoch.
+    """
+    match = _PEP440.match(version)
+    if match is None:
+        raise ValueError(f"{what} {version!r} is not a PEP 440 version (expected e.g. 0.4.30)")
+    if match["epoch"] is not None:
+        raise ValueError(
+            f"{what} {version!r} has an epoch, which jax's version check cannot compare; "
+            "publish it without the epoch"
+        )
+    text = match["release"]
+    key = [int(part) for part in text.split(".")]
+    while len(key) > 1 and key[-1] == 0:
+        key.pop()
+    return Release(text, tuple(key))
+
+
+def is_final(version: str) -> bool:
+    """True for a release with no pre, dev or local part (post-releases are final)."""
+    match = _PEP440.match(version)
+    return bool(match) and not (match["pre"] or match["dev"] or match["local"])
+
+
+def canonical_name(name: str) -> str:
+    """PEP 503 normalisation of a distribution name."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def requirement(distribution: str, minimum: str | None, maximum: str | None) -> str:
+    """A quoted pip requirement bounding ``distribution`` to ``[minimum, maximum]``."""
+    bounds = [f">={minimum}" if minimum else "", f"<={maximum}" if maximum else ""]
+    return f'"{distribution}{",".join(b for b in bounds if b)}"'
+
+
+def allowed_range(backend: str, minimum: str | None, maximum: str | None) -> str:
+    """Human text for the allowed backend range (release numbers only)."""
+    low = f"{minimum} <= " if minimum else ""
+    high = f" <= {maximum}" if maximum else ""
+    return f"{low}{backend}{high} (release numbers; rc/dev/post/local suffixes ignored)"
+
+
+def read_assignment(path: str, variables: tuple[str, ...]) -> str | None:
+    """The string literal assigned to the first of ``variables`` found in the source at ``path``."""
+    try:
+        with open(path, encoding="utf-8") as handle:
+            source = handle.read()
+    except OSError:
+        return None
+    for variable in variables:
+        found = re.search(
+            rf"^{variable}\s*(?::[^=\n]*)?=\s*['\"]([^'\"]+)['\"]", source, re.MULTILINE
+        )
+        if found:
+            return found[1]
+    return None
+
+
+def read_version_file(path: str) -> str | None:
+    """Read ``_release_version``, else ``_version`` or ``__version__``, from a version module's source.
+
+    JAX's version modules hold ``_version = "X.Y.Z"`` and a build-stamped
+    ``_release_version``; other projects use ``__version__``.
+    """
+    return read_assignment(path, ("_release_version", "_version", "__version__"))
+
+
+def _package_dirs(package: str, path: list[str]) -> list[str]:
+    return [
+        os.path.join(entry or ".", package)
+        for entry in path
+        if os.path.isdir(os.path.join(entry or ".", package))
+    ]
+
+
+def backend_version(package: str, version_module: str = "version", path: list[str] | None = None) -> str | None:
+    """The installed backend's version, without importing the backend.
+
+    Uses the already-imported module's ``__version__`` if there is one; otherwise
+    reads ``<package>/<version_module>.py`` from the first ``sys.path`` entry
+    holding ``package``. ``None`` when the backend is not installed.
+    """
+    module = sys.modules.get(package) if path is None else None
+    if module is not None and isinstance(getattr(module, "__version__", None), str):
+        return module.__version__
+    for directory in _package_dirs(package, sys.path if path is None else path):
+        found = read_version_file(os.path.join(directory, *version_module.split(".")) + ".py")
+        if found is not None:
+            return found
+    return None
+
+
+def installed_distributions(path: list[str] | None = None) -> dict[str, str]:
+    """Map canonical distribution name to version from ``*.dist-info`` names on ``path``.
+
+    The first entry on the path wins, as it does for imports.
+    """
+    found: dict[str, str] = {}
+    for entry in sys.path if path is None else path:
+        try:
+            names = os.listdir(entry or ".")
+        except OSError:
+            continue
+        for name in names:
+            match = _DIST_INFO.match(name)
+            if match:
+                found.setdefault(canonical_name(match["name"]), match["version"])
+    return found
+
+
+def _matching(pattern: str, installed: dict[str, str]) -> list[tuple[str, str]]:
+    pattern = canonical_name(pattern)
+    if not any(char in pattern for char in "*?["):
+        return [(pattern, installed[pattern])] if pattern in installed else []
+    from fnmatch import fnmatchcase  # only when a pattern is used
+
+    return [(name, version) for name, version in sorted(installed.items()) if fnmatchcase(name, pattern)]
+
+
+def _release_key(version: str) -> tuple[int, ...] | None:
+    try:
+        return release_of(version).key
+    except ValueError:
+        return None
+
+
+def _fail(problems: list[str], fixes: list[str], installed: dict[str, str], allowed: str) -> GuardError:
+    lines = problems + [f"Fix: {fixes[0]}"] + [f"  or: {other}" for other in fixes[1:]]
+    lines.append(f"(Set {SKIP_ENV}=1 to skip this check at your own risk.)")
+    return GuardError("\n".join(lines), installed=installed, allowed=allowed, fix=fixes[0])
+
+
+def check(
+    *,
+    backend: str,
+    minimum_backend: str | None = None,
+    frontend: str | None = None,
+    frontend_version: str | None = None,
+    plugins: tuple[Plugin, ...] = (),
+    backend_package: str | None = None,
+    version_module: str = "version",
+    path: list[str] | None = None,
+) -> str | None:
+    """Refuse to import when the installed backend or plugins do not fit.
+
+    ``backend`` is the backend's distribution name (``jaxlib``), ``backend_package``
+    its import name (default: the distribution name with ``_``). The backend must
+    satisfy ``minimum_backend <= backend <= frontend_version``; each pinned plugin
+    must have the backend's release number. Returns the backend version (``None``
+    when skipped through ``JAXREL_SKIP_GUARD``); raises :class:`GuardError`.
+    """
+    if os.environ.get(SKIP_ENV, "") not in ("", "0"):
+        return None
+    package = backend_package or backend.replace("-", "_")
+    consumer = f"{frontend} {frontend_version}" if frontend and frontend_version else "this package"
+    found = backend_version(package, version_module, path)
+    installed = {name: version for name, version in ((frontend, frontend_version), (backend, found))
+                 if name and version}
+    try:
+        top = release_of(frontend_version, what=f"{frontend} version") if frontend_version else None
+        low = release_of(minimum_backend, what=f"minimum {backend} version") if minimum_backend else None
+        allowed = allowed_range(backend, minimum_backend, top.text if top else None)
+        in_range = f"pip install {requirement(backend, minimum_backend, top.text if top else None)}"
+        if found is None:
+            raise _fail([f"{backend} is not installed; {consumer} needs {allowed}."],
+                        [in_range], installed, allowed)
+        current = release_of(found, what=f"{backend} version")
+    except ValueError as error:
+        raise GuardError(f"{error}\n(Set {SKIP_ENV}=1 to skip this check at your own risk.)",
+                         installed=installed, allowed="unknown", fix="") from None
+
+    too_old = low is not None and current.key < low.key
+    too_new = top is not None and current.key > top.key
+    if too_old:
+        raise _fail([f"{backend} is version {found}, but {consumer} requires {allowed}."],
+                    [in_range], installed, allowed)
+    if too_new:
+        raise _fail([f"{backend} version {found} is newer than {consumer} allows: it requires {allowed}."],
+                    [in_range, f"pip install --upgrade {frontend} {backend}"], installed, allowed)
+
+    mismatched = []
+    if plugins:
+        distributions = installed_distributions(path)
+        for plugin in plugins:
+            for name, version in _matching(plugin.distribution, distributions):
+                installed[name] = version
+                if plugin.pinned and _release_key(version) != current.key:
+                    mismatched.append((name, version))
+    if mismatched:
+        listing = ", ".join(f"{name} {version}" for name, version in mismatched)
+        aligned = " ".join(f'"{name}=={current.text}"' for name, _ in mismatched)
+        raise _fail(
+            [f"{listing} installed, but plugins must have the same release number as {backend} {found}; "
+             "a mismatched plugin is skipped with a warning, fails later or crashes."],
+            [f"pip install {aligned}", f"pip uninstall -y {' '.join(name for name, _ in mismatched)}"],
+            installed, f"{current.text} (equal to {backend})",
+        )
+    return found

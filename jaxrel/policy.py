@@ -1,0 +1,292 @@
+"""The version rules of a split-wheel family, as pure functions on ``packaging.version``.
+
+For frontend F with minimum backend M, backend B and plugins P:
+
+* ``backend-at-least-minimum``: B >= M.
+* ``backend-not-newer-than-frontend``: B <= F.
+* ``minimum-not-newer-than-frontend``: M <= F.
+* ``minimum-is-released``: M is a final release (no rc/dev/local part) and, when the
+  released backends are known, one of them.
+* ``plugin-matches-backend``: each pinned plugin has B's release number (ROCm exempt).
+* ``backend-release-has-frontend-release`` / ``frontend-supports-latest-backend``:
+  release-plan rules, see :func:`check_release`.
+
+How versions take part (this agrees with real jax's check on every real pair):
+
+* Comparison is on the PEP 440 *release segment*, as a tuple of ints whose trailing
+  zeros are insignificant: ``0.4.30 == 0.4.30.0`` (real jax's regex would call
+  ``0.4.30.0`` newer; PEP 440 says they are one version, and no release is spelled so).
+  ``0.12.0.1`` is a distinct release newer than ``0.12.0``.
+* Pre-release, dev, post and local parts are ignored for compatibility: a frontend at
+  HEAD ``0.4.36.dev20241119+gabc`` admits backends up to 0.4.36; a frontend
+  ``0.5.0rc1`` admits backend ``0.5.0``; ``0.12.0.post1`` is the 0.12.0 line.
+* A minimum must be a final release (post-releases count as final).
+* An epoch (``1!0.4.30``) is refused as an input error: jax's regex would read it
+  as version ``1``.
+
+The policy does no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.version import InvalidVersion, Version
+
+from jaxrel.guard import allowed_range, requirement
+
+
+class VersionError(ValueError):
+    """A version string that cannot take part in the rules."""
+
+
+@dataclass(frozen=True)
+class Pin:
+    """A distribution at a version (``jax==0.12.0``)."""
+
+    name: str
+    version: Version
+
+    def __str__(self) -> str:
+        return f"{self.name} {self.version}"
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One broken rule: its id, what is wrong, and the command that fixes it."""
+
+    rule: str
+    message: str
+    fix: str | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """The outcome of applying the rules to one set of pins."""
+
+    violations: tuple[Violation, ...]
+    checked: tuple[str, ...]
+    skipped: dict[str, str] = field(default_factory=dict)
+    allowed_backend: str | None = None
+    alternatives: tuple[str, ...] = ()
+
+    @property
+    def compatible(self) -> bool:
+        return not self.violations
+
+    @property
+    def fix(self) -> str | None:
+        """The first command that repairs the set, ``None`` when nothing is broken."""
+        return next((v.fix for v in self.violations if v.fix), None)
+
+    def to_json(self) -> dict[str, Any]:
+        """A stable JSON object: ``compatible``, ``reasons``, ``fix`` and details."""
+        return {
+            "compatible": self.compatible,
+            "reasons": [{"rule": v.rule, "message": v.message, "fix": v.fix} for v in self.violations],
+            "fix": self.fix,
+            "fix_alternatives": list(self.alternatives),
+            "allowed_backend": self.allowed_backend,
+            "rules_checked": list(self.checked),
+            "rules_skipped": dict(self.skipped),
+        }
+
+
+def parse_version(text: str, what: str = "version") -> Version:
+    """Parse ``text`` as PEP 440, refusing epochs; errors name ``what``."""
+    try:
+        version = Version(text)
+    except InvalidVersion:
+        raise VersionError(f"{what} {text!r} is not a PEP 440 version (expected e.g. 0.4.30)") from None
+    if "!" in text:
+        raise VersionError(
+            f"{what} {text!r} has an epoch, which jax's version check cannot compare; drop the epoch"
+        )
+    return version
+
+
+def release_key(version: Version) -> tuple[int, ...]:
+    """The release segment without trailing zeros: the only part compatibility looks at."""
+    release = list(version.release)
+    while len(release) > 1 and release[-1] == 0:
+        release.pop()
+    return tuple(release)
+
+
+def release_text(version: Version) -> str:
+    """The release segment as written (``0.4.36`` for ``0.4.36.dev20241119+gabc``)."""
+    return ".".join(str(part) for part in version.release)
+
+
+def is_final(version: Version) -> bool:
+    """No pre-release, dev or local part."""
+    return not (version.is_prerelease or version.local)
+
+
+def _pip_range(backend: str, minimum: Version | None, frontend: Version | None) -> str:
+    return "pip install " + requirement(
+        backend, str(minimum) if minimum else None, release_text(frontend) if frontend else None
+    )
+
+
+def verdict(
+    *,
+    backend: Pin,
+    frontend: Pin | None = None,
+    minimum_backend: Version | None = None,
+    plugins: Sequence[Pin] = (),
+    exempt_plugins: Iterable[str] = (),
+    released_backends: Iterable[Version] | None = None,
+) -> Verdict:
+    """Apply the compatibility rules to installed (or planned) pins.
+
+    ``exempt_plugins`` names plugins not bound to the backend version (ROCm).
+    Rules whose inputs are missing are listed in ``Verdict.skipped`` with the reason.
+    """
+    violations: list[Violation] = []
+    checked: list[str] = []
+    skipped: dict[str, str] = {}
+    b = release_key(backend.version)
+    f = release_key(frontend.version) if frontend else None
+    m = release_key(minimum_backend) if minimum_backend else None
+    fix = _pip_range(backend.name, minimum_backend, frontend.version if frontend else None)
+    alternatives: list[str] = []
+    consumer = str(frontend) if frontend else "this package"
+    allowed = allowed_range(
+        backend.name,
+        str(minimum_backend) if minimum_backend else None,
+        release_text(frontend.version) if frontend else None,
+    )
+
+    if m is None:
+        skipped["backend-at-least-minimum"] = "no minimum backend given"
+    else:
+        checked.append("backend-at-least-minimum")
+        if b < m:
+            violations.append(Violation(
+                "backend-at-least-minimum",
+                f"{backend.name} is version {backend.version}, but {consumer} requires {allowed}.",
+                fix,
+            ))
+
+    if f is None:
+        skipped["backend-not-newer-than-frontend"] = "no frontend given"
+    else:
+        checked.append("backend-not-newer-than-frontend")
+        if b > f:
+            assert frontend is not None
+            violations.append(Violation(
+                "backend-not-newer-than-frontend",
+                f"{backend.name} version {backend.version} is newer than {consumer} allows: "
+                f"it requires {allowed}.",
+                fix,
+            ))
+            alternatives.append(f"pip install --upgrade {frontend.name} {backend.name}")
+
+    if m is None or f is None:
+        skipped["minimum-not-newer-than-frontend"] = "needs both a frontend and a minimum backend"
+    else:
+        checked.append("minimum-not-newer-than-frontend")
+        if m > f:
+            violations.append(Violation(
+                "minimum-not-newer-than-frontend",
+                f"the minimum {backend.name} {minimum_backend} is newer than {consumer}; "
+                f"no {backend.name} can satisfy {allowed}.",
+                f"lower the minimum {backend.name} to at most {release_text(frontend.version)}"
+                if frontend else None,
+            ))
+
+    if minimum_backend is None:
+        skipped["minimum-is-released"] = "no minimum backend given"
+    else:
+        checked.append("minimum-is-released")
+        violations.extend(_minimum_released(backend.name, minimum_backend, released_backends))
+
+    exempt = set(exempt_plugins)
+    if not plugins:
+        skipped["plugin-matches-backend"] = "no plugins"
+    else:
+        checked.append("plugin-matches-backend")
+        mismatched = [p for p in plugins if p.name not in exempt and release_key(p.version) != b]
+        if mismatched:
+            aligned = " ".join(f'"{p.name}=={release_text(backend.version)}"' for p in mismatched)
+            listing = ", ".join(str(p) for p in mismatched)
+            violations.append(Violation(
+                "plugin-matches-backend",
+                f"{listing} installed, but plugins must have the same release number as "
+                f"{backend}; a mismatched plugin is skipped, fails later or crashes.",
+                f"pip install {aligned}",
+            ))
+    return Verdict(tuple(violations), tuple(checked), skipped, allowed, tuple(alternatives))
+
+
+def _minimum_released(
+    backend: str, minimum: Version, released: Iterable[Version] | None
+) -> list[Violation]:
+    if not is_final(minimum):
+        return [Violation(
+            "minimum-is-released",
+            f"the minimum {backend} {minimum} is not a release; frontends at HEAD are tested "
+            f"against released {backend} wheels.",
+            f"set the minimum {backend} to a released version (e.g. {release_text(minimum)} once released)",
+        )]
+    if released is None:
+        return []
+    released = sorted(set(released))
+    if any(release_key(v) == release_key(minimum) for v in released):
+        return []
+    older = [v for v in released if v < minimum]
+    suggestion = f"the nearest older release is {older[-1]}" if older else "none is older"
+    return [Violation(
+        "minimum-is-released",
+        f"the minimum {backend} {minimum} was never released ({suggestion}).",
+        f"set the minimum {backend} to a released version" + (f" such as {older[-1]}" if older else ""),
+    )]
+
+
+def check_release(
+    *,
+    frontend: str,
+    backend: str,
+    frontend_version: Version | None,
+    backend_version: Version | None,
+    minimum_backend: Version,
+    released_backends: Iterable[Version],
+) -> list[Violation]:
+    """Rules for a release plan (rules 2–4 of DESIGN.md).
+
+    A backend release needs a frontend release of the same version; the minimum must
+    be released; and the frontend must support the latest backend release (minimum
+    <= latest release <= frontend) as well as the next one (its own version).
+    """
+    released = sorted(set(released_backends))
+    violations: list[Violation] = []
+    if backend_version is not None and (
+        frontend_version is None or release_key(frontend_version) != release_key(backend_version)
+    ):
+        violations.append(Violation(
+            "backend-release-has-frontend-release",
+            f"releasing {backend} {backend_version} needs a {frontend} release of the same version "
+            f"at the same time (planned: {frontend} {frontend_version or 'none'}).",
+            f"release {frontend} {backend_version} together with {backend} {backend_version}",
+        ))
+    violations.extend(_minimum_released(backend, minimum_backend, released))
+    if frontend_version is not None and released:
+        latest = released[-1]
+        if not release_key(minimum_backend) <= release_key(latest) <= release_key(frontend_version):
+            violations.append(Violation(
+                "frontend-supports-latest-backend",
+                f"{frontend} {frontend_version} must support the latest {backend} release {latest} "
+                f"and the next one, but it admits {backend} {minimum_backend} to "
+                f"{release_text(frontend_version)}.",
+                f"set the minimum {backend} to at most {latest} and {frontend}'s version to at least {latest}",
+            ))
+    if frontend_version is not None and release_key(minimum_backend) > release_key(frontend_version):
+        violations.append(Violation(
+            "minimum-not-newer-than-frontend",
+            f"the minimum {backend} {minimum_backend} is newer than {frontend} {frontend_version}.",
+            f"set the minimum {backend} to at most {release_text(frontend_version)}",
+        ))
+    return violations
