@@ -98,9 +98,13 @@ def read_ffi_api(header: str) -> str | None:
     return f"{major[1]}.{minor[1]}" if major and minor else None
 
 
-def inspect(family: Family, python: str | None = None) -> Environment:
-    """Inspect the environment of ``python`` (default: the running interpreter)."""
-    executable, version, path = interpreter_path(python)
+def inspect(family: Family, python: str | None = None, path: list[str] | None = None) -> Environment:
+    """Inspect the environment of ``python`` (default: the running interpreter).
+
+    ``path`` replaces that interpreter's ``sys.path`` (to inspect a directory directly).
+    """
+    executable, version, interpreter_sys_path = interpreter_path(python)
+    path = interpreter_sys_path if path is None else path
     env = Environment(python=executable, python_version=version)
     installed = _distributions(path)
     env.frontend = installed.get(canonical_name(family.frontend.distribution)) or _source_install(

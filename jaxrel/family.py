@@ -40,6 +40,7 @@ from packaging.version import InvalidVersion, Version
 from jaxrel import releasedata
 from jaxrel.gating import ApiGate
 from jaxrel.guard import Plugin as GuardPlugin
+from jaxrel.guard import canonical_name, glob_match
 
 
 class ConfigError(ValueError):
@@ -94,7 +95,7 @@ class ApiNumber:
 
 @dataclass(frozen=True)
 class PluginSpec:
-    """A plugin distribution (``fnmatch`` pattern allowed); ``pinned`` = must equal the backend."""
+    """A plugin distribution (``*`` wildcards allowed); ``pinned`` = must equal the backend."""
 
     distribution: str
     package: str | None = None
@@ -131,13 +132,9 @@ class Family:
 
     def plugin_for(self, distribution: str) -> PluginSpec | None:
         """The plugin spec whose pattern matches ``distribution``."""
-        from fnmatch import fnmatchcase
-
-        from jaxrel.guard import canonical_name
-
         name = canonical_name(distribution)
         for plugin in self.plugins:
-            if fnmatchcase(name, canonical_name(plugin.distribution)):
+            if glob_match(name, canonical_name(plugin.distribution)):
                 return plugin
         return None
 
@@ -331,8 +328,11 @@ class _Reader:
         pinned = table.get("pinned", True)
         if not isinstance(pinned, bool):
             raise self.error(where, f"'pinned' must be true or false, not {pinned!r}")
+        distribution = self.string(table, "distribution", where, required=True) or ""
+        if any(char in distribution for char in "?[]"):
+            raise self.error(where, f"'distribution' {distribution!r} may use only '*' as a wildcard")
         return PluginSpec(
-            distribution=self.string(table, "distribution", where, required=True) or "",
+            distribution=distribution,
             package=self.string(table, "package", where),
             pinned=pinned,
         )

@@ -20,37 +20,46 @@ the module if it is already imported); installed plugins are found from their
 ``.dist-info`` directory names on ``sys.path``. Nothing is imported: not the
 backend, not a plugin, not ``packaging``, not ``importlib.metadata``, not the
 rest of jaxrel. Set ``JAXREL_SKIP_GUARD=1`` to skip the check.
+
+Start-up cost matters here: on the common path (release versions such as
+``0.12.0.1``) this module uses only ``os`` and ``sys``, which every interpreter has
+loaded already; ``re`` is imported only to parse a version with a suffix.
 """
 
-from __future__ import annotations
-
 import os
-import re
 import sys
-from typing import NamedTuple
 
 SKIP_ENV = "JAXREL_SKIP_GUARD"
 
-# PEP 440's canonical form, from the specification's appendix.
-_PEP440 = re.compile(
-    r"""^\s*v?
+# PEP 440's canonical form, from the specification's appendix (compiled on first use).
+_PEP440 = r"""^\s*v?
     (?:(?P<epoch>[0-9]+)!)?
     (?P<release>[0-9]+(?:\.[0-9]+)*)
     (?P<pre>[-_.]?(?:alpha|a|beta|b|preview|pre|c|rc)[-_.]?[0-9]*)?
     (?P<post>-[0-9]+|[-_.]?(?:post|rev|r)[-_.]?[0-9]*)?
     (?P<dev>[-_.]?dev[-_.]?[0-9]*)?
     (?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?
-    \s*$""",
-    re.IGNORECASE | re.VERBOSE,
-)
-_DIST_INFO = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)\.dist-info$")
+    \s*$"""
+_VERSION_VARIABLES = ("_release_version", "_version", "__version__")
 
 
-class Plugin(NamedTuple):
-    """A plugin distribution (``fnmatch`` pattern allowed) and whether it is pinned to the backend."""
+class Plugin:
+    """A plugin distribution (``*`` wildcards allowed) and whether it is pinned to the backend."""
 
-    distribution: str
-    pinned: bool = True
+    __slots__ = ("distribution", "pinned")
+
+    def __init__(self, distribution: str, pinned: bool = True) -> None:
+        self.distribution = distribution
+        self.pinned = pinned
+
+    def __repr__(self) -> str:
+        return f"Plugin({self.distribution!r}, pinned={self.pinned})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Plugin) and (self.distribution, self.pinned) == (other.distribution, other.pinned)
+
+    def __hash__(self) -> int:
+        return hash((self.distribution, self.pinned))
 
 
 class GuardError(ImportError):
@@ -60,27 +69,36 @@ class GuardError(ImportError):
     range, ``fix`` is the command that repairs the environment.
     """
 
-    def __init__(self, message: str, *, installed: dict[str, str], allowed: str, fix: str) -> None:
+    def __init__(self, message: str, *, installed: dict, allowed: str, fix: str) -> None:
         super().__init__(message)
         self.installed = installed
         self.allowed = allowed
         self.fix = fix
 
 
-class Release(NamedTuple):
-    """A version's release segment: as written, and as a comparable tuple."""
+class Release:
+    """A version's release segment: ``text`` as written, ``key`` comparable (no trailing zeros)."""
 
-    text: str
-    key: tuple[int, ...]
+    __slots__ = ("text", "key", "final")
+
+    def __init__(self, text: str, final: bool) -> None:
+        key = [int(part) for part in text.split(".")]
+        while len(key) > 1 and key[-1] == 0:
+            key.pop()
+        self.text = text
+        self.key = tuple(key)
+        self.final = final
 
 
-def release_of(version: str, *, what: str = "version") -> Release:
-    """Return the release segment of a PEP 440 ``version``.
+def _parse(version: str, what: str) -> Release:
+    plain = version.strip()
+    if plain[:1] in ("v", "V"):
+        plain = plain[1:]
+    if plain and all(part.isdigit() and part.isascii() for part in plain.split(".")):
+        return Release(plain, True)  # the common case, without importing re
+    import re
 
-    The key drops trailing zeros, so ``0.4.30`` and ``0.4.30.0`` compare equal.
-    Raises ``ValueError`` for a malformed version or one with an epoch.
-    """
-    match = _PEP440.match(version)
+    match = re.match(_PEP440, version, re.IGNORECASE | re.VERBOSE)
     if match is None:
         raise ValueError(f"{what} {version!r} is not a PEP 440 version (expected e.g. 0.4.30)")
     if match["epoch"] is not None:
@@ -88,22 +106,47 @@ def release_of(version: str, *, what: str = "version") -> Release:
             f"{what} {version!r} has an epoch, which jax's version check cannot compare; "
             "publish it without the epoch"
         )
-    text = match["release"]
-    key = [int(part) for part in text.split(".")]
-    while len(key) > 1 and key[-1] == 0:
-        key.pop()
-    return Release(text, tuple(key))
+    return Release(match["release"], not (match["pre"] or match["dev"] or match["local"]))
+
+
+def release_of(version: str, *, what: str = "version") -> Release:
+    """The release segment of a PEP 440 ``version``; ``ValueError`` if malformed or with an epoch.
+
+    The key drops trailing zeros, so ``0.4.30`` and ``0.4.30.0`` compare equal.
+    """
+    return _parse(version, what)
 
 
 def is_final(version: str) -> bool:
     """True for a release with no pre, dev or local part (post-releases are final)."""
-    match = _PEP440.match(version)
-    return bool(match) and not (match["pre"] or match["dev"] or match["local"])
+    try:
+        return _parse(version, "version").final
+    except ValueError:
+        return False
 
 
 def canonical_name(name: str) -> str:
-    """PEP 503 normalisation of a distribution name."""
-    return re.sub(r"[-_.]+", "-", name).lower()
+    """PEP 503 normalisation of a distribution name (runs of ``-_.`` become one ``-``)."""
+    name = name.lower().replace("_", "-").replace(".", "-")
+    while "--" in name:
+        name = name.replace("--", "-")
+    return name
+
+
+def glob_match(name: str, pattern: str) -> bool:
+    """``*``-only wildcard match (enough for ``jax-rocm*``), without importing fnmatch."""
+    parts = pattern.split("*")
+    if len(parts) == 1:
+        return name == pattern
+    if not (name.startswith(parts[0]) and name.endswith(parts[-1])):
+        return False
+    position, end = len(parts[0]), len(name) - len(parts[-1])
+    for part in parts[1:-1]:
+        position = name.find(part, position, end)
+        if position < 0:
+            return False
+        position += len(part)
+    return position <= end
 
 
 def requirement(distribution: str, minimum: str | None, maximum: str | None) -> str:
@@ -120,18 +163,22 @@ def allowed_range(backend: str, minimum: str | None, maximum: str | None) -> str
 
 
 def read_assignment(path: str, variables: tuple[str, ...]) -> str | None:
-    """The string literal assigned to the first of ``variables`` found in the source at ``path``."""
+    """The string literal assigned (``name = "..."`` or ``name: T = "..."``) to the first of ``variables``."""
     try:
         with open(path, encoding="utf-8") as handle:
-            source = handle.read()
+            lines = handle.read().splitlines()
     except OSError:
         return None
     for variable in variables:
-        found = re.search(
-            rf"^{variable}\s*(?::[^=\n]*)?=\s*['\"]([^'\"]+)['\"]", source, re.MULTILINE
-        )
-        if found:
-            return found[1]
+        for line in lines:
+            if not line.startswith(variable):
+                continue
+            rest = line[len(variable):].lstrip()
+            if rest[:1] == ":":
+                rest = rest[rest.find("="):] if "=" in rest else ""
+            value = rest[1:].strip() if rest[:1] == "=" else ""
+            if value[:1] in ("'", '"') and value.find(value[0], 1) > 1:
+                return value[1:value.find(value[0], 1)]
     return None
 
 
@@ -139,17 +186,9 @@ def read_version_file(path: str) -> str | None:
     """Read ``_release_version``, else ``_version`` or ``__version__``, from a version module's source.
 
     JAX's version modules hold ``_version = "X.Y.Z"`` and a build-stamped
-    ``_release_version``; other projects use ``__version__``.
+    ``_release_version`` (left ``None`` in unstamped builds); others use ``__version__``.
     """
-    return read_assignment(path, ("_release_version", "_version", "__version__"))
-
-
-def _package_dirs(package: str, path: list[str]) -> list[str]:
-    return [
-        os.path.join(entry or ".", package)
-        for entry in path
-        if os.path.isdir(os.path.join(entry or ".", package))
-    ]
+    return read_assignment(path, _VERSION_VARIABLES)
 
 
 def backend_version(package: str, version_module: str = "version", path: list[str] | None = None) -> str | None:
@@ -162,8 +201,9 @@ def backend_version(package: str, version_module: str = "version", path: list[st
     module = sys.modules.get(package) if path is None else None
     if module is not None and isinstance(getattr(module, "__version__", None), str):
         return module.__version__
-    for directory in _package_dirs(package, sys.path if path is None else path):
-        found = read_version_file(os.path.join(directory, *version_module.split(".")) + ".py")
+    relative = os.path.join(package.replace(".", os.sep), *version_module.split(".")) + ".py"
+    for entry in sys.path if path is None else path:
+        found = read_version_file(os.path.join(entry or ".", relative))
         if found is not None:
             return found
     return None
@@ -172,28 +212,24 @@ def backend_version(package: str, version_module: str = "version", path: list[st
 def installed_distributions(path: list[str] | None = None) -> dict[str, str]:
     """Map canonical distribution name to version from ``*.dist-info`` names on ``path``.
 
-    The first entry on the path wins, as it does for imports.
+    The first entry on the path wins, as it does for imports. The standard library's
+    own directories hold no distributions and are skipped (they are most of the cost).
     """
     found: dict[str, str] = {}
+    stdlib = os.path.dirname(os.__file__)
     for entry in sys.path if path is None else path:
+        if entry in (stdlib, os.path.join(stdlib, "lib-dynload")) or entry.endswith(".zip"):
+            continue
         try:
             names = os.listdir(entry or ".")
         except OSError:
             continue
         for name in names:
-            match = _DIST_INFO.match(name)
-            if match:
-                found.setdefault(canonical_name(match["name"]), match["version"])
+            if name.endswith(".dist-info"):
+                distribution, _, version = name[: -len(".dist-info")].rpartition("-")
+                if distribution and version:
+                    found.setdefault(canonical_name(distribution), version)
     return found
-
-
-def _matching(pattern: str, installed: dict[str, str]) -> list[tuple[str, str]]:
-    pattern = canonical_name(pattern)
-    if not any(char in pattern for char in "*?["):
-        return [(pattern, installed[pattern])] if pattern in installed else []
-    from fnmatch import fnmatchcase  # only when a pattern is used
-
-    return [(name, version) for name, version in sorted(installed.items()) if fnmatchcase(name, pattern)]
 
 
 def _release_key(version: str) -> tuple[int, ...] | None:
@@ -248,12 +284,10 @@ def check(
         raise GuardError(f"{error}\n(Set {SKIP_ENV}=1 to skip this check at your own risk.)",
                          installed=installed, allowed="unknown", fix="") from None
 
-    too_old = low is not None and current.key < low.key
-    too_new = top is not None and current.key > top.key
-    if too_old:
+    if low is not None and current.key < low.key:
         raise _fail([f"{backend} is version {found}, but {consumer} requires {allowed}."],
                     [in_range], installed, allowed)
-    if too_new:
+    if top is not None and current.key > top.key:
         raise _fail([f"{backend} version {found} is newer than {consumer} allows: it requires {allowed}."],
                     [in_range, f"pip install --upgrade {frontend} {backend}"], installed, allowed)
 
@@ -261,7 +295,10 @@ def check(
     if plugins:
         distributions = installed_distributions(path)
         for plugin in plugins:
-            for name, version in _matching(plugin.distribution, distributions):
+            pattern = canonical_name(plugin.distribution)
+            for name, version in sorted(distributions.items()):
+                if not glob_match(name, pattern):
+                    continue
                 installed[name] = version
                 if plugin.pinned and _release_key(version) != current.key:
                     mismatched.append((name, version))

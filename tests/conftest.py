@@ -1,0 +1,55 @@
+"""Shared fixtures: a fake site-packages directory built file by file.
+
+Unit tests use it to exercise file reading offline; the integration tests use real wheels.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+
+class Site:
+    """A directory laid out like site-packages."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+
+    @property
+    def path(self) -> list[str]:
+        return [str(self.root)]
+
+    def write(self, relative: str, text: str) -> Path:
+        target = self.root / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text)
+        return target
+
+    def distribution(self, name: str, version: str, files: dict[str, str] | None = None) -> None:
+        """A ``.dist-info`` with METADATA, plus the given package files."""
+        folder = f"{name.replace('-', '_')}-{version}.dist-info"
+        self.write(f"{folder}/METADATA", f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n")
+        for relative, text in (files or {}).items():
+            self.write(relative, text)
+
+    def jax(self, version: str, minimum: str) -> None:
+        self.distribution("jax", version, {
+            "jax/__init__.py": "",
+            "jax/version.py": f'_version = "{version}"\n_minimum_jaxlib_version = "{minimum}"\n',
+        })
+
+    def jaxlib(self, version: str, api: int = 467, ffi: tuple[int, int] = (0, 3)) -> None:
+        self.distribution("jaxlib", version, {
+            "jaxlib/__init__.py": "from .version import __version__\n",
+            "jaxlib/version.py": f'_version = "{version}"\n_release_version: str = \'{version}\'\n',
+            "jaxlib/xla_client.py": f"_version = {api}  # a change\n_ifrt_version = _xla.ifrt_version_number\n",
+            "jaxlib/include/xla/ffi/api/c_api.h":
+                f"#define XLA_FFI_API_MAJOR {ffi[0]}\n#define XLA_FFI_API_MINOR {ffi[1]}\n",
+        })
+
+
+@pytest.fixture
+def site(tmp_path: Path) -> Site:
+    (tmp_path / "site").mkdir()
+    return Site(tmp_path / "site")
