@@ -1,9 +1,6 @@
 """What the import-time guard costs, beside real jax's own version check and ``import jax``.
 
-Run from the repository root::
-
-    python benchmarks/guard.py [--env DIR] [--repeat N] [--json]
-
+Run (from any directory): ``python benchmarks/guard.py [--env DIR] [--repeat N] [--json]``.
 An environment with jax==0.10.2, jaxlib==0.10.2 and this checkout of jaxrel (not editable)
 is made with :func:`jaxrel.envs.create` (``build/bench/guard-env``; reused while current).
 Each measurement is a fresh process of its Python, timed by ``perf_counter_ns`` inside:
@@ -14,12 +11,9 @@ Each measurement is a fresh process of its Python, timed by ``perf_counter_ns`` 
    ``jax._src.lib.check_jaxlib_version`` (imported first, untimed: it loads the backend);
 3. ``import jax``.
 
-N rounds, round-robin, after one untimed warm-up round; bytecode caching stays on (warm caches
-are the realistic case). Prints median, min, ratios and the targets: guard import + check
-under 1 ms and under 1% of ``import jax``.
+N rounds, round-robin, after an untimed warm-up round; bytecode caching on (warm caches are
+realistic). Prints median, min, ratios, targets: guard under 1 ms and 1% of ``import jax``.
 """
-
-from __future__ import annotations
 
 import argparse
 import json
@@ -41,7 +35,7 @@ TARGET_MS, TARGET_PERCENT = 1.0, 1.0
 
 PROBE = """import importlib.metadata as m, json, sysconfig
 found = {d.metadata["Name"]: d.version for d in m.distributions()}
-print(json.dumps({"purelib": sysconfig.get_path("purelib"), "jax": found.get("jax"), "jaxlib": found.get("jaxlib")}))"""
+print(json.dumps({"purelib": sysconfig.get_path("purelib"), **found}))"""
 
 GUARD = """import sys, time
 assert "jaxrel" not in sys.modules, "jaxrel was imported before the measurement"
@@ -62,14 +56,14 @@ print(json.dumps({"guard": (end - start) / 1e6, "guard_check": (loop_end - loop)
 
 JAX_CHECK = """import time
 from jax._src.lib import check_jaxlib_version  # untimed: imports the whole backend
-start = time.perf_counter_ns()
+t0 = time.perf_counter_ns()
 check_jaxlib_version(**ARGS)
-end = time.perf_counter_ns()
+t1 = time.perf_counter_ns()
 for _ in range(CALLS):
     check_jaxlib_version(**ARGS)
-loop_end = time.perf_counter_ns()
+t2 = time.perf_counter_ns()
 import json
-print(json.dumps({"jax_check_first": (end - start) / 1e3, "jax_check": (loop_end - end) / CALLS / 1e3}))"""
+print(json.dumps({"jax_check_first": (t1 - t0) / 1e3, "jax_check": (t2 - t1) / CALLS / 1e3}))"""
 
 IMPORT = """import time
 start = time.perf_counter_ns()
@@ -82,15 +76,15 @@ ROWS = [  # key, label, unit
     ("guard", "guard: import jaxrel.guard + check", "ms"),
     ("guard_check", f"guard: check alone (mean of {CALLS})", "us"),
     ("jaxlib_import", "jax: import jaxlib.version", "ms"),
-    ("jax_check_first", "jax: check_jaxlib_version, one call", "us"),
+    ("jax_check_first", "jax: check_jaxlib_version, 1st timed call", "us"),
     ("jax_check", f"jax: check_jaxlib_version (mean of {CALLS})", "us"),
-    ("jax_total", "jax: import jaxlib.version + one call", "ms"),
+    ("jax_total", "jax: import jaxlib.version + 1st call", "ms"),
     ("import_jax", "import jax", "ms"),
 ]
 
 
 def run(env: envs.Env, code: str) -> dict[str, Any]:
-    """Run ``code`` in a fresh process of ``env`` (no cwd on sys.path) and parse its JSON line."""
+    """Run ``code`` in a fresh process of ``env`` (no cwd on sys.path); parse its JSON line."""
     done = env.run(str(env.python), "-P", "-c", code,
                    env={"PYTHONDONTWRITEBYTECODE": "", "JAXREL_SKIP_GUARD": ""})
     if done.returncode != 0:
@@ -99,15 +93,14 @@ def run(env: envs.Env, code: str) -> dict[str, Any]:
 
 
 def prepare(root: Path) -> tuple[envs.Env, Path]:
-    """The benchmark environment and its site-packages: reused if current, else created."""
+    """The environment and its site-packages; reused if it has jax/jaxlib and this guard.py."""
     env = envs.Env(root)
     if env.python.exists():
         found = run(env, PROBE)
-        site = Path(found["purelib"])
-        installed = site / "jaxrel" / "guard.py"
-        current = installed.exists() and installed.read_bytes() == (ROOT / "jaxrel" / "guard.py").read_bytes()
-        if found["jax"] == found["jaxlib"] == VERSION and current:
-            return env, site
+        installed = Path(found["purelib"], "jaxrel", "guard.py")
+        if found.get("jax") == found.get("jaxlib") == VERSION and installed.is_file() \
+                and installed.read_bytes() == (ROOT / "jaxrel" / "guard.py").read_bytes():
+            return env, Path(found["purelib"])
     print(f"creating {root} ...", file=sys.stderr)
     env = envs.create(root, requirements=[f"jax=={VERSION}", f"jaxlib=={VERSION}", str(ROOT)])
     return env, Path(run(env, PROBE)["purelib"])
@@ -116,12 +109,14 @@ def prepare(root: Path) -> tuple[envs.Env, Path]:
 def literal(path: Path, *names: str) -> str | None:
     """The string assigned to the first of ``names`` found in the source at ``path``."""
     source = path.read_text(encoding="utf-8")
-    found = (re.search(rf"^{name}\s*(?::[^=\n]*)?=\s*['\"]([^'\"]+)['\"]", source, re.M) for name in names)
-    return next((match[1] for match in found if match), None)
+    for name in names:
+        if match := re.search(rf"^{name}\s*(?::[^=\n]*)?=\s*['\"]([^'\"]+)['\"]", source, re.M):
+            return match[1]
+    return None
 
 
 def programs(site: Path) -> dict[str, str]:
-    """The four measurement programs, with the versions read from the installed sources as literals."""
+    """The four programs, with the versions read from the installed sources as literals."""
     jax_version = literal(site / "jax" / "version.py", "_release_version", "_version")
     jaxlib_version = literal(site / "jaxlib" / "version.py", "_release_version", "_version")
     minimum = literal(site / "jax" / "version.py", "_minimum_jaxlib_version")
@@ -129,49 +124,44 @@ def programs(site: Path) -> dict[str, str]:
         raise SystemExit(f"cannot read the versions under {site}")
     arguments = jax_profile().guard_arguments(jax_version, minimum)
     plugins = [(plugin.distribution, plugin.pinned) for plugin in arguments.pop("plugins")]
-    jax_arguments = {"jax_version": jax_version, "jaxlib_version": jaxlib_version,
-                     "minimum_jaxlib_version": minimum}
-    prelude = f"CALLS = {CALLS}\n"
+    jax_arguments = dict(jax_version=jax_version, jaxlib_version=jaxlib_version,
+                         minimum_jaxlib_version=minimum)
     return {
-        "guard": f"{prelude}ARGS = {arguments!r}\nPLUGINS = {plugins!r}\n{GUARD}",
-        "jax_check": f"{prelude}ARGS = {jax_arguments!r}\n{JAX_CHECK}",
+        "guard": f"CALLS = {CALLS}\nARGS = {arguments!r}\nPLUGINS = {plugins!r}\n{GUARD}",
+        "jax_check": f"CALLS = {CALLS}\nARGS = {jax_arguments!r}\n{JAX_CHECK}",
         "jaxlib_import": IMPORT.format(module="jaxlib.version", key="jaxlib_import"),
         "import_jax": IMPORT.format(module="jax", key="import_jax"),
     }
 
 
-def measure(env: envs.Env, codes: dict[str, str], repeat: int) -> tuple[dict[str, list[float]], dict[str, Any]]:
-    """One untimed warm-up round, then ``repeat`` rounds, each process kind once per round, order rotated."""
-    kinds = list(codes)
-    first = {kind: run(env, codes[kind]) for kind in kinds}  # warm-up: bytecode, page cache
-    samples: dict[str, list[float]] = {}
+def measure(env: envs.Env, codes: dict[str, str], repeat: int) -> tuple[dict[str, list], dict]:
+    """An untimed warm-up round, then ``repeat`` rounds running each program once, order rotated."""
+    kinds, warm_up = list(codes), {kind: run(env, code) for kind, code in codes.items()}
+    samples: dict[str, list[float]] = {key: [] for key, _, _ in ROWS}
     for round_ in range(repeat):
-        shift = round_ % len(kinds)
         results: dict[str, Any] = {}
-        for kind in kinds[shift:] + kinds[:shift]:
+        for kind in kinds[round_ % len(kinds):] + kinds[:round_ % len(kinds)]:
             results.update(run(env, codes[kind]))
         results["jax_total"] = results["jaxlib_import"] + results["jax_check_first"] / 1e3
-        for key, _, _ in ROWS:
-            samples.setdefault(key, []).append(results[key])
-    return samples, first["guard"]
+        for key in samples:
+            samples[key].append(results[key])
+    return samples, warm_up["guard"]
 
 
 def summarise(samples: dict[str, list[float]]) -> dict[str, Any]:
-    """Medians, minima, ratios and targets."""
-    stats = {key: {"median": statistics.median(samples[key]), "min": min(samples[key]), "unit": unit}
-             for key, _, unit in ROWS}
-    guard_ms, jax_ms = stats["guard"]["median"], stats["import_jax"]["median"]
-    percent = 100 * guard_ms / jax_ms
-    return {
-        "measurements": stats,
-        "ratios": {"guard_percent_of_import_jax": percent,
-                   "guard_over_jax_check": guard_ms / stats["jax_total"]["median"]},
-        "targets": {f"guard under {TARGET_MS:g} ms": guard_ms < TARGET_MS,
-                    f"guard under {TARGET_PERCENT:g}% of import jax": percent < TARGET_PERCENT},
-    }
+    """Medians, minima, ratios (of medians) and targets."""
+    stats = {key: {"median": statistics.median(samples[key]), "min": min(samples[key]),
+                   "unit": unit} for key, _, unit in ROWS}
+    guard_ms = stats["guard"]["median"]
+    percent = 100 * guard_ms / stats["import_jax"]["median"]
+    return {"measurements": stats,
+            "ratios": {"guard_percent_of_import_jax": percent,
+                       "guard_over_jax_check": guard_ms / stats["jax_total"]["median"]},
+            "targets": {f"guard under {TARGET_MS:g} ms": guard_ms < TARGET_MS,
+                        f"guard under {TARGET_PERCENT:g}% of import jax": percent < TARGET_PERCENT}}
 
 
-def report(summary: dict[str, Any], guard_run: dict[str, Any], env: envs.Env, repeat: int) -> None:
+def report(summary: dict[str, Any], modules: list[str], env: envs.Env, repeat: int) -> None:
     """The readable table."""
     print(f"env: {env.root}  (jax {VERSION}, jaxlib {VERSION}; {repeat} rounds, round-robin)")
     print(f"{'measurement':<46}{'median':>11}{'min':>11}  unit")
@@ -179,11 +169,11 @@ def report(summary: dict[str, Any], guard_run: dict[str, Any], env: envs.Env, re
         row = summary["measurements"][key]
         print(f"{label:<46}{row['median']:>11.3f}{row['min']:>11.3f}  {unit}")
     ratios = summary["ratios"]
-    print(f"\nguard / import jax:        {ratios['guard_percent_of_import_jax']:.3f} %  (medians)")
-    print(f"guard / jax's own check:   {ratios['guard_over_jax_check']:.2f} x")
+    print(f"\nguard / import jax: {ratios['guard_percent_of_import_jax']:.3f} %;  guard / jax's "
+          f"own check (import jaxlib.version + call): {ratios['guard_over_jax_check']:.2f} x")
     for target, met in summary["targets"].items():
         print(f"target {target}: {'met' if met else 'NOT met'}")
-    print(f"\nmodules the guard import adds: {', '.join(guard_run['modules'])}")
+    print(f"modules the guard import adds: {', '.join(modules) or 'none'}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -191,18 +181,17 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--env", type=Path, default=ROOT / "build" / "bench" / "guard-env")
     parser.add_argument("--repeat", type=int, default=15)
-    parser.add_argument("--json", action="store_true", help="print a JSON object instead of a table")
+    parser.add_argument("--json", action="store_true", help="print a JSON object, not a table")
     args = parser.parse_args(argv)
     env, site = prepare(args.env.resolve())
     samples, guard_run = measure(env, programs(site), max(1, args.repeat))
     if not guard_run["file"].startswith(str(site)) or guard_run["found"] != VERSION:
-        raise SystemExit(f"the guard ran from {guard_run['file']} and found {guard_run['found']}")
-    summary = summarise(samples)
+        raise SystemExit(f"the guard ran from {guard_run['file']}, found {guard_run['found']}")
     if args.json:
-        print(json.dumps({"env": str(env.root), "repeat": args.repeat, **summary,
+        print(json.dumps({"env": str(env.root), "repeat": args.repeat, **summarise(samples),
                           "guard_modules": guard_run["modules"], "samples": samples}, indent=2))
     else:
-        report(summary, guard_run, env, args.repeat)
+        report(summarise(samples), guard_run["modules"], env, args.repeat)
     return 0
 
 

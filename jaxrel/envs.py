@@ -53,6 +53,13 @@ class Env:
         return subprocess.run(list(args), capture_output=True, text=True, env=full, timeout=timeout)
 
 
+def uv_environment() -> dict[str, str]:
+    """This process's environment plus pip's index configuration for uv, without ``PYTHONPATH``."""
+    env = {**os.environ, **pip_index_config().uv_environment()}
+    env.pop("PYTHONPATH", None)
+    return env
+
+
 def _run(command: Sequence[str], env: dict[str, str], what: str) -> None:
     done = subprocess.run(list(command), capture_output=True, text=True, env=env)
     if done.returncode != 0:
@@ -81,7 +88,7 @@ def create(
     base = {**os.environ}
     base.pop("PYTHONPATH", None)
     if uv:
-        env = {**base, **pip_index_config().uv_environment()}
+        env = uv_environment()
         _run([uv, "venv", "--quiet", "--python", python, str(root)], env, f"uv venv {root}")
         install = [uv, "pip", "install", "--quiet", "--python", str(root / "bin" / "python")]
     else:

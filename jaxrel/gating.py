@@ -41,7 +41,7 @@ def read_api_number(file: str, variable: str, path: list[str] | None = None) -> 
 
     ``None`` when the file is not installed or the value is not a literal.
     """
-    pattern = re.compile(rf"^{re.escape(variable)}\s*(?::[^=\n]*)?=\s*(\d+)\b", re.MULTILINE)
+    pattern = re.compile(rf"^{re.escape(variable)}\s*(?::[^=\n]*)?=\s*(\d+)\s*(?:#.*)?$", re.MULTILINE)
     for entry in sys.path if path is None else path:
         candidate = os.path.join(entry or ".", file)
         try:

@@ -64,11 +64,25 @@ def parse_config_list(text: str) -> PipIndexConfig:
     )
 
 
+def pip_command(python: str | None = None) -> list[str]:
+    """A command running pip: ``python``'s (default this interpreter's), else the base interpreter's.
+
+    Environments made by uv have no pip of their own; the interpreter they were made
+    from does, and its configuration is the machine's.
+    """
+    candidates = [python] if python else [sys.executable, getattr(sys, "_base_executable", None),
+                                          os.path.join(sys.base_prefix, "bin", "python3")]
+    for candidate in candidates:
+        if candidate and subprocess.run([candidate, "-c", "import pip"], capture_output=True).returncode == 0:
+            return [candidate, "-m", "pip"]
+    return ["pip"]
+
+
 @cache
 def pip_index_config(python: str | None = None) -> PipIndexConfig:
-    """Ask pip (of ``python``, default this interpreter) for its index configuration."""
+    """Ask pip (of ``python``, default: see :func:`pip_command`) for its index configuration."""
     done = subprocess.run(
-        [python or sys.executable, "-m", "pip", "config", "list"],
+        [*pip_command(python), "config", "list"],
         capture_output=True, text=True, env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
     )
     return parse_config_list(done.stdout if done.returncode == 0 else "")

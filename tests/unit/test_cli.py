@@ -1,0 +1,90 @@
+"""`jaxrel verdict` and `jaxrel doctor` on the command line: output, JSON and exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from jaxrel.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def run(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_verdict_compatible_exit_0(capsys):
+    code, out, _ = run(capsys, "verdict", "jax==0.12.0.1", "jaxlib==0.12.0")
+    assert code == 0
+    assert "jax 0.12.0.1, jaxlib 0.12.0: compatible" in out
+    assert "minimum jaxlib: 0.11.2 (declared by jax 0.12.0.1)" in out
+
+
+def test_verdict_incompatible_prints_rule_and_fix_exit_1(capsys):
+    code, out, _ = run(capsys, "verdict", "jax==0.12.0", "jaxlib==0.12.0.1")
+    assert code == 1
+    assert "INCOMPATIBLE" in out and "backend-not-newer-than-frontend" in out
+    assert 'fix: pip install "jaxlib>=0.11.2,<=0.12.0"' in out
+
+
+def test_verdict_json_is_stable(capsys):
+    code, out, _ = run(capsys, "verdict", "jax==0.10.2", "jaxlib==0.6.2", "jax-cuda12-plugin==0.10.2", "--json")
+    data = json.loads(out)
+    assert code == 1
+    assert {"compatible", "reasons", "fix", "rules_checked", "rules_skipped", "pins", "minimum_backend"} <= set(data)
+    assert data["compatible"] is False
+    assert [r["rule"] for r in data["reasons"]] == ["backend-at-least-minimum", "plugin-matches-backend"]
+    assert data["fix"] == 'pip install "jaxlib>=0.10.1,<=0.10.2"'
+    assert data["minimum_backend"] == "0.10.1"
+
+
+def test_min_backend_option_and_dev_frontend(capsys):
+    code, out, _ = run(capsys, "verdict", "jax==0.4.36.dev20241119+gabc", "jaxlib==0.4.36", "--min-backend", "0.4.35")
+    assert code == 0, out
+    code, out, _ = run(capsys, "verdict", "jax==0.4.36.dev20241119+gabc", "jaxlib==0.4.35", "--min-backend", "0.4.36")
+    assert code == 1 and "backend-at-least-minimum" in out
+
+
+def test_unknown_minimum_is_reported_as_not_checked(capsys):
+    code, out, _ = run(capsys, "verdict", "jax==9.0.0", "jaxlib==9.0.0")
+    assert code == 0
+    assert "backend-at-least-minimum: not checked (no minimum backend given)" in out
+
+
+def test_minimum_must_be_a_release(capsys):
+    code, out, _ = run(capsys, "verdict", "jax==0.4.33", "jaxlib==0.4.33", "--min-backend", "0.4.32")
+    assert code == 1 and "minimum-is-released" in out and "0.4.31" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (["verdict", "jax==banana", "jaxlib==0.4"], "jax 'banana' is not a PEP 440 version"),
+        (["verdict", "jax==0.4.30", "jaxlib==1!0.4.30"], "has an epoch"),
+        (["verdict", "jax=0.4.30", "jaxlib==0.4.30"], "expected NAME==VERSION"),
+        (["verdict", "jax==0.4.30"], "give the backend version: jaxlib==VERSION"),
+        (["verdict", "torch==2.0", "jaxlib==0.4.30"], "'torch' is not part of family 'jax'"),
+        (["verdict", "jax==0.4.30", "jaxlib==0.4.30", "--min-backend", "x"], "--min-backend 'x'"),
+        (["verdict", "jax==0.4.30", "jaxlib==0.4.30", "--family", "/nonexistent/pyproject.toml"], "file not found"),
+        (["doctor", "--python", "/nonexistent/python"], "cannot run Python interpreter"),
+    ],
+)
+def test_bad_input_is_one_line_exit_2(capsys, argv, expected):
+    code, out, err = run(capsys, *argv)
+    assert code == 2
+    assert out == ""
+    assert expected in err and err.count("\n") == 1
+
+
+def test_console_entry_point_runs_as_module():
+    done = subprocess.run([sys.executable, "-m", "jaxrel", "verdict", "jax==banana", "jaxlib==0.4"],
+                          capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 2
+    assert done.stderr.strip() == "jaxrel verdict: error: jax 'banana' is not a PEP 440 version (expected e.g. 0.4.30)"

@@ -1,0 +1,102 @@
+"""API-version gates: reading the number, choosing a path, refusing clearly."""
+
+from __future__ import annotations
+
+import sys
+
+import pytest
+
+from jaxrel import gating
+from jaxrel.family import jax_profile
+from jaxrel.gating import ApiGate, ApiVersionError, first_release_providing
+
+RELEASES = {"0.10.1": 452, "0.10.2": 467, "0.11.0": 477, "0.12.0": 505, "0.12.0.1": 505, "0.9.0.1": 397}
+
+
+@pytest.fixture
+def backend(site, monkeypatch):
+    """A backend `fakelib` whose client module declares _version = 467, on sys.path."""
+    site.write("fakelib/__init__.py", "")
+    site.write("fakelib/client.py", "_version = 467  # the change\n_ifrt_version = 40 + 15\n")
+    monkeypatch.syspath_prepend(str(site.root))
+    yield site
+    for name in ("fakelib", "fakelib.client"):
+        sys.modules.pop(name, None)
+
+
+def gate(variable="_version", releases=RELEASES):
+    return ApiGate("fake_extension_version", backend="fakelib", module="fakelib.client", variable=variable,
+                   releases=releases)
+
+
+def test_reads_number_from_source_without_importing(backend):
+    assert gate().value == 467
+    assert "fakelib.client" not in sys.modules
+
+
+def test_non_literal_number_is_read_by_importing_the_module(backend):
+    assert gate("_ifrt_version").value == 55
+    assert "fakelib.client" in sys.modules
+
+
+def test_imported_module_wins(backend, monkeypatch):
+    module = type(sys)("fakelib.client")
+    module._version = 999
+    monkeypatch.setitem(sys.modules, "fakelib.client", module)
+    assert gate().value == 999
+
+
+def test_at_least_and_choose(backend):
+    g = gate()
+    assert g.at_least(467) and not g.at_least(468)
+    assert g.choose(467, "new", "old") == "new"
+    assert g.choose(500, "new", "old") == "old"
+
+
+def test_first_release_providing_orders_by_release_number():
+    assert first_release_providing(470, RELEASES) == "0.11.0"
+    assert first_release_providing(505, RELEASES) == "0.12.0"
+    assert first_release_providing(400, RELEASES) == "0.10.1"
+    assert first_release_providing(600, RELEASES) is None
+
+
+def test_requires_decorator_names_first_release_and_fix(backend):
+    @gate().requires(505)
+    def new_feature(x):
+        return x + 1
+
+    with pytest.raises(ApiVersionError) as info:
+        new_feature(1)
+    message = str(info.value)
+    assert "new_feature needs fake_extension_version >= 505" in message
+    assert "provides 467" in message
+    assert "first fakelib release known to provide it is 0.12.0" in message
+    assert 'pip install "fakelib>=0.12.0"' in message
+
+    @gate().requires(400)
+    def old_feature(x):
+        return x + 1
+
+    assert old_feature(1) == 2
+    assert old_feature.__jaxrel_api__ == ("fake_extension_version", 400)
+
+
+def test_without_release_data_points_at_head(backend):
+    with pytest.raises(ApiVersionError, match="no released fakelib is known to provide it; build fakelib at HEAD"):
+        gate(releases=None).require(468)
+    with pytest.raises(ApiVersionError, match="no released fakelib is known"):
+        gate().require(10_000)
+
+
+def test_missing_backend_is_a_clear_error(monkeypatch):
+    g = ApiGate("x_version", backend="nosuchlib", module="nosuchlib.client")
+    with pytest.raises(ApiVersionError, match="nosuchlib.client is not importable.*install nosuchlib"):
+        g.value
+
+
+def test_builtin_jax_gates_carry_measured_release_data():
+    assert gating.xla_extension_version is gating.jaxlib_extension_version
+    releases = gating.jaxlib_extension_version.releases()
+    assert releases["0.10.2"] == 467 and releases["0.12.0"] == 505
+    assert first_release_providing(500, releases) == "0.12.0"
+    assert jax_profile().gate("jaxlib_extension_version").releases() == releases

@@ -1,0 +1,25 @@
+"""The README's two commands and CI agree."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def readme_commands() -> list[str]:
+    text = (ROOT / "README.md").read_text()
+    assert text.startswith("```bash\n"), "README.md must open with the two commands"
+    block = text.split("```bash\n", 1)[1].split("```", 1)[0]
+    return [line for line in block.splitlines() if line.strip()]
+
+
+def test_readme_opens_with_exactly_two_commands():
+    commands = readme_commands()
+    assert len(commands) == 2
+    assert all(command.startswith("python3 -m pip install") for command in commands)
+
+
+def test_ci_runs_the_readme_test_command():
+    ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
+    assert readme_commands()[1] in ci
