@@ -45,7 +45,9 @@ class Env:
     def bin(self) -> Path:
         return self.root / "bin"
 
-    def run(self, *args: str, env: dict[str, str] | None = None, timeout: float = 600) -> subprocess.CompletedProcess[str]:
+    def run(
+        self, *args: str, env: dict[str, str] | None = None, timeout: float = 600
+    ) -> subprocess.CompletedProcess[str]:
         """Run ``args`` with this environment's ``bin`` first on ``PATH``; never raises on exit status."""
         full = {**os.environ, **(env or {}), "VIRTUAL_ENV": str(self.root),
                 "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}"}

@@ -283,7 +283,9 @@ class _Reader:
         frontend = Frontend(
             **self.package(frontend_table, "tool.jaxrel.frontend", _FRONTEND_KEYS),  # type: ignore[arg-type]
             minimum_backend_variable=self.string(frontend_table, "minimum-backend-variable", "tool.jaxrel.frontend"),
-            minimum_backend=None if minimum is None else self.version(minimum, "tool.jaxrel.frontend", "minimum-backend"),
+            minimum_backend=(
+                None if minimum is None else self.version(minimum, "tool.jaxrel.frontend", "minimum-backend")
+            ),
         )
         backend_table = self.table(top["backend"], "tool.jaxrel.backend", _BACKEND_KEYS)
         backend = Backend(

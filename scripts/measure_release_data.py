@@ -87,7 +87,8 @@ def measure_jaxlib(path: Path) -> dict[str, object]:
 
 def measure_jax(path: Path) -> dict[str, object]:
     files = read_members(path, ["jax/version.py", ".dist-info/METADATA", "PKG-INFO"])
-    minimum = re.search(r"^_minimum_jaxlib_version\s*(?::[^=]*)?=\s*['\"]([^'\"]+)", files.get("jax/version.py", ""), re.M)
+    version_py = files.get("jax/version.py", "")
+    minimum = re.search(r"^_minimum_jaxlib_version\s*(?::[^=]*)?=\s*['\"]([^'\"]+)", version_py, re.M)
     headers = (files.get(".dist-info/METADATA") or files.get("PKG-INFO", "")).split("\n\n")[0]
     requires = [line.split(":", 1)[1].strip() for line in headers.splitlines()
                 if line.startswith("Requires-Dist:") and re.match(r"Requires-Dist:\s*jaxlib\b", line)

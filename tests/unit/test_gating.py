@@ -91,7 +91,7 @@ def test_without_release_data_points_at_head(backend):
 def test_missing_backend_is_a_clear_error(monkeypatch):
     g = ApiGate("x_version", backend="nosuchlib", module="nosuchlib.client")
     with pytest.raises(ApiVersionError, match="nosuchlib.client is not importable.*install nosuchlib"):
-        g.value
+        _ = g.value
 
 
 def test_builtin_jax_gates_carry_measured_release_data():

@@ -96,9 +96,10 @@ def test_minimum_is_released():
 
 
 def test_plugins_equal_backend_and_rocm_exempt():
-    ok = judge("0.12.0.1", "0.12.0.1", "0.11.2", plugins=[("jax-cuda12-plugin", "0.12.0.1"), ("jax-cuda12-pjrt", "0.12.0.1")])
+    both = [("jax-cuda12-plugin", "0.12.0.1"), ("jax-cuda12-pjrt", "0.12.0.1")]
+    ok = judge("0.12.0.1", "0.12.0.1", "0.11.2", plugins=both)
     assert ok.compatible and "plugin-matches-backend" in ok.checked
-    bad = judge("0.12.0.1", "0.12.0.1", "0.11.2", plugins=[("jax-cuda12-plugin", "0.12.0"), ("jax-cuda12-pjrt", "0.12.0.1")])
+    bad = judge("0.12.0.1", "0.12.0.1", "0.11.2", plugins=[("jax-cuda12-plugin", "0.12.0"), both[1]])
     assert [v.rule for v in bad.violations] == ["plugin-matches-backend"]
     assert bad.fix == 'pip install "jax-cuda12-plugin==0.12.0.1"'
     newer = judge("0.10.2", "0.10.2", "0.10.1", plugins=[("jax-cuda12-plugin", "0.11.0")])

@@ -43,7 +43,8 @@ def respelled(draw, text: str) -> str:
     out = draw(st.sampled_from(["", "v", "V"])) + release
     if version.pre:
         letter = {"a": "alpha", "b": "beta", "rc": draw(st.sampled_from(["rc", "c", "pre", "preview"]))}[version.pre[0]]
-        out += draw(st.sampled_from(["", "-", ".", "_"])) + letter + draw(st.sampled_from(["", "-", "."])) + str(version.pre[1])
+        separators = draw(st.sampled_from(["", "-", ".", "_"])), draw(st.sampled_from(["", "-", "."]))
+        out += f"{separators[0]}{letter}{separators[1]}{version.pre[1]}"
     if version.post is not None:
         out += draw(st.sampled_from([f".post{version.post}", f"-post{version.post}", f"_rev{version.post}",
                                      f".r{version.post}", f"-{version.post}"]))
@@ -66,7 +67,7 @@ def outcome(jax: str, jaxlib: str, minimum: str, plugin: str | None = None):
 @given(data=st.data(), jax=versions(), jaxlib=versions(), minimum=versions(final=True), plugin=versions())
 def test_verdict_never_depends_on_spelling(data, jax, jaxlib, minimum, plugin):
     spelled = [data.draw(respelled(v)) for v in (jax, jaxlib, minimum, plugin)]
-    assert all(Version(s) == Version(v) for s, v in zip(spelled, (jax, jaxlib, minimum, plugin)))
+    assert all(Version(s) == Version(v) for s, v in zip(spelled, (jax, jaxlib, minimum, plugin), strict=True))
     assert outcome(*spelled) == outcome(jax, jaxlib, minimum, plugin)
 
 
