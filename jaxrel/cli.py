@@ -15,6 +15,7 @@ from packaging.version import Version
 
 from jaxrel import __version__, doctor, policy
 from jaxrel.family import ConfigError, Family, resolve_family
+from jaxrel.guard import canonical_name
 
 EXIT_OK, EXIT_INCOMPATIBLE, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -32,8 +33,6 @@ def _parse_pin(text: str) -> tuple[str, str]:
 
 def _pins_for(family: Family, texts: Sequence[str]) -> tuple[policy.Pin | None, policy.Pin, list[policy.Pin]]:
     """Sort NAME==VERSION arguments into frontend, backend and plugins of ``family``."""
-    from jaxrel.guard import canonical_name
-
     frontend = backend = None
     plugins: list[policy.Pin] = []
     for text in texts:
@@ -69,10 +68,9 @@ def cmd_verdict(args: argparse.Namespace) -> int:
     family = resolve_family(args.family)
     frontend, backend, plugins = _pins_for(family, args.pins)
     minimum, source = _minimum_for(family, frontend, args.min_backend)
-    released = [policy.parse_version(v) for v in family.backend_releases] or None
-    exempt = [p.name for p in plugins if not family.plugin_for(p.name).pinned]  # type: ignore[union-attr]
     result = policy.verdict(backend=backend, frontend=frontend, minimum_backend=minimum, plugins=plugins,
-                            exempt_plugins=exempt, released_backends=released)
+                            exempt_plugins=family.unpinned(p.name for p in plugins),
+                            released_backends=family.released_backends())
     if args.json:
         pins = {"frontend": frontend, "backend": backend}
         out: dict[str, Any] = {**result.to_json(), "family": family.name,
@@ -135,7 +133,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.run(args))
-    except (UsageError, ConfigError, policy.VersionError, doctor.EnvironmentError_) as error:
+    except (UsageError, ConfigError, policy.VersionError, doctor.InterpreterError) as error:
         print(f"jaxrel {args.verb}: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
 

@@ -19,10 +19,10 @@ from typing import Any
 from jaxrel import policy
 from jaxrel.family import Family, Package
 from jaxrel.gating import read_api_number
-from jaxrel.guard import allowed_range, canonical_name, read_assignment, read_version_file, requirement
+from jaxrel.guard import canonical_name, read_assignment, read_version_file
 
 
-class EnvironmentError_(RuntimeError):
+class InterpreterError(RuntimeError):
     """The environment to inspect cannot be reached (bad ``--python``)."""
 
 
@@ -58,7 +58,7 @@ def interpreter_path(python: str | None) -> tuple[str, str, list[str]]:
     try:
         done = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
     except (OSError, subprocess.SubprocessError) as error:
-        raise EnvironmentError_(
+        raise InterpreterError(
             f"cannot run Python interpreter {python!r} ({error.__class__.__name__}); "
             "pass --python the path of an existing interpreter"
         ) from None
@@ -131,37 +131,27 @@ def inspect(family: Family, python: str | None = None, path: list[str] | None = 
     return env
 
 
+def _pin(installed: Installed | None) -> policy.Pin | None:
+    if installed is None:
+        return None
+    return policy.Pin(installed.name, policy.parse_version(installed.version, f"installed {installed.name}"))
+
+
 def diagnose(family: Family, env: Environment) -> policy.Verdict:
     """Apply the policy to what ``env`` holds; a missing backend is itself a violation."""
-    frontend = env.frontend and policy.Pin(
-        env.frontend.name, policy.parse_version(env.frontend.version, f"installed {env.frontend.name}")
-    )
-    minimum = env.minimum_backend and policy.parse_version(
-        env.minimum_backend, f"minimum {family.backend.distribution} declared by {family.frontend.distribution}"
-    )
-    if env.backend is None:
-        need = allowed_range(family.backend.distribution, env.minimum_backend,
-                                    policy.release_text(frontend.version) if frontend else None)
-        fix = "pip install " + requirement(
-            family.backend.distribution, env.minimum_backend,
-            policy.release_text(frontend.version) if frontend else None,
+    minimum = None
+    if env.minimum_backend:
+        minimum = policy.parse_version(
+            env.minimum_backend, f"minimum {family.backend.distribution} declared by {family.frontend.distribution}"
         )
-        return policy.Verdict(
-            (policy.Violation("backend-installed", f"{family.backend.distribution} is not installed; "
-                              f"{frontend or family.frontend.distribution} needs {need}.", fix),),
-            ("backend-installed",), {}, need,
-        )
-    backend = policy.Pin(env.backend.name, policy.parse_version(env.backend.version, f"installed {env.backend.name}"))
-    plugins = [policy.Pin(p.name, policy.parse_version(p.version, f"installed {p.name}")) for p in env.plugins]
-    exempt = [p.name for p in env.plugins if not (spec := family.plugin_for(p.name)) or not spec.pinned]
-    released = [policy.parse_version(v) for v in family.backend_releases] or None
     return policy.verdict(
-        backend=backend,
-        frontend=frontend or None,
-        minimum_backend=minimum or None,
-        plugins=plugins,
-        exempt_plugins=exempt,
-        released_backends=released,
+        backend=_pin(env.backend),
+        backend_name=family.backend.distribution,
+        frontend=_pin(env.frontend),
+        minimum_backend=minimum,
+        plugins=[pin for pin in map(_pin, env.plugins) if pin],
+        exempt_plugins=family.unpinned(p.name for p in env.plugins),
+        released_backends=family.released_backends(),
     )
 
 

@@ -31,6 +31,7 @@ Every error is one line naming the file, the key and the fix (:class:`ConfigErro
 from __future__ import annotations
 
 import tomllib
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -137,6 +138,14 @@ class Family:
             if glob_match(name, canonical_name(plugin.distribution)):
                 return plugin
         return None
+
+    def unpinned(self, distributions: Iterable[str]) -> list[str]:
+        """The given plugin distributions that are exempt from the equal-version rule (or unknown)."""
+        return [name for name in distributions if not (spec := self.plugin_for(name)) or not spec.pinned]
+
+    def released_backends(self) -> list[Version] | None:
+        """The backend releases in the family's release data; ``None`` when it has none."""
+        return [Version(version) for version in self.backend_releases] or None
 
     def gate(self, name: str) -> ApiGate:
         """An :class:`~jaxrel.gating.ApiGate` for API number ``name``, with this family's release data."""

@@ -133,32 +133,38 @@ def _pip_range(backend: str, minimum: Version | None, frontend: Version | None) 
 
 def verdict(
     *,
-    backend: Pin,
+    backend: Pin | None,
     frontend: Pin | None = None,
     minimum_backend: Version | None = None,
     plugins: Sequence[Pin] = (),
     exempt_plugins: Iterable[str] = (),
     released_backends: Iterable[Version] | None = None,
+    backend_name: str = "backend",
 ) -> Verdict:
     """Apply the compatibility rules to installed (or planned) pins.
 
-    ``exempt_plugins`` names plugins not bound to the backend version (ROCm).
-    Rules whose inputs are missing are listed in ``Verdict.skipped`` with the reason.
+    ``backend=None`` means the backend is not installed (rule ``backend-installed``;
+    the others need it). ``exempt_plugins`` names plugins not bound to the backend
+    version (ROCm). Rules whose inputs are missing are listed in ``Verdict.skipped``.
     """
+    name = backend.name if backend else backend_name
+    consumer = str(frontend) if frontend else "this package"
+    fix = _pip_range(name, minimum_backend, frontend.version if frontend else None)
+    allowed = allowed_range(
+        name,
+        str(minimum_backend) if minimum_backend else None,
+        release_text(frontend.version) if frontend else None,
+    )
+    if backend is None:
+        missing = Violation("backend-installed", f"{name} is not installed; {consumer} needs {allowed}.", fix)
+        return Verdict((missing,), ("backend-installed",), {}, allowed)
     violations: list[Violation] = []
     checked: list[str] = []
     skipped: dict[str, str] = {}
     b = release_key(backend.version)
     f = release_key(frontend.version) if frontend else None
     m = release_key(minimum_backend) if minimum_backend else None
-    fix = _pip_range(backend.name, minimum_backend, frontend.version if frontend else None)
     alternatives: list[str] = []
-    consumer = str(frontend) if frontend else "this package"
-    allowed = allowed_range(
-        backend.name,
-        str(minimum_backend) if minimum_backend else None,
-        release_text(frontend.version) if frontend else None,
-    )
 
     if m is None:
         skipped["backend-at-least-minimum"] = "no minimum backend given"
