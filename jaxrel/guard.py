@@ -79,23 +79,26 @@ class GuardError(ImportError):
 class Release:
     """A version's release segment: ``text`` as written, ``key`` comparable (no trailing zeros)."""
 
-    __slots__ = ("text", "key", "final")
+    __slots__ = ("text", "key")
 
-    def __init__(self, text: str, final: bool) -> None:
+    def __init__(self, text: str) -> None:
         key = [int(part) for part in text.split(".")]
         while len(key) > 1 and key[-1] == 0:
             key.pop()
         self.text = text
         self.key = tuple(key)
-        self.final = final
 
 
-def _parse(version: str, what: str) -> Release:
+def release_of(version: str, *, what: str = "version") -> Release:
+    """The release segment of a PEP 440 ``version``; ``ValueError`` if malformed or with an epoch.
+
+    The key drops trailing zeros, so ``0.4.30`` and ``0.4.30.0`` compare equal.
+    """
     plain = version.strip()
     if plain[:1] in ("v", "V"):
         plain = plain[1:]
     if plain and all(part.isdigit() and part.isascii() for part in plain.split(".")):
-        return Release(plain, True)  # the common case, without importing re
+        return Release(plain)  # the common case, without importing re
     import re
 
     match = re.match(_PEP440, version, re.IGNORECASE | re.VERBOSE)
@@ -106,23 +109,7 @@ def _parse(version: str, what: str) -> Release:
             f"{what} {version!r} has an epoch, which jax's version check cannot compare; "
             "publish it without the epoch"
         )
-    return Release(match["release"], not (match["pre"] or match["dev"] or match["local"]))
-
-
-def release_of(version: str, *, what: str = "version") -> Release:
-    """The release segment of a PEP 440 ``version``; ``ValueError`` if malformed or with an epoch.
-
-    The key drops trailing zeros, so ``0.4.30`` and ``0.4.30.0`` compare equal.
-    """
-    return _parse(version, what)
-
-
-def is_final(version: str) -> bool:
-    """True for a release with no pre, dev or local part (post-releases are final)."""
-    try:
-        return _parse(version, "version").final
-    except ValueError:
-        return False
+    return Release(match["release"])
 
 
 def canonical_name(name: str) -> str:
