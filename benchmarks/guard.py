@@ -1,8 +1,9 @@
 """What the import-time guard costs, beside real jax's own version check and ``import jax``.
 
 Run (from any directory): ``python benchmarks/guard.py [--env DIR] [--repeat N] [--json]``.
-An environment with jax==0.10.2, jaxlib==0.10.2 and this checkout of jaxrel (not editable)
-is made with :func:`jaxrel.envs.create` (``build/bench/guard-env``; reused while current).
+An environment with the newest jax and jaxlib installable on this interpreter (0.10.2 on
+Python 3.11) and this checkout of jaxrel (not editable) is made with
+:func:`jaxrel.envs.create` (``build/bench/guard-env``; reused while current).
 Each measurement is a fresh process of its Python, timed by ``perf_counter_ns`` inside:
 
 1. ``import jaxrel.guard`` + ``check(...)`` with the jax profile's arguments (the first
@@ -17,7 +18,6 @@ realistic). Prints median, min, ratios, targets: guard under 1 ms and 1% of ``im
 
 import argparse
 import json
-import re
 import statistics
 import sys
 from pathlib import Path
@@ -28,8 +28,8 @@ sys.path.insert(0, str(ROOT))
 
 from jaxrel import envs  # noqa: E402
 from jaxrel.family import jax_profile  # noqa: E402
+from jaxrel.guard import read_assignment, read_version_file  # noqa: E402
 
-VERSION = "0.10.2"
 CALLS = 2000  # calls averaged for the per-call costs
 TARGET_MS, TARGET_PERCENT = 1.0, 1.0
 
@@ -93,33 +93,24 @@ def run(env: envs.Env, code: str) -> dict[str, Any]:
 
 
 def prepare(root: Path) -> tuple[envs.Env, Path]:
-    """The environment and its site-packages; reused if it has jax/jaxlib and this guard.py."""
+    """The environment and its site-packages; reused if it has jax, jaxlib and this guard.py."""
     env = envs.Env(root)
     if env.python.exists():
         found = run(env, PROBE)
         installed = Path(found["purelib"], "jaxrel", "guard.py")
-        if found.get("jax") == found.get("jaxlib") == VERSION and installed.is_file() \
+        if found.get("jax") and found.get("jaxlib") and installed.is_file() \
                 and installed.read_bytes() == (ROOT / "jaxrel" / "guard.py").read_bytes():
             return env, Path(found["purelib"])
     print(f"creating {root} ...", file=sys.stderr)
-    env = envs.create(root, requirements=[f"jax=={VERSION}", f"jaxlib=={VERSION}", str(ROOT)])
+    env = envs.create(root, requirements=["jax", "jaxlib", str(ROOT)])
     return env, Path(run(env, PROBE)["purelib"])
-
-
-def literal(path: Path, *names: str) -> str | None:
-    """The string assigned to the first of ``names`` found in the source at ``path``."""
-    source = path.read_text(encoding="utf-8")
-    for name in names:
-        if match := re.search(rf"^{name}\s*(?::[^=\n]*)?=\s*['\"]([^'\"]+)['\"]", source, re.M):
-            return match[1]
-    return None
 
 
 def programs(site: Path) -> dict[str, str]:
     """The four programs, with the versions read from the installed sources as literals."""
-    jax_version = literal(site / "jax" / "version.py", "_release_version", "_version")
-    jaxlib_version = literal(site / "jaxlib" / "version.py", "_release_version", "_version")
-    minimum = literal(site / "jax" / "version.py", "_minimum_jaxlib_version")
+    jax_version = read_version_file(str(site / "jax" / "version.py"))
+    jaxlib_version = read_version_file(str(site / "jaxlib" / "version.py"))
+    minimum = read_assignment(str(site / "jax" / "version.py"), ("_minimum_jaxlib_version",))
     if not (jax_version and jaxlib_version and minimum):
         raise SystemExit(f"cannot read the versions under {site}")
     arguments = jax_profile().guard_arguments(jax_version, minimum)
@@ -161,9 +152,9 @@ def summarise(samples: dict[str, list[float]]) -> dict[str, Any]:
                         f"guard under {TARGET_PERCENT:g}% of import jax": percent < TARGET_PERCENT}}
 
 
-def report(summary: dict[str, Any], modules: list[str], env: envs.Env, repeat: int) -> None:
+def report(summary: dict[str, Any], modules: list[str], env: envs.Env, repeat: int, jaxlib: str) -> None:
     """The readable table."""
-    print(f"env: {env.root}  (jax {VERSION}, jaxlib {VERSION}; {repeat} rounds, round-robin)")
+    print(f"env: {env.root}  (jax and jaxlib {jaxlib}; {repeat} rounds, round-robin)")
     print(f"{'measurement':<46}{'median':>11}{'min':>11}  unit")
     for key, label, unit in ROWS:
         row = summary["measurements"][key]
@@ -185,13 +176,14 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     env, site = prepare(args.env.resolve())
     samples, guard_run = measure(env, programs(site), max(1, args.repeat))
-    if not guard_run["file"].startswith(str(site)) or guard_run["found"] != VERSION:
+    jaxlib = read_version_file(str(site / "jaxlib" / "version.py"))
+    if not guard_run["file"].startswith(str(site)) or guard_run["found"] != jaxlib:
         raise SystemExit(f"the guard ran from {guard_run['file']}, found {guard_run['found']}")
     if args.json:
         print(json.dumps({"env": str(env.root), "repeat": args.repeat, **summarise(samples),
                           "guard_modules": guard_run["modules"], "samples": samples}, indent=2))
     else:
-        report(summarise(samples), guard_run["modules"], env, args.repeat)
+        report(summarise(samples), guard_run["modules"], env, args.repeat, jaxlib or "?")
     return 0
 
 
