@@ -85,6 +85,8 @@ def cmd_verdict(args: argparse.Namespace) -> int:
         print(f"  minimum {family.backend.distribution}: {minimum or 'unknown'} ({source})")
         for violation in result.violations:
             print(f"  x {violation.rule}: {violation.message}")
+        for warning in result.warnings:
+            print(f"  ! {warning.rule}: {warning.message} ({warning.fix})")
         for rule, reason in result.skipped.items():
             print(f"  - {rule}: not checked ({reason})")
         if result.fix:

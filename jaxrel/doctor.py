@@ -180,6 +180,7 @@ def render(family: Family, env: Environment, result: policy.Verdict) -> str:
     lines += [f"  note: {note}" for note in env.notes]
     lines.append(f"verdict: {'compatible' if result.compatible else 'INCOMPATIBLE'}")
     lines += [f"  x {v.rule}: {v.message}" for v in result.violations]
+    lines += [f"  ! {w.rule}: {w.message} ({w.fix})" for w in result.warnings]
     if result.fix:
         lines.append(f"fix: {result.fix}")
         lines += [f" or: {alt}" for alt in result.alternatives]

@@ -6,7 +6,8 @@ For frontend F with minimum backend M, backend B and plugins P:
 * ``backend-not-newer-than-frontend``: B <= F.
 * ``minimum-not-newer-than-frontend``: M <= F.
 * ``minimum-is-released``: M is a final release (no rc/dev/local part) and, when the
-  released backends are known, one of them.
+  released backends are known (and reach back to M), one of them.
+* ``backend-installed``: there is a backend at all (environments only).
 * ``plugin-matches-backend``: each pinned plugin has B's release number (ROCm exempt).
 * ``backend-release-has-frontend-release`` / ``frontend-supports-latest-backend``:
   release-plan rules, see :func:`check_release`.
@@ -71,6 +72,7 @@ class Verdict:
     skipped: dict[str, str] = field(default_factory=dict)
     allowed_backend: str | None = None
     alternatives: tuple[str, ...] = ()
+    warnings: tuple[Violation, ...] = ()  # release-rule findings; they do not make a set incompatible
 
     @property
     def compatible(self) -> bool:
@@ -88,6 +90,7 @@ class Verdict:
             "reasons": [{"rule": v.rule, "message": v.message, "fix": v.fix} for v in self.violations],
             "fix": self.fix,
             "fix_alternatives": list(self.alternatives),
+            "warnings": [{"rule": w.rule, "message": w.message, "fix": w.fix} for w in self.warnings],
             "allowed_backend": self.allowed_backend,
             "rules_checked": list(self.checked),
             "rules_skipped": dict(self.skipped),
@@ -142,6 +145,9 @@ def verdict(
     backend_name: str = "backend",
 ) -> Verdict:
     """Apply the compatibility rules to installed (or planned) pins.
+
+    ``minimum-is-released`` is a rule about how the frontend was released, not about
+    whether these pins work together: its findings are ``warnings``.
 
     ``backend=None`` means the backend is not installed (rule ``backend-installed``;
     the others need it). ``exempt_plugins`` names plugins not bound to the backend
@@ -204,11 +210,12 @@ def verdict(
                 if frontend else None,
             ))
 
+    warnings: list[Violation] = []
     if minimum_backend is None:
         skipped["minimum-is-released"] = "no minimum backend given"
     else:
         checked.append("minimum-is-released")
-        violations.extend(_minimum_released(backend.name, minimum_backend, released_backends))
+        warnings.extend(_minimum_released(backend.name, minimum_backend, released_backends))
 
     exempt = set(exempt_plugins)
     if not plugins:
@@ -225,7 +232,7 @@ def verdict(
                 f"{backend}; a mismatched plugin is skipped, fails later or crashes.",
                 f"pip install {aligned}",
             ))
-    return Verdict(tuple(violations), tuple(checked), skipped, allowed, tuple(alternatives))
+    return Verdict(tuple(violations), tuple(checked), skipped, allowed, tuple(alternatives), tuple(warnings))
 
 
 def _minimum_released(
@@ -241,13 +248,13 @@ def _minimum_released(
     if released is None:
         return []
     released = sorted(set(released))
-    if any(release_key(v) == release_key(minimum) for v in released):
-        return []
+    if not released or minimum < released[0] or any(release_key(v) == release_key(minimum) for v in released):
+        return []  # known release, or older than the release data reaches
     older = [v for v in released if v < minimum]
-    suggestion = f"the nearest older release is {older[-1]}" if older else "none is older"
+    suggestion = f"the nearest older known release is {older[-1]}" if older else "none is older"
     return [Violation(
         "minimum-is-released",
-        f"the minimum {backend} {minimum} was never released ({suggestion}).",
+        f"the minimum {backend} {minimum} is not a known {backend} release ({suggestion}).",
         f"set the minimum {backend} to a released version" + (f" such as {older[-1]}" if older else ""),
     )]
 

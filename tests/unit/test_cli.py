@@ -58,9 +58,11 @@ def test_unknown_minimum_is_reported_as_not_checked(capsys):
     assert "backend-at-least-minimum: not checked (no minimum backend given)" in out
 
 
-def test_minimum_must_be_a_release(capsys):
+def test_unreleased_minimum_is_a_warning_not_a_refusal(capsys):
     code, out, _ = run(capsys, "verdict", "jax==0.4.33", "jaxlib==0.4.33", "--min-backend", "0.4.32")
-    assert code == 1 and "minimum-is-released" in out and "0.4.31" in out
+    assert code == 0 and "! minimum-is-released" in out and "0.4.31" in out
+    code, out, _ = run(capsys, "verdict", "jax==0.4.33", "jaxlib==0.4.33", "--min-backend", "0.4.32", "--json")
+    assert [w["rule"] for w in json.loads(out)["warnings"]] == ["minimum-is-released"]
 
 
 @pytest.mark.parametrize(

@@ -86,13 +86,17 @@ def test_minimum_not_newer_than_frontend():
 def test_minimum_is_released():
     released = ["0.4.31", "0.4.33", "0.4.34"]
     assert judge("0.4.34", "0.4.34", "0.4.33", released=released).compatible
+    assert not judge("0.4.34", "0.4.34", "0.4.33", released=released).warnings
     missing = judge("0.4.34", "0.4.33", "0.4.32", released=released)
-    assert [v.rule for v in missing.violations] == ["minimum-is-released"]
-    assert "0.4.31" in missing.violations[0].message  # names the nearest older release
+    assert missing.compatible  # a release-rule finding: the pins themselves work together
+    assert [w.rule for w in missing.warnings] == ["minimum-is-released"]
+    assert "0.4.31" in missing.warnings[0].message  # names the nearest older release
     for unreleased in ("0.5.0rc1", "0.5.0.dev20250101", "0.5.0+local"):
         result = judge("0.5.0", "0.5.0", unreleased)
-        assert [v.rule for v in result.violations] == ["minimum-is-released"], unreleased
-    assert judge("0.5.0", "0.5.0", "0.5.0.post1").compatible  # a post-release is a release
+        assert [w.rule for w in result.warnings] == ["minimum-is-released"], unreleased
+    assert not judge("0.5.0", "0.5.0", "0.5.0.post1").warnings  # a post-release is a release
+    # older than the release data reaches: unknown, not "never released"
+    assert not judge("0.4.34", "0.4.31", "0.4.11", released=released).warnings
 
 
 def test_plugins_equal_backend_and_rocm_exempt():
@@ -191,3 +195,28 @@ def test_frontend_supports_latest_backend_release():
     assert "frontend-supports-latest-backend" in plan("0.5.1.dev20250101", None, "0.5.1")
     # frontend version behind the latest backend release
     assert "frontend-supports-latest-backend" in plan("0.4.38", None, "0.4.36")
+
+
+def test_every_real_release_accepts_its_declared_range_and_refuses_its_neighbours():
+    """Measured release data: each jax release with jaxlib at both ends of its declared range."""
+    from jaxrel.family import jax_profile
+
+    family = jax_profile()
+    released = sorted(family.released_backends() or [])
+    checked = 0
+    for jax_version, minimum in family.frontend_minimums.items():
+        jax_v, minimum_v = V(jax_version), V(minimum)
+        inside = [b for b in released if minimum_v <= b <= jax_v]
+        for backend in (inside[:1] + inside[-1:]):
+            result = judge(jax_version, str(backend), minimum, released=map(str, released))
+            assert result.compatible, (jax_version, str(backend), result.violations)
+            if minimum_v not in released and minimum_v > released[0]:
+                # e.g. jax 0.4.18 declares jaxlib 0.4.14, which the index does not offer
+                assert [w.rule for w in result.warnings] == ["minimum-is-released"], jax_version
+            checked += 1
+        below = [b for b in released if b < minimum_v]
+        above = [b for b in released if b > jax_v]
+        for backend in below[-1:] + above[:1]:
+            assert not judge(jax_version, str(backend), minimum).compatible, (jax_version, str(backend))
+            checked += 1
+    assert checked > 100
