@@ -90,9 +90,13 @@ def read_ffi_api(header: str) -> str | None:
     """``MAJOR.MINOR`` from an XLA FFI ``c_api.h``; ``None`` when absent."""
     try:
         with open(header, encoding="utf-8") as handle:
-            text = handle.read()
+            return ffi_api_in(handle.read())
     except OSError:
         return None
+
+
+def ffi_api_in(text: str) -> str | None:
+    """``MAJOR.MINOR`` from the text of an XLA FFI ``c_api.h``."""
     major = re.search(r"#define\s+XLA_FFI_API_MAJOR\s+(\d+)", text)
     minor = re.search(r"#define\s+XLA_FFI_API_MINOR\s+(\d+)", text)
     return f"{major[1]}.{minor[1]}" if major and minor else None

@@ -41,16 +41,19 @@ def read_api_number(file: str, variable: str, path: list[str] | None = None) -> 
 
     ``None`` when the file is not installed or the value is not a literal.
     """
-    pattern = re.compile(rf"^{re.escape(variable)}\s*(?::[^=\n]*)?=\s*(\d+)\s*(?:#.*)?$", re.MULTILINE)
     for entry in sys.path if path is None else path:
-        candidate = os.path.join(entry or ".", file)
         try:
-            with open(candidate, encoding="utf-8") as handle:
-                found = pattern.search(handle.read())
+            with open(os.path.join(entry or ".", file), encoding="utf-8") as handle:
+                return assigned_int(handle.read(), variable)
         except OSError:
             continue
-        return int(found[1]) if found else None
     return None
+
+
+def assigned_int(source: str, variable: str) -> int | None:
+    """The integer literal of ``variable = N`` (a trailing comment allowed) in ``source``."""
+    found = re.search(rf"^{re.escape(variable)}\s*(?::[^=\n]*)?=\s*(\d+)\s*(?:#.*)?$", source, re.MULTILINE)
+    return int(found[1]) if found else None
 
 
 def first_release_providing(number: int, releases: Releases) -> str | None:

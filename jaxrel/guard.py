@@ -150,12 +150,17 @@ def allowed_range(backend: str, minimum: str | None, maximum: str | None) -> str
 
 
 def read_assignment(path: str, variables: tuple[str, ...]) -> str | None:
-    """The string literal assigned (``name = "..."`` or ``name: T = "..."``) to the first of ``variables``."""
+    """:func:`assigned_string` of the source at ``path``; ``None`` when it cannot be read."""
     try:
         with open(path, encoding="utf-8") as handle:
-            lines = handle.read().splitlines()
+            return assigned_string(handle.read(), variables)
     except OSError:
         return None
+
+
+def assigned_string(source: str, variables: tuple[str, ...]) -> str | None:
+    """The string literal assigned (``name = "..."`` or ``name: T = "..."``) to the first of ``variables``."""
+    lines = source.splitlines()
     for variable in variables:
         for line in lines:
             if not line.startswith(variable):

@@ -24,7 +24,14 @@ import tempfile
 import zipfile
 from pathlib import Path
 
-DATA = Path(__file__).resolve().parents[1] / "jaxrel" / "data" / "jax.json"
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from jaxrel.doctor import ffi_api_in  # noqa: E402
+from jaxrel.gating import assigned_int  # noqa: E402
+from jaxrel.guard import assigned_string  # noqa: E402
+
+DATA = ROOT / "jaxrel" / "data" / "jax.json"
 PLATFORMS = ["manylinux2014_x86_64", "manylinux_2_27_x86_64", "manylinux_2_28_x86_64"]
 
 
@@ -76,26 +83,21 @@ def sha256(path: Path) -> str:
 
 def measure_jaxlib(path: Path) -> dict[str, object]:
     files = read_members(path, ["jaxlib/xla_client.py", "xla/ffi/api/c_api.h"])
-    api = re.search(r"^_version\s*=\s*(\d+)", files.get("jaxlib/xla_client.py", ""), re.M)
-    header = files.get("xla/ffi/api/c_api.h", "")
-    major = re.search(r"#define\s+XLA_FFI_API_MAJOR\s+(\d+)", header)
-    minor = re.search(r"#define\s+XLA_FFI_API_MINOR\s+(\d+)", header)
-    return {"jaxlib_extension_version": int(api[1]) if api else None,
-            "xla_ffi_api": f"{major[1]}.{minor[1]}" if major and minor else None,
+    return {"jaxlib_extension_version": assigned_int(files.get("jaxlib/xla_client.py", ""), "_version"),
+            "xla_ffi_api": ffi_api_in(files.get("xla/ffi/api/c_api.h", "")),
             "wheel": path.name, "sha256": sha256(path)}
 
 
 def measure_jax(path: Path) -> dict[str, object]:
     files = read_members(path, ["jax/version.py", ".dist-info/METADATA", "PKG-INFO"])
-    version_py = files.get("jax/version.py", "")
-    minimum = re.search(r"^_minimum_jaxlib_version\s*(?::[^=]*)?=\s*['\"]([^'\"]+)", version_py, re.M)
+    minimum = assigned_string(files.get("jax/version.py", ""), ("_minimum_jaxlib_version",))
     headers = (files.get(".dist-info/METADATA") or files.get("PKG-INFO", "")).split("\n\n")[0]
     requires = [line.split(":", 1)[1].strip() for line in headers.splitlines()
                 if line.startswith("Requires-Dist:") and re.match(r"Requires-Dist:\s*jaxlib\b", line)
                 and "extra" not in line]
     python = re.search(r"^Requires-Python:\s*(.+)$", headers, re.M)
     key = "wheel" if path.suffix == ".whl" else "sdist"
-    return {"minimum_jaxlib": minimum[1] if minimum else None, "requires_jaxlib": requires,
+    return {"minimum_jaxlib": minimum, "requires_jaxlib": requires,
             "requires_python": python[1].strip() if python else None, key: path.name, "sha256": sha256(path)}
 
 
