@@ -58,6 +58,6 @@ def bench(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff and mypy."""
     _uv_env(session)
-    session.install("ruff", "mypy", "packaging", "pytest", "hypothesis", "nox")
+    session.install("ruff", "mypy", "packaging", "pytest", "hypothesis", "nox", "uv")
     session.run("ruff", "check", "jaxrel", "tests", "benchmarks", "scripts", "noxfile.py")
     session.run("mypy", "jaxrel")

@@ -9,13 +9,20 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
-from packaging.version import Version
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
 
-from jaxrel import __version__, doctor, policy
+from jaxrel import __version__, compat, doctor, policy, report
+from jaxrel.envs import EnvError
 from jaxrel.family import ConfigError, Family, resolve_family
 from jaxrel.guard import canonical_name
+from jaxrel.index import Index, IndexClientError
+from jaxrel.matrix import BackendFilter, Matrix, MatrixError
+from jaxrel.pythons import PythonNotFound
+from jaxrel.wheels import WheelError
 
 EXIT_OK, EXIT_INCOMPATIBLE, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -107,6 +114,93 @@ def cmd_doctor(args: argparse.Namespace) -> int:
     return EXIT_OK if result.compatible else EXIT_INCOMPATIBLE
 
 
+def _backend_filter(text: str | None) -> BackendFilter | None:
+    """``--backends``: a specifier (``>=0.11.2``) or comma-separated versions (``0.12.0,0.11.2``)."""
+    if not text:
+        return None
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    try:
+        return {Version(item) for item in items}
+    except InvalidVersion:
+        pass
+    try:
+        return SpecifierSet(text)
+    except InvalidSpecifier:
+        raise UsageError(f"--backends {text!r}: expected a specifier (>=0.11.2) or versions (0.12.0,0.11.2)") from None
+
+
+def _matrix_inputs(args: argparse.Namespace, build: bool) -> tuple[Family, Index, compat.PreparedFrontend, Matrix]:
+    """The family, index, frontend and matrix that ``matrix`` and ``compat`` share."""
+    if args.frontend and args.frontend_src:
+        raise UsageError("pass --frontend NAME==V or --frontend-src PATH, not both")
+    family = resolve_family(args.family)
+    progress = None if getattr(args, "json", False) or getattr(args, "format", "") in ("json", "github") else _say
+    index = Index.from_pip(args.index_url, args.wheelhouse, refresh=args.refresh, progress=progress or _say)
+    workdir = Path(args.workdir)
+    front = compat.prepare_frontend(
+        family, index, workdir, source=Path(args.frontend_src).resolve() if args.frontend_src else None,
+        requirement=args.frontend, build=build or bool(args.frontend_src),
+    )
+    sets = [] if args.plugins.strip() in ("", "none") else [s.strip() for s in args.plugins.split(",") if s.strip()]
+    pythons = [p.strip() for item in args.python for p in item.split(",") if p.strip()]
+    matrix = compat.matrix_for(family, index, front.spec, pythons=pythons, backends=_backend_filter(args.backends),
+                               plugin_sets=sets, plugins_on=args.plugins_on)
+    if getattr(args, "cell", None):
+        matrix = matrix.select(args.cell)
+    return family, index, front, matrix
+
+
+def _say(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+def cmd_matrix(args: argparse.Namespace) -> int:
+    _, _, _, matrix = _matrix_inputs(args, build=False)
+    if args.format == "json":
+        print(json.dumps(matrix.to_json(), indent=2))
+    elif args.format == "github":
+        print(matrix.to_github())
+    else:
+        print(matrix.to_markdown())
+    return EXIT_OK
+
+
+def cmd_compat(args: argparse.Namespace) -> int:
+    family, _, front, matrix = _matrix_inputs(args, build=True)
+    workdir = Path(args.workdir)
+    _say(f"compat: {front.spec.name} {front.spec.version} ({front.spec.source}), {len(matrix.cells)} cells")
+    options = compat.Options(workdir=workdir, suite=Path(args.suite).resolve(), keyword=args.k,
+                             frontend_tests=args.frontend_tests, use_uv=False if args.no_uv else None)
+    results = compat.run(matrix, family, front, options)
+    json_path, md_path = report.write(workdir, matrix, results)
+    if args.json:
+        print(json.dumps(report.to_json(matrix, results), indent=2))
+    else:
+        print(report.table(results))
+        print(report.summary(results))
+        for note in matrix.notes:
+            print(f"note: {note}")
+        print(f"reports: {json_path}, {md_path}, {workdir / 'junit'}/")
+    return EXIT_OK if all(r.ok for r in results) else EXIT_INCOMPATIBLE
+
+
+def _matrix_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--frontend", metavar="NAME==V", help="a released frontend (default: the newest release's "
+                     "sdist, built from source as the HEAD stand-in)")
+    sub.add_argument("--frontend-src", metavar="PATH", help="a frontend source tree (e.g. a jax git checkout)")
+    sub.add_argument("--python", action="append", default=[], metavar="3.N[,3.M]",
+                     help="interpreters for the cells (default: the oldest one here that the frontend supports)")
+    sub.add_argument("--backends", metavar="SPEC", help="only these backend releases: >=0.11.2 or 0.12.0,0.11.2")
+    sub.add_argument("--plugins", default="cuda12", metavar="SET[,SET]",
+                     help="hardware plugin sets to add (default: cuda12; 'none' for no plugin cells)")
+    sub.add_argument("--plugins-on", choices=("newest", "all"), default="newest",
+                     help="add plugin sets to the newest admitted backend only (default) or to every one")
+    sub.add_argument("--index-url", metavar="URL", help="use only this index (default: pip's configuration)")
+    sub.add_argument("--wheelhouse", action="append", default=[], metavar="DIR", help="also list wheels in DIR")
+    sub.add_argument("--refresh", action="store_true", help="re-read index listings instead of the cache")
+    sub.add_argument("--workdir", default="build/compat", metavar="DIR", help="downloads, envs, reports")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="jaxrel", description="Release engineering for split wheels.")
     parser.add_argument("--version", action="version", version=f"jaxrel {__version__}")
@@ -127,6 +221,22 @@ def build_parser() -> argparse.ArgumentParser:
     sub = verb("doctor", "Inspect an environment's frontend, backend and plugins without importing the backend.")
     sub.add_argument("--python", metavar="PATH", help="interpreter of the environment to inspect (default: this one)")
     sub.set_defaults(run=cmd_doctor)
+
+    sub = verb("matrix", "The compat matrix: frontend x backend releases x plugins x Python, with expected verdicts.")
+    _matrix_options(sub)
+    sub.add_argument("--format", choices=("markdown", "json", "github"), default="markdown",
+                     help="github: a GitHub Actions strategy.matrix object (one job per cell)")
+    sub.set_defaults(run=cmd_matrix)
+
+    sub = verb("compat", "Run the compat matrix: an environment per cell, the guard, the compat suite; reports.")
+    _matrix_options(sub)
+    sub.add_argument("--cell", action="append", metavar="ID", help="run only cells matching ID (* wildcards)")
+    sub.add_argument("-k", metavar="EXPR", help="select the frontend's own tests (with --frontend-src)")
+    sub.add_argument("--frontend-tests", action="append", default=[], metavar="PATH",
+                     help="the frontend's own test paths, relative to --frontend-src (default: tests)")
+    sub.add_argument("--suite", default=str(compat.DEFAULT_SUITE), metavar="PATH", help="the compat suite")
+    sub.add_argument("--no-uv", action="store_true", help="build cell environments with venv + pip")
+    sub.set_defaults(run=cmd_compat)
     return parser
 
 
@@ -135,7 +245,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.run(args))
-    except (UsageError, ConfigError, policy.VersionError, doctor.InterpreterError) as error:
+    except (UsageError, ConfigError, policy.VersionError, doctor.InterpreterError, IndexClientError, WheelError,
+            compat.CompatError, MatrixError, PythonNotFound, EnvError) as error:
         print(f"jaxrel {args.verb}: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
 

@@ -24,7 +24,7 @@ class EnvError(RuntimeError):
 def find_uv() -> str | None:
     """The uv executable: the ``uv`` package's binary, else ``uv`` on ``PATH``."""
     try:
-        from uv import find_uv_bin  # type: ignore[import-not-found]
+        from uv import find_uv_bin
 
         return str(find_uv_bin())
     except (ImportError, FileNotFoundError):
@@ -46,13 +46,13 @@ class Env:
         return self.root / "bin"
 
     def run(
-        self, *args: str, env: dict[str, str] | None = None, timeout: float = 600
+        self, *args: str, env: dict[str, str] | None = None, timeout: float = 600, cwd: str | None = None
     ) -> subprocess.CompletedProcess[str]:
         """Run ``args`` with this environment's ``bin`` first on ``PATH``; never raises on exit status."""
         full = {**os.environ, **(env or {}), "VIRTUAL_ENV": str(self.root),
                 "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}"}
         full.pop("PYTHONPATH", None)
-        return subprocess.run(list(args), capture_output=True, text=True, env=full, timeout=timeout)
+        return subprocess.run(list(args), capture_output=True, text=True, env=full, timeout=timeout, cwd=cwd)
 
 
 def uv_environment() -> dict[str, str]:

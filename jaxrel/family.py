@@ -22,6 +22,7 @@ A project declares its family in ``pyproject.toml``::
     [[tool.jaxrel.plugins]]
     distribution = "mylib-cuda12"
     pinned = true                                   # false: exempt from the equal-version rule
+    set = "cuda12"                                  # plugins installed together in compat cells
     [tool.jaxrel.releases."1.2.0"]                 # optional release data: API numbers per backend
     core_extension_version = 42
 
@@ -101,6 +102,7 @@ class PluginSpec:
     distribution: str
     package: str | None = None
     pinned: bool = True
+    set: str | None = None  # the hardware plugin set it belongs to ("cuda12"); installed together
 
     def for_guard(self) -> GuardPlugin:
         """The guard's view of this plugin."""
@@ -138,6 +140,14 @@ class Family:
             if glob_match(name, canonical_name(plugin.distribution)):
                 return plugin
         return None
+
+    def plugin_sets(self) -> dict[str, tuple[str, ...]]:
+        """Plugin set name → its distributions (in declaration order)."""
+        sets: dict[str, tuple[str, ...]] = {}
+        for plugin in self.plugins:
+            if plugin.set:
+                sets[plugin.set] = (*sets.get(plugin.set, ()), plugin.distribution)
+        return sets
 
     def unpinned(self, distributions: Iterable[str]) -> list[str]:
         """The given plugin distributions that are exempt from the equal-version rule (or unknown)."""
@@ -188,10 +198,10 @@ def jax_profile() -> Family:
             ffi_header="jaxlib/include/xla/ffi/api/c_api.h",
         ),
         plugins=(
-            PluginSpec("jax-cuda12-plugin", "jax_cuda12_plugin"),
-            PluginSpec("jax-cuda12-pjrt", "jax_plugins.xla_cuda12"),
-            PluginSpec("jax-cuda13-plugin", "jax_cuda13_plugin"),
-            PluginSpec("jax-cuda13-pjrt", "jax_plugins.xla_cuda13"),
+            PluginSpec("jax-cuda12-plugin", "jax_cuda12_plugin", set="cuda12"),
+            PluginSpec("jax-cuda12-pjrt", "jax_plugins.xla_cuda12", set="cuda12"),
+            PluginSpec("jax-cuda13-plugin", "jax_cuda13_plugin", set="cuda13"),
+            PluginSpec("jax-cuda13-pjrt", "jax_plugins.xla_cuda13", set="cuda13"),
             # ROCm plugins are released on their own schedule; jaxlib skips their check.
             PluginSpec("jax-rocm*", None, pinned=False),
         ),
@@ -220,7 +230,7 @@ _PACKAGE_KEYS = {"distribution", "package", "version-file"}
 _FRONTEND_KEYS = _PACKAGE_KEYS | {"minimum-backend-variable", "minimum-backend"}
 _BACKEND_KEYS = _PACKAGE_KEYS | {"ffi-header"}
 _API_KEYS = {"name", "file", "variable", "aliases", "literal"}
-_PLUGIN_KEYS = {"distribution", "package", "pinned"}
+_PLUGIN_KEYS = {"distribution", "package", "pinned", "set"}
 
 
 class _Reader:
@@ -346,6 +356,7 @@ class _Reader:
             distribution=distribution,
             package=self.string(table, "package", where),
             pinned=pinned,
+            set=self.string(table, "set", where),
         )
 
     def releases(self, value: Any, family: Family) -> dict[str, dict[str, Any]]:

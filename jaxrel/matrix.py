@@ -1,0 +1,255 @@
+"""The compat matrix: frontend × backend releases × plugin sets × Python → cells with expected verdicts.
+
+Pure: it reads index listings and the frontend's declared metadata handed to it and
+does no I/O. Positive cells are every backend release the policy admits for the
+frontend (minimum ≤ backend ≤ frontend) that has a wheel for the cell's Python;
+negative cells are chosen on purpose — the release just below the minimum, the first
+one newer than the frontend, a plugin set at another version than the backend —
+and are expected to be refused at import by the guard with its fix command.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Container, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from packaging.specifiers import SpecifierSet
+from packaging.tags import Tag
+from packaging.version import Version
+
+from jaxrel import policy
+from jaxrel.family import Family
+from jaxrel.index import Listing
+
+BackendFilter = Container[Version] | SpecifierSet  # a set of versions or a specifier
+
+
+class MatrixError(ValueError):
+    """The matrix cannot be built (no backend admitted, unknown plugin set, …)."""
+
+
+@dataclass(frozen=True)
+class FrontendSpec:
+    """The frontend every cell tests, as its metadata declares it."""
+
+    name: str
+    version: str
+    minimum_backend: str
+    source: str  # how it is installed: "sdist FILE (HEAD stand-in)", "wheel FILE", "source PATH"
+    backend_range: str | None = None  # its Requires-Dist specifier on the backend
+    requires_python: str | None = None
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One environment to build and test, and the verdict the policy expects for it."""
+
+    id: str
+    python: str
+    backend: str
+    plugins: tuple[tuple[str, str], ...]
+    purpose: str  # admitted | plugins | below-minimum | newer-than-frontend | mismatched-plugin
+    expected: str  # accepted | refused
+    rules: tuple[str, ...] = ()  # the rules the policy says are broken
+    fix: str | None = None
+
+    @property
+    def negative(self) -> bool:
+        return self.expected == "refused"
+
+
+@dataclass
+class Matrix:
+    """All cells for one frontend, with notes on cells that could not be formed."""
+
+    family: str
+    frontend: FrontendSpec
+    backend: str
+    cells: list[Cell] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def select(self, patterns: Sequence[str]) -> Matrix:
+        """Only the cells whose id matches one of ``patterns`` (``*`` wildcards)."""
+        from fnmatch import fnmatchcase
+
+        chosen = [c for c in self.cells if any(fnmatchcase(c.id, p) for p in patterns)]
+        if not chosen:
+            raise MatrixError(f"no cell matches {', '.join(patterns)}; cells: {', '.join(c.id for c in self.cells)}")
+        return Matrix(self.family, self.frontend, self.backend, chosen, self.notes)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"family": self.family, "frontend": asdict(self.frontend), "backend": self.backend,
+                "cells": [asdict(cell) for cell in self.cells], "notes": self.notes}
+
+    def to_markdown(self) -> str:
+        front = self.frontend
+        lines = [f"**{front.name} {front.version}** ({front.source}); minimum {self.backend} {front.minimum_backend}",
+                 "", f"| cell | Python | {self.backend} | plugins | purpose | expected |", "|---|---|---|---|---|---|"]
+        for cell in self.cells:
+            plugins = ", ".join(f"{name} {version}" for name, version in cell.plugins) or "–"
+            expected = cell.expected + (f" ({', '.join(cell.rules)})" if cell.rules else "")
+            lines.append(f"| `{cell.id}` | {cell.python} | {cell.backend} | {plugins} | {cell.purpose} | {expected} |")
+        lines += [f"\n- {note}" for note in self.notes]
+        return "\n".join(lines)
+
+    def to_github(self) -> str:
+        """A GitHub Actions ``strategy.matrix`` object (``include`` list), one job per cell."""
+        include = [{"cell": c.id, "python": c.python, "backend": c.backend, "expected": c.expected,
+                    "plugins": " ".join(f"{n}=={v}" for n, v in c.plugins)} for c in self.cells]
+        return json.dumps({"include": include}, separators=(",", ":"))
+
+
+def _key(version: Version | str) -> tuple[int, ...]:
+    return policy.release_key(Version(str(version)))
+
+
+def installable_versions(listing: Listing, python: str, tags: Sequence[Tag]) -> list[Version]:
+    """Final releases of ``listing`` with a non-yanked wheel for ``python``, oldest first."""
+    return [v for v in listing.versions() if policy.is_final(v) and listing.wheel_for(v, python, tags)]
+
+
+def expectation(
+    family: Family, frontend: FrontendSpec, backend: str, plugins: Sequence[tuple[str, str]],
+    released_backends: Sequence[Version],
+) -> policy.Verdict:
+    """The policy's verdict for one cell."""
+    return policy.verdict(
+        backend=policy.Pin(family.backend.distribution, Version(backend)),
+        backend_name=family.backend.distribution,
+        frontend=policy.Pin(frontend.name, Version(frontend.version)),
+        minimum_backend=Version(frontend.minimum_backend),
+        plugins=[policy.Pin(name, Version(version)) for name, version in plugins],
+        exempt_plugins=family.unpinned(name for name, _ in plugins),
+        released_backends=released_backends,
+    )
+
+
+def build_matrix(
+    family: Family,
+    frontend: FrontendSpec,
+    listings: Mapping[str, Listing],
+    pythons: Mapping[str, Sequence[Tag]],
+    *,
+    backends: BackendFilter | None = None,
+    plugin_sets: Sequence[str] = (),
+    plugins_on: str = "newest",
+    negatives: bool = True,
+) -> Matrix:
+    """Cells for ``frontend`` on each Python in ``pythons`` (version → accepted wheel tags).
+
+    ``listings`` holds the backend's and the plugins' index listings; ``backends``
+    (a specifier set or a set of versions) narrows the positive cells; ``plugin_sets``
+    are added at the backend's version to the newest admitted backend
+    (``plugins_on="newest"``) or to every one (``"all"``).
+    """
+    if plugins_on not in ("newest", "all"):
+        raise MatrixError(f"plugins_on must be 'newest' or 'all', not {plugins_on!r}")
+    known_sets = family.plugin_sets()
+    for name in plugin_sets:
+        if name not in known_sets:
+            known = ", ".join(known_sets) or "none"
+            raise MatrixError(f"unknown plugin set {name!r}; family {family.name} has: {known}")
+    backend_name = family.backend.distribution
+    backend_listing = listings[backend_name]
+    released = [v for v in backend_listing.versions() if policy.is_final(v)]
+    matrix = Matrix(family.name, frontend, backend_name)
+    for python, tags in pythons.items():
+        _cells_for_python(matrix, family, frontend, listings, python, tags, released,
+                          backends, plugin_sets, plugins_on, negatives, known_sets)
+    if not any(cell.expected == "accepted" for cell in matrix.cells):
+        raise MatrixError(
+            f"no {backend_name} release admitted by {frontend.name} {frontend.version} "
+            f"(minimum {frontend.minimum_backend}) has a wheel for Python {', '.join(pythons)}"
+            f"{' within ' + str(backends) if backends else ''}; choose another --python or --backends"
+        )
+    return matrix
+
+
+def _cells_for_python(
+    matrix: Matrix, family: Family, frontend: FrontendSpec, listings: Mapping[str, Listing], python: str,
+    tags: Sequence[Tag], released: Sequence[Version], backends: BackendFilter | None,
+    plugin_sets: Sequence[str], plugins_on: str, negatives: bool, known_sets: Mapping[str, tuple[str, ...]],
+) -> None:
+    backend_name = family.backend.distribution
+    available = installable_versions(listings[backend_name], python, tags)
+
+    def add(backend: Version, purpose: str, plugins: Sequence[tuple[str, str]] = (), suffix: str = "") -> None:
+        result = expectation(family, frontend, str(backend), plugins, released)
+        cell_id = f"py{python}-{backend_name}{backend}{suffix}"
+        matrix.cells.append(Cell(cell_id, python, str(backend), tuple(plugins), purpose,
+                                 "accepted" if result.compatible else "refused",
+                                 tuple(v.rule for v in result.violations), result.fix))
+
+    admitted = [v for v in available if expectation(family, frontend, str(v), (), released).compatible]
+    declared = SpecifierSet(frontend.backend_range) if frontend.backend_range else None
+    for version in admitted:
+        if declared is not None and not declared.contains(version, prereleases=True):
+            matrix.notes.append(f"{backend_name} {version}: the policy admits it but {frontend.name}'s "
+                                f"Requires-Dist ({frontend.backend_range}) does not")
+    chosen = [v for v in admitted if backends is None or v in backends]
+    for version in chosen:
+        add(version, "admitted")
+    newest = chosen[-1] if chosen else None
+    for set_name in plugin_sets:
+        for version in chosen if plugins_on == "all" else ([newest] if newest else []):
+            plugins = _plugin_pins(known_sets[set_name], version, listings, python, tags)
+            if plugins is None:
+                matrix.notes.append(f"Python {python}: plugin set {set_name} has no installable release "
+                                    f"{version}; no plugin cell for {backend_name} {version}")
+            else:
+                add(version, "plugins", plugins, f"-{set_name}")
+    if not negatives:
+        return
+    minimum_key = _key(frontend.minimum_backend)
+    below = [v for v in available if _key(v) < minimum_key]
+    if below:
+        add(below[-1], "below-minimum")
+    else:
+        matrix.notes.append(f"Python {python}: no {backend_name} release below the minimum "
+                            f"{frontend.minimum_backend} is installable; no below-minimum cell")
+    newer = [v for v in available if _key(v) > _key(frontend.version)]
+    if newer:
+        add(newer[0], "newer-than-frontend")
+    else:
+        matrix.notes.append(f"Python {python}: no {backend_name} release newer than {frontend.name} "
+                            f"{frontend.version} is installable; no newer-than-frontend cell")
+    for set_name in plugin_sets[:1]:
+        if newest is None:
+            continue
+        other = _mismatched_version(known_sets[set_name], newest, listings, python, tags)
+        plugins = _plugin_pins(known_sets[set_name], other, listings, python, tags) if other else None
+        if plugins:
+            add(newest, "mismatched-plugin", plugins, f"-{set_name}@{other}")
+        else:
+            matrix.notes.append(f"Python {python}: plugin set {set_name} has no other installable release; "
+                                "no mismatched-plugin cell")
+
+
+def _plugin_pins(
+    distributions: Sequence[str], version: Version, listings: Mapping[str, Listing], python: str, tags: Sequence[Tag]
+) -> list[tuple[str, str]] | None:
+    """Every plugin of a set at ``version``, or ``None`` when one of them has no installable wheel."""
+    pins = []
+    for name in distributions:
+        listing = listings.get(name)
+        if listing is None or listing.wheel_for(version, python, tags) is None:
+            return None
+        pins.append((name, str(version)))
+    return pins
+
+
+def _mismatched_version(
+    distributions: Sequence[str], backend: Version, listings: Mapping[str, Listing], python: str,
+    tags: Sequence[Tag],
+) -> Version | None:
+    """The plugin set's closest other release: the newest older one, else the oldest newer one."""
+    common = None
+    for name in distributions:
+        listing = listings.get(name)
+        versions = set(installable_versions(listing, python, tags)) if listing else set()
+        common = versions if common is None else common & versions
+    others = sorted(v for v in common or () if _key(v) != _key(backend))
+    older = [v for v in others if _key(v) < _key(backend)]
+    return older[-1] if older else (others[0] if others else None)

@@ -1,0 +1,91 @@
+"""Python interpreters on this machine, by ``major.minor``, with the wheel tags each accepts.
+
+Looks at the running interpreter, ``pythonX.Y`` on ``PATH`` and pyenv's versions
+(``$PYENV_ROOT/versions/*/bin``, where pyenv shims fail unless a version is selected).
+Each candidate is run once to confirm what it is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from packaging import tags as packaging_tags
+from packaging.tags import Tag
+
+
+class PythonNotFound(LookupError):
+    """No working interpreter for a requested version."""
+
+
+@dataclass(frozen=True)
+class Python:
+    """A working interpreter."""
+
+    version: str  # "3.12"
+    executable: str
+
+    def tags(self, platforms: list[str] | None = None) -> list[Tag]:
+        """Wheel tags this interpreter accepts, most specific first (CPython, this machine's platform)."""
+        return supported_tags(self.version, platforms)
+
+
+def supported_tags(version: str, platforms: list[str] | None = None) -> list[Tag]:
+    """The tags a CPython ``version`` accepts on ``platforms`` (default: this machine's)."""
+    major, minor = (int(part) for part in version.split("."))
+    chosen = platforms if platforms is not None else list(packaging_tags.platform_tags())
+    return [*packaging_tags.cpython_tags((major, minor), platforms=chosen),
+            *packaging_tags.compatible_tags((major, minor), f"cp{major}{minor}", platforms=chosen)]
+
+
+def _candidates() -> list[str]:
+    found = [sys.executable]
+    for minor in range(8, 20):
+        on_path = shutil.which(f"python3.{minor}")
+        if on_path:
+            found.append(on_path)
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    if root.is_dir():
+        for version_dir in sorted(root.iterdir()):
+            names = (version_dir / "bin").glob("python3.*")
+            found += sorted(str(p) for p in names if re.fullmatch(r"python3\.\d+", p.name))
+    return found
+
+
+def _probe(executable: str) -> str | None:
+    try:
+        done = subprocess.run([executable, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return done.stdout.strip() if done.returncode == 0 else None
+
+
+@cache
+def find_pythons() -> dict[str, Python]:
+    """``"3.12"`` → the first working interpreter of that version (running interpreter first)."""
+    found: dict[str, Python] = {}
+    for executable in _candidates():
+        version = _probe(executable)
+        if version and version not in found:
+            found[version] = Python(version, executable)
+    return dict(sorted(found.items(), key=lambda item: tuple(map(int, item[0].split(".")))))
+
+
+def python_for(version: str) -> Python:
+    """The interpreter for ``version`` (``"3.12"``), or :class:`PythonNotFound` naming what exists."""
+    if not re.fullmatch(r"3\.\d+", version):
+        raise PythonNotFound(f"Python version {version!r} is not of the form 3.N (e.g. 3.12)")
+    pythons = find_pythons()
+    if version not in pythons:
+        raise PythonNotFound(
+            f"no working Python {version} interpreter on PATH or under pyenv (found: {', '.join(pythons) or 'none'}); "
+            f"install it (e.g. pyenv install {version}) or choose another --python"
+        )
+    return pythons[version]

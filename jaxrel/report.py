@@ -1,0 +1,106 @@
+"""The compat run's report: a readable table, ``report.json`` and ``report.md``."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from jaxrel.compat import CellResult
+from jaxrel.matrix import Matrix
+
+HEADERS = ("cell", "expected", "observed", "passed", "failed", "skipped", "time", "result")
+
+
+def rows(results: Sequence[CellResult]) -> list[tuple[str, ...]]:
+    """One row per cell, in :data:`HEADERS` order."""
+    out: list[tuple[str, ...]] = []
+    for r in results:
+        expected = r.cell.expected + (f" ({', '.join(r.cell.rules)})" if r.cell.rules else "")
+        out.append((r.cell.id, expected, r.observed, str(r.tests.passed), str(r.tests.failed + r.tests.errors),
+                    str(r.tests.skipped), f"{r.seconds:.1f} s", "ok" if r.ok else "FAILED"))
+    return out
+
+
+def table(results: Sequence[CellResult]) -> str:
+    """A plain-text table with aligned columns."""
+    body = rows(results)
+    widths = [max(len(row[i]) for row in [HEADERS, *body]) for i in range(len(HEADERS))]
+    line = "  ".join("-" * w for w in widths)
+    lines = ["  ".join(h.ljust(w) for h, w in zip(HEADERS, widths, strict=True)), line]
+    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in body]
+    return "\n".join(lines)
+
+
+def summary(results: Sequence[CellResult]) -> str:
+    failed = [r.cell.id for r in results if not r.ok]
+    positive = sum(1 for r in results if not r.cell.negative)
+    head = (f"{len(results)} cells ({positive} positive, {len(results) - positive} negative): "
+            f"{len(results) - len(failed)} as expected")
+    return head + (f", {len(failed)} FAILED: {', '.join(failed)}" if failed else "")
+
+
+def to_json(matrix: Matrix, results: Sequence[CellResult]) -> dict[str, Any]:
+    return {
+        "matrix": matrix.to_json(),
+        "ok": all(r.ok for r in results),
+        "summary": summary(results),
+        "cells": [r.to_json() for r in results],
+    }
+
+
+def markdown(matrix: Matrix, results: Sequence[CellResult]) -> str:
+    """The table, the notes, each refusal's message, and which test passed on which cell."""
+    lines = [f"# compat: {matrix.frontend.name} {matrix.frontend.version}", "",
+             f"Frontend: {matrix.frontend.source}; minimum {matrix.backend} {matrix.frontend.minimum_backend}; "
+             f"declared range {matrix.frontend.backend_range or 'none'}.", "", summary(results), "",
+             "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+    lines += ["| " + " | ".join(f"`{row[0]}`" if i == 0 else cell for i, cell in enumerate(row)) + " |"
+              for row in rows(results)]
+    if matrix.notes:
+        lines += ["", "Notes:", *(f"- {note}" for note in matrix.notes)]
+    refused = [r for r in results if r.guard_message]
+    if refused:
+        lines += ["", "## Refusals", ""]
+        for r in refused:
+            real = r.import_error or "; ".join((r.frontend_import or {}).get("warnings", [])) or "imports and computes"
+            lines.append(f"- `{r.cell.id}`: {' '.join(str(r.guard_message).split())} — real "
+                         f"{matrix.frontend.name} without the guard: {' '.join(real.split())}")
+    numbers = [r for r in results if r.backend_api]
+    if numbers:
+        lines += ["", f"## {matrix.backend} API numbers per cell", ""]
+        names = sorted({name for r in numbers for name in r.backend_api})
+        lines += ["| cell | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+        lines += [f"| `{r.cell.id}` | " + " | ".join(str(r.backend_api.get(n) if r.backend_api.get(n) is not None
+                                                        else "–") for n in names) + " |" for r in numbers]
+    tested = [r for r in results if r.outcomes]
+    if tested:
+        tests = sorted({name for r in tested for name in r.outcomes})
+        lines += ["", "## Which API works on which release", "",
+                  "| test | " + " | ".join(f"`{r.cell.id}`" for r in tested) + " |",
+                  "|---|" + "---|" * len(tested)]
+        for test in tests:
+            marks = [_mark(r.outcomes.get(test)) for r in tested]
+            lines.append(f"| `{test.split('::', 1)[-1]}` | " + " | ".join(marks) + " |")
+    problems = [r for r in results if r.problems]
+    if problems:
+        lines += ["", "## Problems", "", *(f"- `{r.cell.id}`: {'; '.join(r.problems)}" for r in problems)]
+    return "\n".join(lines) + "\n"
+
+
+def _mark(outcome: str | None) -> str:
+    if outcome is None:
+        return "–"
+    if outcome.startswith("skipped"):
+        return "skip: " + outcome.split(":", 1)[1].strip().replace("|", "/")
+    return {"passed": "✓", "failed": "✗ failed", "error": "✗ error"}.get(outcome, outcome)
+
+
+def write(directory: Path, matrix: Matrix, results: Sequence[CellResult]) -> tuple[Path, Path]:
+    """Write ``report.json`` and ``report.md`` into ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    json_path, md_path = directory / "report.json", directory / "report.md"
+    json_path.write_text(json.dumps(to_json(matrix, results), indent=1) + "\n")
+    md_path.write_text(markdown(matrix, results))
+    return json_path, md_path
