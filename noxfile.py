@@ -1,4 +1,4 @@
-"""nox sessions: tests, doctor (the current main job), bench, lint.
+"""nox sessions: compat (the main job), tests, doctor, bench, lint.
 
 Environments are built with uv when it is installed beside nox (fallback: virtualenv),
 with pip's index configuration passed to uv (``jaxrel.pipconfig``); wheels land in
@@ -47,11 +47,30 @@ def doctor(session: nox.Session) -> None:
 
 
 @nox.session
+def compat(session: nox.Session) -> None:
+    """The main job: the frontend at HEAD against every released backend wheel it admits, plugins included.
+
+    Default: the newest jax release's sdist built from source as the HEAD stand-in, on the
+    oldest interpreter here it supports. Options after ``--`` go to ``jaxrel compat``:
+    ``--frontend-src PATH``, ``--frontend jax==V``, ``--backends SPEC``, ``--python 3.N``,
+    ``--plugins SET|none``, ``--cell ID`` (rerun one cell), ``-k EXPR``. Reports land in
+    ``build/compat/`` (report.json, report.md, junit/).
+    """
+    _uv_env(session)
+    session.install("-e", ".[envs]")  # editable: the runner finds tests/compat beside the package
+    session.run("jaxrel", "compat", *session.posargs)
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
-    """Benchmarks under benchmarks/ (measured numbers; see README)."""
+    """Benchmarks under benchmarks/ (measured numbers; see README): all, or ``-- NAME [ARGS]``."""
     _uv_env(session)
     session.install(".[envs]")
-    session.run("python", "benchmarks/guard.py", *session.posargs)
+    if session.posargs:
+        session.run("python", f"benchmarks/{session.posargs[0]}.py", *session.posargs[1:])
+        return
+    for name in ("guard", "compat_setup"):
+        session.run("python", f"benchmarks/{name}.py")
 
 
 @nox.session

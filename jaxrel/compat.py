@@ -287,12 +287,13 @@ def _counts(junit: Path) -> tuple[TestCounts, dict[str, str]]:
 
 
 def _write_junit(path: Path, cell: Cell, ok: bool, message: str) -> None:
-    suite = ElementTree.Element("testsuite", name=f"compat.{cell.id}", tests="1", failures=str(int(not ok)))
+    root = ElementTree.Element("testsuites")
+    suite = ElementTree.SubElement(root, "testsuite", name=f"compat.{cell.id}", tests="1", failures=str(int(not ok)))
     case = ElementTree.SubElement(suite, "testcase", classname=f"compat.{cell.id}", name=f"guard_{cell.purpose}")
     if not ok:
         ElementTree.SubElement(case, "failure", message=message)
     path.parent.mkdir(parents=True, exist_ok=True)
-    ElementTree.ElementTree(suite).write(path, encoding="utf-8", xml_declaration=True)
+    ElementTree.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
 
 
 def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: Path, options: Options) -> CellResult:
@@ -337,6 +338,7 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
     if result.observed != cell.expected:
         result.problems.append(f"expected {cell.expected}, the guard {result.observed} it"
                                + (f": {result.guard_message}" if result.guard_message else ""))
+        _write_junit(junit, cell, False, result.problems[0])
     elif cell.negative:
         if not (result.guard_fix and "pip install" in result.guard_fix):
             result.problems.append(f"refused without a pip fix command: {result.guard_message}")

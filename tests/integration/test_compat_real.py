@@ -1,0 +1,84 @@
+"""Real compat cells: real jax and jaxlib (and cuda12 plugin) wheels from the index, run by `jaxrel compat`.
+
+The same runner `nox -s compat` uses, on a few cells of jax 0.10.2's matrix on Python 3.11:
+one positive cell (the compat suite must pass), the below-minimum and the mismatched-plugin
+negative cells (the guard must refuse with its fix). Wheels come through uv's shared cache.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+CELLS = ["py3.11-jaxlib0.10.2", "py3.11-jaxlib0.10.0", "py3.11-jaxlib0.10.2-cuda12@0.10.1"]
+
+
+def compat(workdir: Path, *cells: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "jaxrel", "compat", "--frontend", "jax==0.10.2", "--python", "3.11",
+               "--workdir", str(workdir), *(arg for cell in cells for arg in ("--cell", cell))]
+    return subprocess.run(command, capture_output=True, text=True, timeout=1800, env={**os.environ, **(env or {})})
+
+
+@pytest.fixture(scope="module")
+def run(index_reachable, tmp_path_factory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    workdir = tmp_path_factory.mktemp("compat")
+    return compat(workdir, *CELLS), workdir
+
+
+def test_run_passes_and_prints_the_table(run):
+    done, workdir = run
+    assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-2000:]
+    assert "3 cells (1 positive, 2 negative): 3 as expected" in done.stdout
+    for cell in CELLS:
+        assert any(line.startswith(cell + " ") and line.rstrip().endswith("ok") for line in done.stdout.splitlines())
+    assert sum(f"] {cell}:" in done.stderr for cell in CELLS) == 3  # a progress line per cell
+
+
+def test_positive_cell_runs_the_compat_suite(run):
+    _, workdir = run
+    report = json.loads((workdir / "report.json").read_text())
+    assert report["ok"] is True
+    cell = next(c for c in report["cells"] if c["cell"]["id"] == "py3.11-jaxlib0.10.2")
+    assert cell["observed"] == "accepted" and cell["frontend_import"]["sum"] == 3.0
+    assert cell["tests"]["passed"] >= 5 and cell["tests"]["failed"] == 0 and cell["tests"]["errors"] == 0
+    assert cell["backend_api"]["jaxlib_extension_version"] == 467
+    passed = [name for name, outcome in cell["outcomes"].items() if outcome == "passed"]
+    assert any("primitive" in name for name in passed) and any("shard_map" in name for name in passed)
+    suite = ElementTree.parse(workdir / "junit" / "py3.11-jaxlib0.10.2.xml").getroot()
+    assert int(suite.find("testsuite").get("tests")) == sum(cell["tests"].values())  # type: ignore[union-attr]
+
+
+def test_negative_cells_are_refused_by_the_guard_with_the_fix(run):
+    _, workdir = run
+    cells = {c["cell"]["id"]: c for c in json.loads((workdir / "report.json").read_text())["cells"]}
+    below = cells["py3.11-jaxlib0.10.0"]
+    assert below["observed"] == "refused" and below["guard_fix"] == 'pip install "jaxlib>=0.10.1,<=0.10.2"'
+    assert "requires version >= 0.10.1" in below["import_error"]  # real jax refuses too, without a fix
+    plugin = cells["py3.11-jaxlib0.10.2-cuda12@0.10.1"]
+    assert plugin["observed"] == "refused" and "jax-cuda12-plugin" in plugin["guard_message"]
+    assert plugin["guard_fix"].startswith("pip install") and "0.10.2" in plugin["guard_fix"]
+    assert any("not compatible" in w for w in plugin["frontend_import"]["warnings"])  # real jax only warns
+    for cell_id in ("py3.11-jaxlib0.10.0", "py3.11-jaxlib0.10.2-cuda12@0.10.1"):
+        case = next(ElementTree.parse(workdir / "junit" / f"{cell_id}.xml").getroot().iter("testcase"), None)
+        assert case is not None and case.find("failure") is None
+    markdown = (workdir / "report.md").read_text()
+    assert "| `py3.11-jaxlib0.10.0` | refused (backend-at-least-minimum) | refused |" in markdown
+
+
+def test_a_cell_whose_observation_differs_fails_the_run(run, tmp_path):
+    """With the guard switched off, the below-minimum cell is accepted: the run must fail and say so."""
+    done = compat(tmp_path, "py3.11-jaxlib0.10.0", env={"JAXREL_SKIP_GUARD": "1"})
+    assert done.returncode == 1
+    assert "FAILED: expected refused, the guard accepted it" in done.stderr
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["ok"] is False and report["cells"][0]["observed"] == "accepted"
+    case = next(ElementTree.parse(tmp_path / "junit" / "py3.11-jaxlib0.10.0.xml").getroot().iter("testcase"), None)
+    assert case is not None and case.find("failure") is not None

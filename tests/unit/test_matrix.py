@@ -1,0 +1,146 @@
+"""The matrix builder on a recorded index listing (tests/data/listings.json, scripts/record_listings.py)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from jaxrel import policy
+from jaxrel.family import jax_profile
+from jaxrel.index import IndexFile, Listing
+from jaxrel.matrix import FrontendSpec, MatrixError, build_matrix, installable_versions
+from jaxrel.pythons import supported_tags
+
+DATA = Path(__file__).parents[1] / "data" / "listings.json"
+LINUX = ["manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
+         "linux_x86_64"]
+FAMILY = jax_profile()
+JAX_0_10_2 = FrontendSpec("jax", "0.10.2", "0.10.1", "wheel", "<=0.10.2,>=0.10.1", ">=3.11")
+JAX_0_12_0_1 = FrontendSpec("jax", "0.12.0.1", "0.11.2", "sdist", "<=0.12.0.1,>=0.11.2", ">=3.12")
+
+
+@pytest.fixture(scope="module")
+def listings() -> dict[str, Listing]:
+    record = json.loads(DATA.read_text())
+    return {project: Listing(project, [IndexFile(url=f"https://index.invalid/{f['filename']}", source="recorded", **f)
+                                       for f in files])
+            for project, files in record.items()}
+
+
+def tags(python: str) -> dict[str, list]:
+    return {python: supported_tags(python, LINUX)}
+
+
+def backends_of(matrix, purpose: str = "admitted") -> list[str]:
+    return [cell.backend for cell in matrix.cells if cell.purpose == purpose]
+
+
+def test_jax_0_10_2_on_python_3_11(listings):
+    matrix = build_matrix(FAMILY, JAX_0_10_2, listings, tags("3.11"), plugin_sets=["cuda12"])
+    assert backends_of(matrix) == ["0.10.1", "0.10.2"]
+    assert [(c.id, c.purpose, c.expected) for c in matrix.cells] == [
+        ("py3.11-jaxlib0.10.1", "admitted", "accepted"),
+        ("py3.11-jaxlib0.10.2", "admitted", "accepted"),
+        ("py3.11-jaxlib0.10.2-cuda12", "plugins", "accepted"),
+        ("py3.11-jaxlib0.10.0", "below-minimum", "refused"),
+        ("py3.11-jaxlib0.10.2-cuda12@0.10.1", "mismatched-plugin", "refused"),
+    ]
+    by_id = {c.id: c for c in matrix.cells}
+    assert by_id["py3.11-jaxlib0.10.0"].rules == ("backend-at-least-minimum",)
+    assert by_id["py3.11-jaxlib0.10.0"].fix == 'pip install "jaxlib>=0.10.1,<=0.10.2"'
+    assert by_id["py3.11-jaxlib0.10.2-cuda12@0.10.1"].rules == ("plugin-matches-backend",)
+    assert by_id["py3.11-jaxlib0.10.2-cuda12"].plugins == (
+        ("jax-cuda12-plugin", "0.10.2"), ("jax-cuda12-pjrt", "0.10.2"))
+    # jaxlib 0.11+ has no cp311 wheel, so no newer-than-frontend cell can run on 3.11: said, not hidden
+    assert any("newer than jax 0.10.2" in note for note in matrix.notes)
+
+
+def test_jax_0_12_0_1_on_python_3_12(listings):
+    matrix = build_matrix(FAMILY, JAX_0_12_0_1, listings, tags("3.12"), plugin_sets=["cuda12"])
+    assert backends_of(matrix) == ["0.11.2", "0.12.0", "0.12.0.1"]
+    assert backends_of(matrix, "below-minimum") == ["0.11.1"]
+    assert backends_of(matrix, "mismatched-plugin") == ["0.12.0.1"]
+    assert all(c.expected == ("refused" if c.purpose in ("below-minimum", "mismatched-plugin") else "accepted")
+               for c in matrix.cells)
+
+
+def test_newer_than_frontend_cell_where_one_is_installable(listings):
+    matrix = build_matrix(FAMILY, JAX_0_10_2, listings, tags("3.12"), plugin_sets=[])
+    newer = [c for c in matrix.cells if c.purpose == "newer-than-frontend"]
+    assert [(c.backend, c.expected, c.rules) for c in newer] == [
+        ("0.11.0", "refused", ("backend-not-newer-than-frontend",))]
+
+
+def test_admitted_cells_equal_the_declared_range_for_every_pair(listings):
+    """The policy's admitted set equals the frontend's Requires-Dist range over the installable releases."""
+    for spec, python in ((JAX_0_10_2, "3.11"), (JAX_0_12_0_1, "3.12"), (JAX_0_10_2, "3.12")):
+        matrix = build_matrix(FAMILY, spec, listings, tags(python), negatives=False)
+        installable = installable_versions(listings["jaxlib"], python, supported_tags(python, LINUX))
+        declared = [str(v) for v in installable if v in SpecifierSet(spec.backend_range or "")]
+        assert backends_of(matrix) == declared
+        assert not matrix.notes
+
+
+def test_yanked_and_foreign_platform_releases_are_not_cells(listings):
+    versions = [str(v) for v in installable_versions(listings["jaxlib"], "3.11", supported_tags("3.11", LINUX))]
+    assert "0.4.32" not in versions  # yanked on the index
+    assert "0.4.30" in versions
+    mac_only = build_matrix(FAMILY, JAX_0_10_2, listings, {"3.11": supported_tags("3.11", ["macosx_11_0_arm64"])},
+                            negatives=False)
+    assert backends_of(mac_only) == ["0.10.1", "0.10.2"]  # the recorded macOS wheels
+    with pytest.raises(MatrixError, match="no jaxlib release admitted"):
+        build_matrix(FAMILY, JAX_0_10_2, listings, {"3.11": supported_tags("3.11", ["win_amd64"])})
+
+
+def test_backend_filter_and_plugins_on_every_backend(listings):
+    matrix = build_matrix(FAMILY, JAX_0_12_0_1, listings, tags("3.12"), backends=SpecifierSet(">=0.12.0"),
+                          plugin_sets=["cuda12"], plugins_on="all", negatives=False)
+    assert backends_of(matrix) == ["0.12.0", "0.12.0.1"]
+    assert backends_of(matrix, "plugins") == ["0.12.0", "0.12.0.1"]
+    only = build_matrix(FAMILY, JAX_0_12_0_1, listings, tags("3.12"), backends={Version("0.11.2")}, negatives=False)
+    assert backends_of(only) == ["0.11.2"]
+
+
+def test_bad_requests_are_refused_with_the_fix(listings):
+    with pytest.raises(MatrixError, match="unknown plugin set 'cuda99'.*cuda12"):
+        build_matrix(FAMILY, JAX_0_10_2, listings, tags("3.11"), plugin_sets=["cuda99"])
+    with pytest.raises(MatrixError, match="choose another --python or --backends"):
+        build_matrix(FAMILY, JAX_0_10_2, listings, tags("3.11"), backends=SpecifierSet(">=0.11"))
+    with pytest.raises(MatrixError, match="plugins_on"):
+        build_matrix(FAMILY, JAX_0_10_2, listings, tags("3.11"), plugins_on="some")
+
+
+def test_several_pythons_and_selection(listings):
+    matrix = build_matrix(FAMILY, JAX_0_10_2, listings, {**tags("3.11"), **tags("3.12")}, plugin_sets=[])
+    assert {c.python for c in matrix.cells} == {"3.11", "3.12"}
+    assert len({c.id for c in matrix.cells}) == len(matrix.cells)
+    one = matrix.select(["py3.12-jaxlib0.10.[12]"])
+    assert [c.id for c in one.cells] == ["py3.12-jaxlib0.10.1", "py3.12-jaxlib0.10.2"]
+    with pytest.raises(MatrixError, match="no cell matches"):
+        matrix.select(["py3.9-*"])
+
+
+def test_expected_verdicts_agree_with_the_policy(listings):
+    matrix = build_matrix(FAMILY, JAX_0_12_0_1, listings, tags("3.12"), plugin_sets=["cuda12"])
+    for cell in matrix.cells:
+        result = policy.verdict(
+            backend=policy.Pin("jaxlib", Version(cell.backend)), frontend=policy.Pin("jax", Version("0.12.0.1")),
+            minimum_backend=Version("0.11.2"), plugins=[policy.Pin(n, Version(v)) for n, v in cell.plugins],
+        )
+        assert (cell.expected == "accepted") == result.compatible, cell.id
+
+
+def test_output_formats(listings):
+    matrix = build_matrix(FAMILY, JAX_0_10_2, listings, tags("3.11"), plugin_sets=["cuda12"])
+    github = json.loads(matrix.to_github())
+    assert [job["cell"] for job in github["include"]] == [c.id for c in matrix.cells]
+    assert github["include"][2]["plugins"] == "jax-cuda12-plugin==0.10.2 jax-cuda12-pjrt==0.10.2"
+    document = matrix.to_json()
+    assert document["frontend"]["minimum_backend"] == "0.10.1" and len(document["cells"]) == 5
+    markdown = matrix.to_markdown()
+    row = "| `py3.11-jaxlib0.10.0` | 3.11 | 0.10.0 | – | below-minimum | refused (backend-at-least-minimum) |"
+    assert row in markdown
