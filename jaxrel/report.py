@@ -93,7 +93,8 @@ def _mark(outcome: str | None) -> str:
     if outcome is None:
         return "–"
     if outcome.startswith("skipped"):
-        return "skip: " + outcome.split(":", 1)[1].strip().replace("|", "/")
+        reason = outcome.split(":", 1)[1].strip().replace("|", "/")
+        return "skip: " + (reason if len(reason) <= 60 else reason[:57] + "…")
     return {"passed": "✓", "failed": "✗ failed", "error": "✗ error"}.get(outcome, outcome)
 
 

@@ -18,6 +18,8 @@ def test_readme_opens_with_exactly_two_commands():
     commands = readme_commands()
     assert len(commands) == 2
     assert all(command.startswith("python3 -m pip install") for command in commands)
+    assert commands[0].endswith("nox -s compat"), "the first command is the main job"
+    assert "def compat(" in (ROOT / "noxfile.py").read_text()
 
 
 def test_ci_runs_the_readme_test_command():
