@@ -26,7 +26,7 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
-from jaxrel.guard import release_of
+from jaxrel.guard import backend_version, canonical_name, installed_distributions, release_of
 
 T = TypeVar("T")
 Releases = Mapping[str, int]
@@ -179,3 +179,54 @@ ifrt_version = ApiGate(
     variable="_ifrt_version",
     releases=_jax_releases("ifrt_version"),
 )
+
+
+API_GATES: dict[str, ApiGate] = {
+    "jaxlib_extension_version": jaxlib_extension_version,
+    "xla_extension_version": xla_extension_version,
+    "ifrt_version": ifrt_version,
+}
+
+
+def installed_version(distribution: str) -> str | None:
+    """``distribution``'s installed version, without importing it (``None`` when not installed).
+
+    Read from ``<name with _>/version.py`` as the guard reads a backend's, else from the
+    ``.dist-info`` name (for distributions without such a module, e.g. ``jax-cuda12-pjrt``).
+    """
+    found = backend_version(distribution.replace("-", "_"), "version")
+    return found if found is not None else installed_distributions().get(canonical_name(distribution))
+
+
+def unmet(releases: Mapping[str, str] | None = None, api: Mapping[str, int] | None = None) -> str | None:
+    """One-line reason the installed environment falls short of ``releases`` and ``api``; ``None`` when all are met.
+
+    ``releases`` maps a distribution to its minimum release (``{"jax": "0.4.36"}``; ``"0"``: installed
+    at any release), compared on release numbers (suffixes ignored, as the guard compares); a
+    distribution that is not installed falls short. ``api`` maps an API number name of
+    :data:`API_GATES` to its minimum (``{"jaxlib_extension_version": 300}``); an unknown name is a
+    ``ValueError``. Nothing is imported but what an :class:`ApiGate` needs to read its number.
+    """
+    reasons = []
+    for distribution, minimum in (releases or {}).items():
+        version, least = installed_version(distribution), release_of(minimum, what=f"minimum {distribution}").key
+        if version is None:
+            wanted = f"{distribution} >= {minimum}" if least > (0,) else distribution  # "0": any release
+            reasons.append(f"needs {wanted}, which is not installed")
+        elif release_of(version, what=f"{distribution} version").key < least:
+            reasons.append(f"needs {distribution} >= {minimum}, installed {distribution} {version}")
+    for name, number in (api or {}).items():
+        gate = API_GATES.get(name)
+        if gate is None:
+            raise ValueError(f"unknown API number {name!r}; known: {', '.join(API_GATES)}")
+        try:
+            value = gate.value
+        except ApiVersionError as error:
+            reasons.append(f"needs {name} >= {number}: {error}")
+            continue
+        if value < number:
+            first = first_release_providing(number, gate.releases())
+            since = f"first {gate.backend} release providing it: {first}" if first else f"no {gate.backend} release yet"
+            reasons.append(f"needs {name} >= {number}, installed {gate.backend} "
+                           f"{installed_version(gate.backend)} provides {value} ({since})")
+    return "; ".join(reasons) or None

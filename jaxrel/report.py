@@ -13,22 +13,33 @@ from jaxrel.matrix import Matrix
 HEADERS = ("cell", "expected", "observed", "passed", "failed", "skipped", "time", "result")
 
 
+def headers(results: Sequence[CellResult]) -> tuple[str, ...]:
+    """:data:`HEADERS`, plus a column for the frontend's own tests when any cell ran them."""
+    own = any(r.frontend_tests for r in results)
+    return HEADERS[:-2] + ("own tests",) + HEADERS[-2:] if own else HEADERS
+
+
 def rows(results: Sequence[CellResult]) -> list[tuple[str, ...]]:
-    """One row per cell, in :data:`HEADERS` order."""
+    """One row per cell, in :func:`headers` order."""
+    own = any(r.frontend_tests for r in results)
     out: list[tuple[str, ...]] = []
     for r in results:
         expected = r.cell.expected + (f" ({', '.join(r.cell.rules)})" if r.cell.rules else "")
-        out.append((r.cell.id, expected, r.observed, str(r.tests.passed), str(r.tests.failed + r.tests.errors),
-                    str(r.tests.skipped), f"{r.seconds:.1f} s", "ok" if r.ok else "FAILED"))
+        row = [r.cell.id, expected, r.observed, str(r.tests.passed), str(r.tests.failed + r.tests.errors),
+               str(r.tests.skipped)]
+        if own:
+            t = r.frontend_tests
+            row.append(f"{t.passed} passed, {t.failed + t.errors} failed, {t.skipped} skipped" if t else "–")
+        out.append((*row, f"{r.seconds:.1f} s", "ok" if r.ok else "FAILED"))
     return out
 
 
 def table(results: Sequence[CellResult]) -> str:
     """A plain-text table with aligned columns."""
-    body = rows(results)
-    widths = [max(len(row[i]) for row in [HEADERS, *body]) for i in range(len(HEADERS))]
+    head, body = headers(results), rows(results)
+    widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
     line = "  ".join("-" * w for w in widths)
-    lines = ["  ".join(h.ljust(w) for h, w in zip(HEADERS, widths, strict=True)), line]
+    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)), line]
     lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in body]
     return "\n".join(lines)
 
@@ -36,7 +47,8 @@ def table(results: Sequence[CellResult]) -> str:
 def summary(results: Sequence[CellResult]) -> str:
     failed = [r.cell.id for r in results if not r.ok]
     positive = sum(1 for r in results if not r.cell.negative)
-    head = (f"{len(results)} cells ({positive} positive, {len(results) - positive} negative): "
+    cells = f"{len(results)} cell{'s' if len(results) != 1 else ''}"
+    head = (f"{cells} ({positive} positive, {len(results) - positive} negative): "
             f"{len(results) - len(failed)} as expected")
     return head + (f", {len(failed)} FAILED: {', '.join(failed)}" if failed else "")
 
@@ -55,7 +67,7 @@ def markdown(matrix: Matrix, results: Sequence[CellResult]) -> str:
     lines = [f"# compat: {matrix.frontend.name} {matrix.frontend.version}", "",
              f"Frontend: {matrix.frontend.source}; minimum {matrix.backend} {matrix.frontend.minimum_backend}; "
              f"declared range {matrix.frontend.backend_range or 'none'}.", "", summary(results), "",
-             "| " + " | ".join(HEADERS) + " |", "|" + "---|" * len(HEADERS)]
+             "| " + " | ".join(headers(results)) + " |", "|" + "---|" * len(headers(results))]
     lines += ["| " + " | ".join(f"`{row[0]}`" if i == 0 else cell for i, cell in enumerate(row)) + " |"
               for row in rows(results)]
     if matrix.notes:

@@ -82,3 +82,30 @@ def test_a_cell_whose_observation_differs_fails_the_run(run, tmp_path):
     assert report["ok"] is False and report["cells"][0]["observed"] == "accepted"
     case = next(ElementTree.parse(tmp_path / "junit" / "py3.11-jaxlib0.10.0.xml").getroot().iter("testcase"), None)
     assert case is not None and case.find("failure") is not None
+
+
+def test_frontend_source_tree_with_its_own_tests(index_reachable, tmp_path):
+    """--frontend-src: the tree is built as the frontend, and its own tests run, selected by -k."""
+    from jaxrel.compat import _unpack_sdist
+    from jaxrel.index import Index
+
+    index = Index.from_pip()
+    sdist = index.download(index.listing("jax").sdist("0.10.2"))  # type: ignore[arg-type]
+    tree = _unpack_sdist(sdist, tmp_path / "src")
+    (tree / "tests").mkdir()
+    (tree / "tests" / "test_own.py").write_text(
+        "import jax.numpy as jnp\n\n"
+        "def test_selected():\n    assert float(jnp.arange(3).sum()) == 3\n\n"
+        "def test_not_selected():\n    raise AssertionError('-k must deselect this')\n")
+    command = [sys.executable, "-m", "jaxrel", "compat", "--frontend-src", str(tree), "--python", "3.11",
+               "--cell", "py3.11-jaxlib0.10.2", "-k", "selected and not not_selected", "--workdir", str(tmp_path / "w")]
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 0, done.stderr[-2000:]
+    report = json.loads((tmp_path / "w" / "report.json").read_text())
+    assert report["matrix"]["frontend"]["source"] == f"source {tree}"
+    assert report["cells"][0]["frontend_tests"] == {"passed": 1, "failed": 0, "skipped": 0, "errors": 0}
+    assert "1 passed, 0 failed, 0 skipped" in done.stdout  # the own-tests column
+
+    (tree / "tests" / "test_own.py").write_text("def test_selected():\n    raise AssertionError('fails')\n")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
+    assert done.returncode == 1 and "jax's own tests failed" in done.stderr

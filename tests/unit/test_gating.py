@@ -100,3 +100,72 @@ def test_builtin_jax_gates_carry_measured_release_data():
     assert releases["0.10.2"] == 467 and releases["0.12.0"] == 505
     assert first_release_providing(500, releases) == "0.12.0"
     assert jax_profile().gate("jaxlib_extension_version").releases() == releases
+
+
+@pytest.fixture
+def installed(site, monkeypatch):
+    """`site` first on sys.path, with the built-in gates' cached numbers forgotten."""
+    monkeypatch.syspath_prepend(str(site.root))
+    for gate in set(gating.API_GATES.values()):
+        monkeypatch.setattr(gate, "_value", None)
+    return site
+
+
+def test_unmet_is_none_when_releases_and_api_numbers_are_met(installed):
+    installed.jax("0.10.2", "0.10.1")
+    installed.jaxlib("0.10.2", api=467)
+    assert gating.unmet({"jax": "0.10.2", "jaxlib": "0.10.1.0"}, {"jaxlib_extension_version": 467}) is None
+    assert gating.unmet() is None
+    assert not {"jax", "jaxlib", "jaxlib.xla_client"} & set(sys.modules)
+
+
+def test_unmet_names_the_requirement_and_the_installed_release(installed):
+    installed.jax("0.12.0", "0.11.2")
+    installed.jaxlib("0.12.0")
+    assert gating.unmet({"jax": "0.12.0.1"}) == "needs jax >= 0.12.0.1, installed jax 0.12.0"
+    assert gating.unmet({"jax": "0.12.0", "jaxlib": "0.12.1"}) == "needs jaxlib >= 0.12.1, installed jaxlib 0.12.0"
+
+
+def test_unmet_compares_release_numbers_only(installed):
+    installed.write("jax/version.py", '_version = "0.4.36.dev20241119+gabc"\n')
+    assert gating.unmet({"jax": "0.4.36"}) is None
+    assert gating.unmet({"jax": "0.4.37"}) == "needs jax >= 0.4.37, installed jax 0.4.36.dev20241119+gabc"
+
+
+def test_unmet_when_a_distribution_is_not_installed(installed):
+    assert gating.unmet({"jax-cuda12-plugin": "0.10.2"}) == "needs jax-cuda12-plugin >= 0.10.2, which is not installed"
+    assert gating.unmet({"jax-cuda12-plugin": "0"}) == "needs jax-cuda12-plugin, which is not installed"
+
+
+def test_unmet_reads_the_dist_info_of_a_distribution_without_version_module(installed):
+    installed.distribution("jax-cuda12-pjrt", "0.10.2", {"jax_plugins/xla_cuda12/__init__.py": ""})
+    assert gating.unmet({"jax-cuda12-pjrt": "0"}) is None
+    assert gating.unmet({"jax-cuda12-pjrt": "0.11"}) == (
+        "needs jax-cuda12-pjrt >= 0.11, installed jax-cuda12-pjrt 0.10.2")
+
+
+def test_unmet_api_number_names_the_backend_and_the_first_release_providing_it(installed):
+    installed.jaxlib("0.11.2", api=495)
+    assert gating.unmet(api={"jaxlib_extension_version": 503}) == (
+        "needs jaxlib_extension_version >= 503, installed jaxlib 0.11.2 provides 495 "
+        "(first jaxlib release providing it: 0.12.0)")
+    assert gating.unmet(api={"xla_extension_version": 10_000}).endswith("provides 495 (no jaxlib release yet)")
+
+
+def test_unmet_joins_every_shortfall_in_one_line(installed):
+    installed.jax("0.10.2", "0.10.1")
+    installed.jaxlib("0.10.2", api=467)
+    reason = gating.unmet({"jax": "0.11.0", "jaxlib": "0.10.2"}, {"jaxlib_extension_version": 480})
+    assert reason == ("needs jax >= 0.11.0, installed jax 0.10.2; needs jaxlib_extension_version >= 480, "
+                      "installed jaxlib 0.10.2 provides 467 (first jaxlib release providing it: 0.11.1)")
+
+
+def test_unmet_api_number_without_backend(installed):
+    reason = gating.unmet(api={"jaxlib_extension_version": 300})
+    assert reason.startswith("needs jaxlib_extension_version >= 300: cannot read jaxlib_extension_version")
+    assert "\n" not in reason
+
+
+def test_unmet_refuses_an_unknown_api_number():
+    with pytest.raises(ValueError, match="unknown API number 'jaxlib_version'; known: jaxlib_extension_version"):
+        gating.unmet(api={"jaxlib_version": 1})
