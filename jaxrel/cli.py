@@ -134,14 +134,18 @@ def _matrix_inputs(args: argparse.Namespace, build: bool) -> tuple[Family, Index
     if args.frontend and args.frontend_src:
         raise UsageError("pass --frontend NAME==V or --frontend-src PATH, not both")
     family = resolve_family(args.family)
-    progress = None if getattr(args, "json", False) or getattr(args, "format", "") in ("json", "github") else _say
-    index = Index.from_pip(args.index_url, args.wheelhouse, refresh=args.refresh, progress=progress or _say)
+    index = Index.from_pip(args.index_url, args.wheelhouse, refresh=args.refresh, progress=_say)  # to stderr
     workdir = Path(args.workdir)
     front = compat.prepare_frontend(
         family, index, workdir, source=Path(args.frontend_src).resolve() if args.frontend_src else None,
         requirement=args.frontend, build=build or bool(args.frontend_src),
     )
-    sets = [] if args.plugins.strip() in ("", "none") else [s.strip() for s in args.plugins.split(",") if s.strip()]
+    if args.plugins is None:  # the family's first plugin set (cuda12 for jax), if it declares any
+        sets = list(family.plugin_sets())[:1]
+    elif args.plugins.strip() in ("", "none"):
+        sets = []
+    else:
+        sets = [name.strip() for name in args.plugins.split(",") if name.strip()]
     pythons = [p.strip() for item in args.python for p in item.split(",") if p.strip()]
     matrix = compat.matrix_for(family, index, front.spec, pythons=pythons, backends=_backend_filter(args.backends),
                                plugin_sets=sets, plugins_on=args.plugins_on)
@@ -191,8 +195,8 @@ def _matrix_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--python", action="append", default=[], metavar="3.N[,3.M]",
                      help="interpreters for the cells (default: the oldest one here that the frontend supports)")
     sub.add_argument("--backends", metavar="SPEC", help="only these backend releases: >=0.11.2 or 0.12.0,0.11.2")
-    sub.add_argument("--plugins", default="cuda12", metavar="SET[,SET]",
-                     help="hardware plugin sets to add (default: cuda12; 'none' for no plugin cells)")
+    sub.add_argument("--plugins", default=None, metavar="SET[,SET]",
+                     help="hardware plugin sets to add (default: the family's first, cuda12 for jax; 'none')")
     sub.add_argument("--plugins-on", choices=("newest", "all"), default="newest",
                      help="add plugin sets to the newest admitted backend only (default) or to every one")
     sub.add_argument("--index-url", metavar="URL", help="use only this index (default: pip's configuration)")
