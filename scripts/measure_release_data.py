@@ -14,7 +14,6 @@ data file are kept unless ``--refresh``.
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import re
 import subprocess
@@ -30,6 +29,7 @@ sys.path.insert(0, str(ROOT))
 from jaxrel.doctor import ffi_api_in  # noqa: E402
 from jaxrel.gating import assigned_int  # noqa: E402
 from jaxrel.guard import assigned_string  # noqa: E402
+from jaxrel.index import sha256_of  # noqa: E402
 
 DATA = ROOT / "jaxrel" / "data" / "jax.json"
 PLATFORMS = ["manylinux2014_x86_64", "manylinux_2_27_x86_64", "manylinux_2_28_x86_64"]
@@ -73,19 +73,11 @@ def read_members(path: Path, wanted: list[str]) -> dict[str, str]:
     return out
 
 
-def sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def measure_jaxlib(path: Path) -> dict[str, object]:
     files = read_members(path, ["jaxlib/xla_client.py", "xla/ffi/api/c_api.h"])
     return {"jaxlib_extension_version": assigned_int(files.get("jaxlib/xla_client.py", ""), "_version"),
             "xla_ffi_api": ffi_api_in(files.get("xla/ffi/api/c_api.h", "")),
-            "wheel": path.name, "sha256": sha256(path)}
+            "wheel": path.name, "sha256": sha256_of(path)}
 
 
 def measure_jax(path: Path) -> dict[str, object]:
@@ -98,7 +90,7 @@ def measure_jax(path: Path) -> dict[str, object]:
     python = re.search(r"^Requires-Python:\s*(.+)$", headers, re.M)
     key = "wheel" if path.suffix == ".whl" else "sdist"
     return {"minimum_jaxlib": minimum, "requires_jaxlib": requires,
-            "requires_python": python[1].strip() if python else None, key: path.name, "sha256": sha256(path)}
+            "requires_python": python[1].strip() if python else None, key: path.name, "sha256": sha256_of(path)}
 
 
 def main() -> int:
