@@ -201,7 +201,7 @@ def prepare_frontend(
         if not files:
             raise CompatError(f"{name} {version} is not on the index ({', '.join(index.describe())}); "
                               f"newest: {listing.versions()[-1] if listing.versions() else 'none'}")
-        wheel_file = next((f for f in files if f.is_wheel and "py3-none-any" in f.filename), None)
+        wheel_file = next((f for f in files if f.is_wheel and f.yanked is None and "py3-none-any" in f.filename), None)
         if wheel_file is not None:
             wheel = index.download(wheel_file)
             info = inspect(wheel, family, sha256=wheel_file.sha256)
