@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 import sys
 import tarfile
 import time
@@ -30,7 +29,7 @@ from jaxrel import doctor, envs, policy
 from jaxrel.family import Family
 from jaxrel.index import Index, IndexClientError
 from jaxrel.matrix import BackendFilter, Cell, FrontendSpec, Matrix, MatrixError, build_matrix
-from jaxrel.pythons import python_for
+from jaxrel.pythons import find_pythons, python_for
 from jaxrel.wheels import ArtifactInfo, inspect
 
 Progress = Callable[[str], None]
@@ -121,24 +120,15 @@ class Options:
 # -- the frontend ------------------------------------------------------------------------------
 
 
-def _run(command: Sequence[str], what: str, cwd: Path | None = None) -> None:
-    done = subprocess.run(list(command), capture_output=True, text=True, cwd=cwd, env=envs.uv_environment())
-    if done.returncode != 0:
-        tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
-        raise CompatError(f"{what} failed (exit {done.returncode}): {tail}")
-
-
 def build_wheel(source: Path, out: Path) -> Path:
     """Build a wheel from a source tree (``uv build``, else ``pip wheel``) into ``out``; returns it."""
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
     uv = envs.find_uv()
-    if uv:
-        _run([uv, "build", "--wheel", "--quiet", "--out-dir", str(out), str(source)], f"building a wheel of {source}")
-    else:
-        _run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)],
-             f"building a wheel of {source}")
+    command = ([uv, "build", "--wheel", "--quiet", "--out-dir", str(out), str(source)] if uv
+               else [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)])
+    envs.run_step(command, envs.uv_environment(), f"building a wheel of {source}")
     wheels = sorted(out.glob("*.whl"))
     if len(wheels) != 1:
         raise CompatError(f"building {source} gave {len(wheels)} wheels in {out}; expected one")
@@ -245,8 +235,6 @@ def matrix_for(
 
     if pythons:
         return build(pythons)
-    from jaxrel.pythons import find_pythons
-
     required = SpecifierSet(spec.requires_python or "")
     candidates = [v for v in find_pythons() if required.contains(v + ".0", prereleases=True)]
     for version in candidates:

@@ -62,7 +62,8 @@ def uv_environment() -> dict[str, str]:
     return env
 
 
-def _run(command: Sequence[str], env: dict[str, str], what: str) -> None:
+def run_step(command: Sequence[str], env: dict[str, str], what: str) -> None:
+    """Run one setup step; on failure raise :class:`EnvError` naming ``what`` with the output's last lines."""
     done = subprocess.run(list(command), capture_output=True, text=True, env=env)
     if done.returncode != 0:
         tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
@@ -91,14 +92,14 @@ def create(
     base.pop("PYTHONPATH", None)
     if uv:
         env = uv_environment()
-        _run([uv, "venv", "--quiet", "--python", python, str(root)], env, f"uv venv {root}")
+        run_step([uv, "venv", "--quiet", "--python", python, str(root)], env, f"uv venv {root}")
         install = [uv, "pip", "install", "--quiet", "--python", str(root / "bin" / "python")]
     else:
-        _run([python, "-m", "venv", str(root)], base, f"python -m venv {root}")
+        run_step([python, "-m", "venv", str(root)], base, f"python -m venv {root}")
         env = base
         install = [str(root / "bin" / "python"), "-m", "pip", "install", "--quiet"]
     if requirements:
-        _run([*install, *requirements], env, f"installing {' '.join(requirements)}")
+        run_step([*install, *requirements], env, f"installing {' '.join(requirements)}")
     if no_deps:
-        _run([*install, "--no-deps", *no_deps], env, f"installing {' '.join(no_deps)} without dependencies")
+        run_step([*install, "--no-deps", *no_deps], env, f"installing {' '.join(no_deps)} without dependencies")
     return Env(root)

@@ -82,9 +82,7 @@ class IndexFile:
 
     @property
     def version(self) -> Version:
-        if self.is_wheel:
-            return parse_wheel_filename(self.filename)[1]
-        return parse_sdist_filename(self.filename)[1]
+        return _name_and_version(self.filename)[1]
 
     @property
     def tags(self) -> frozenset[Tag]:
@@ -142,12 +140,18 @@ class _LinkParser(HTMLParser):
             self.links.append(dict(attrs))
 
 
+def _name_and_version(filename: str) -> tuple[str, Version]:
+    """The project name and version a wheel or sdist filename carries."""
+    if filename.endswith(".whl"):
+        name, version, _, _ = parse_wheel_filename(filename)
+    else:
+        name, version = parse_sdist_filename(filename)
+    return str(name), version
+
+
 def _parse_filename_ok(filename: str) -> bool:
     try:
-        if filename.endswith(".whl"):
-            parse_wheel_filename(filename)
-        else:
-            parse_sdist_filename(filename)
+        _name_and_version(filename)
         return True
     except (InvalidWheelFilename, InvalidSdistFilename):
         return False
@@ -281,7 +285,7 @@ class Index:
             found_any = found_any or files is not None
             self._merge(merged, files or [])
         for house in self.wheelhouses:
-            self._merge(merged, [f for f in scan_wheelhouse(house) if _project_of(f.filename) == name],
+            self._merge(merged, [f for f in scan_wheelhouse(house) if _name_and_version(f.filename)[0] == name],
                         wheelhouse=True)
         return Listing(name, sorted(merged.values(), key=lambda f: (f.version, f.filename)))
 
@@ -415,9 +419,3 @@ class Index:
                 f"{path}: sha256 {actual} does not match {file.sha256} listed by {file.source}; "
                 "the file is corrupt or was tampered with: delete it and download again"
             )
-
-
-def _project_of(filename: str) -> str:
-    if filename.endswith(".whl"):
-        return str(parse_wheel_filename(filename)[0])
-    return str(parse_sdist_filename(filename)[0])
