@@ -307,7 +307,7 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
     arguments["plugins"] = [[p.distribution, p.pinned] for p in arguments["plugins"]]
     done = env.run(str(env.python), "-c", GUARD_PROBE, json.dumps(arguments))
     if done.returncode != 0:
-        problem = f"the guard crashed: {(done.stderr or done.stdout).strip().splitlines()[-1:]}"
+        problem = f"the guard crashed: {((done.stderr or done.stdout).strip().splitlines() or ['no output'])[-1]}"
         result = CellResult(cell, "guard-error", False, time.perf_counter() - start, problems=[problem])
         _write_junit(junit, cell, False, problem)
         return result
