@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
@@ -19,7 +18,7 @@ from typing import Any
 from jaxrel import policy
 from jaxrel.family import Family, Package
 from jaxrel.gating import read_api_number
-from jaxrel.guard import canonical_name, read_assignment, read_version_file
+from jaxrel.guard import canonical_name, read_assignment, read_ffi_api, read_version_file
 
 
 class InterpreterError(RuntimeError):
@@ -84,22 +83,6 @@ def _source_install(package: Package, path: list[str]) -> Installed | None:
         if version is not None:
             return Installed(package.distribution, version, entry)
     return None
-
-
-def read_ffi_api(header: str) -> str | None:
-    """``MAJOR.MINOR`` from an XLA FFI ``c_api.h``; ``None`` when absent."""
-    try:
-        with open(header, encoding="utf-8") as handle:
-            return ffi_api_in(handle.read())
-    except OSError:
-        return None
-
-
-def ffi_api_in(text: str) -> str | None:
-    """``MAJOR.MINOR`` from the text of an XLA FFI ``c_api.h``."""
-    major = re.search(r"#define\s+XLA_FFI_API_MAJOR\s+(\d+)", text)
-    minor = re.search(r"#define\s+XLA_FFI_API_MINOR\s+(\d+)", text)
-    return f"{major[1]}.{minor[1]}" if major and minor else None
 
 
 def inspect(family: Family, python: str | None = None, path: list[str] | None = None) -> Environment:

@@ -224,6 +224,42 @@ def installed_distributions(path: list[str] | None = None) -> dict[str, str]:
     return found
 
 
+def ffi_api_in(header_text: str) -> str | None:
+    """``MAJOR.MINOR`` of the XLA FFI API that the text of a ``c_api.h`` defines; ``None`` if absent."""
+    found = {}
+    for line in header_text.splitlines():
+        words = line.split()
+        if len(words) >= 3 and words[0] == "#define" and words[2].isdigit():
+            if words[1] in ("XLA_FFI_API_MAJOR", "XLA_FFI_API_MINOR"):
+                found[words[1]] = words[2]
+    if len(found) != 2:
+        return None
+    return f"{int(found['XLA_FFI_API_MAJOR'])}.{int(found['XLA_FFI_API_MINOR'])}"
+
+
+def read_ffi_api(header: str) -> str | None:
+    """:func:`ffi_api_in` of the ``c_api.h`` at ``header``; ``None`` when it cannot be read."""
+    try:
+        with open(header, encoding="utf-8") as handle:
+            return ffi_api_in(handle.read())
+    except OSError:
+        return None
+
+
+def backend_ffi_api(package: str, header: str, path: list[str] | None = None) -> str | None:
+    """The XLA FFI API of the installed backend: ``header`` (relative to ``package``) on ``path``."""
+    relative = os.path.join(package.replace(".", os.sep), *header.split("/"))
+    for entry in sys.path if path is None else path:
+        full = os.path.join(entry or ".", relative)
+        if os.path.isfile(full):
+            return read_ffi_api(full)
+    return None
+
+
+def _api_key(api: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in api.split("."))
+
+
 def _release_key(version: str) -> tuple[int, ...] | None:
     try:
         return release_of(version).key
@@ -246,6 +282,10 @@ def check(
     plugins: tuple[Plugin, ...] = (),
     backend_package: str | None = None,
     version_module: str = "version",
+    consumer: str | None = None,
+    minimum_ffi_api: str | None = None,
+    ffi_header: str = "include/xla/ffi/api/c_api.h",
+    install_with: tuple[str, ...] = (),
     path: list[str] | None = None,
 ) -> str | None:
     """Refuse to import when the installed backend or plugins do not fit.
@@ -253,13 +293,19 @@ def check(
     ``backend`` is the backend's distribution name (``jaxlib``), ``backend_package``
     its import name (default: the distribution name with ``_``). The backend must
     satisfy ``minimum_backend <= backend <= frontend_version``; each pinned plugin
-    must have the backend's release number. Returns the backend version (``None``
-    when skipped through ``JAXREL_SKIP_GUARD``); raises :class:`GuardError`.
+    must have the backend's release number. An XLA FFI extension passes
+    ``minimum_ffi_api`` (the API of the headers it was compiled against): the
+    backend's ``ffi_header`` must define at least that. ``consumer`` names the
+    caller in messages; ``install_with`` lists distributions the fix moves to the
+    same bounds as the backend (an extension names the frontend, ``jax``). Returns
+    the backend version (``None`` when skipped through ``JAXREL_SKIP_GUARD``);
+    raises :class:`GuardError`.
     """
     if os.environ.get(SKIP_ENV, "") not in ("", "0"):
         return None
     package = backend_package or backend.replace("-", "_")
-    consumer = f"{frontend} {frontend_version}" if frontend and frontend_version else "this package"
+    if consumer is None:
+        consumer = f"{frontend} {frontend_version}" if frontend and frontend_version else "this package"
     found = backend_version(package, version_module, path)
     installed = {name: version for name, version in ((frontend, frontend_version), (backend, found))
                  if name and version}
@@ -267,7 +313,8 @@ def check(
         top = release_of(frontend_version, what=f"{frontend} version") if frontend_version else None
         low = release_of(minimum_backend, what=f"minimum {backend} version") if minimum_backend else None
         allowed = allowed_range(backend, minimum_backend, top.text if top else None)
-        in_range = f"pip install {requirement(backend, minimum_backend, top.text if top else None)}"
+        bounded = [requirement(name, minimum_backend, top.text if top else None) for name in (*install_with, backend)]
+        in_range = f"pip install {' '.join(bounded)}"
         if found is None:
             raise _fail([f"{backend} is not installed; {consumer} needs {allowed}."],
                         [in_range], installed, allowed)
@@ -276,6 +323,12 @@ def check(
         raise GuardError(f"{error}\n(Set {SKIP_ENV}=1 to skip this check at your own risk.)",
                          installed=installed, allowed="unknown", fix="") from None
 
+    if minimum_ffi_api is not None:
+        provided = backend_ffi_api(package, ffi_header, path)
+        if provided is None or _api_key(provided) < _api_key(minimum_ffi_api):
+            api = f"XLA FFI API {provided}" if provided else f"no readable XLA FFI API ({package}/{ffi_header})"
+            raise _fail([f"{backend} {found} provides {api}, older than the {minimum_ffi_api} that {consumer} was "
+                         f"built against: it requires {allowed}."], [in_range], installed, allowed)
     if low is not None and current.key < low.key:
         raise _fail([f"{backend} is version {found}, but {consumer} requires {allowed}."],
                     [in_range], installed, allowed)

@@ -1,0 +1,85 @@
+// RMS normalisation kernels written against the pinned XLA FFI headers (see rms_norm.h).
+#include "rmsnorm/cc/rms_norm.h"
+
+#include <cmath>
+#include <cstdint>
+
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+ffi::Error NoAxis() {
+  return ffi::Error(ffi::ErrorCode::kInvalidArgument, "rms_norm needs an array with at least one axis");
+}
+
+// The number of rows (product of the leading dimensions) and the row width (last dimension).
+struct Rows {
+  int64_t count = 1;
+  int64_t width = 0;
+};
+
+Rows RowsOf(ffi::Span<const int64_t> dims) {
+  Rows rows;
+  for (size_t i = 0; i + 1 < dims.size(); ++i) rows.count *= dims[i];
+  rows.width = dims[dims.size() - 1];
+  return rows;
+}
+
+ffi::Error Forward(float eps, ffi::Buffer<ffi::F32> x, ffi::ResultBuffer<ffi::F32> y,
+                   ffi::ResultBuffer<ffi::F32> inv_rms) {
+  if (x.dimensions().size() == 0) return NoAxis();
+  const Rows rows = RowsOf(x.dimensions());
+  const float* in = x.typed_data();
+  float* out = y->typed_data();
+  float* scale = inv_rms->typed_data();
+  for (int64_t row = 0; row < rows.count; ++row) {
+    const float* xs = in + row * rows.width;
+    float sum_of_squares = 0.0f;
+    for (int64_t i = 0; i < rows.width; ++i) sum_of_squares += xs[i] * xs[i];
+    const float mean = rows.width > 0 ? sum_of_squares / static_cast<float>(rows.width) : 0.0f;
+    const float r = 1.0f / std::sqrt(mean + eps);
+    scale[row] = r;
+    for (int64_t i = 0; i < rows.width; ++i) out[row * rows.width + i] = xs[i] * r;
+  }
+  return ffi::Error::Success();
+}
+
+// dx_j = r * dy_j - r^3 * x_j * mean(dy * x), per row, where r = inv_rms.
+ffi::Error Backward(ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> inv_rms, ffi::Buffer<ffi::F32> dy,
+                    ffi::ResultBuffer<ffi::F32> dx) {
+  if (x.dimensions().size() == 0) return NoAxis();
+  const Rows rows = RowsOf(x.dimensions());
+  const float* xs_all = x.typed_data();
+  const float* dys_all = dy.typed_data();
+  float* out = dx->typed_data();
+  for (int64_t row = 0; row < rows.count; ++row) {
+    const float* xs = xs_all + row * rows.width;
+    const float* dys = dys_all + row * rows.width;
+    const float r = inv_rms.typed_data()[row];
+    float dot = 0.0f;
+    for (int64_t i = 0; i < rows.width; ++i) dot += dys[i] * xs[i];
+    const float mean_dot = rows.width > 0 ? dot / static_cast<float>(rows.width) : 0.0f;
+    for (int64_t i = 0; i < rows.width; ++i) {
+      out[row * rows.width + i] = r * dys[i] - r * r * r * xs[i] * mean_dot;
+    }
+  }
+  return ffi::Error::Success();
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxrelRmsNormForward, Forward,
+                              ffi::Ffi::Bind()
+                                  .Attr<float>("eps")
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxrelRmsNormBackward, Backward,
+                              ffi::Ffi::Bind()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>());

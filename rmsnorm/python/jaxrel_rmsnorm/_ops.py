@@ -1,0 +1,69 @@
+"""The FFI targets, registered once, and ``rms_norm`` with a custom VJP built on them."""
+
+from __future__ import annotations
+
+import functools
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxrel_rmsnorm import _rmsnorm
+
+FORWARD = "jaxrel_rms_norm_fwd"
+BACKWARD = "jaxrel_rms_norm_bwd"
+
+for _name, _capsule in _rmsnorm.handlers().items():
+    jax.ffi.register_ffi_target(_name, _capsule, platform="cpu")
+
+
+def _as_float32(x: jax.typing.ArrayLike) -> jax.Array:
+    x = jnp.asarray(x)
+    if x.dtype != jnp.float32:
+        raise TypeError(f"rms_norm supports float32 only, got {x.dtype}; cast with x.astype(jnp.float32)")
+    if x.ndim == 0:
+        raise ValueError("rms_norm needs an array with at least one axis, got a scalar")
+    return x
+
+
+def _forward(x: jax.Array, eps: float) -> tuple[jax.Array, jax.Array]:
+    call = jax.ffi.ffi_call(
+        FORWARD,
+        (jax.ShapeDtypeStruct(x.shape, x.dtype), jax.ShapeDtypeStruct(x.shape[:-1], x.dtype)),
+        vmap_method="broadcast_all",
+    )
+    y, inv_rms = call(x, eps=np.float32(eps))
+    return y, inv_rms
+
+
+def _backward(x: jax.Array, inv_rms: jax.Array, dy: jax.Array) -> jax.Array:
+    call = jax.ffi.ffi_call(BACKWARD, jax.ShapeDtypeStruct(x.shape, x.dtype), vmap_method="broadcast_all")
+    return call(x, inv_rms, dy)
+
+
+@functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
+def _rms_norm(x: jax.Array, eps: float) -> jax.Array:
+    return _forward(x, eps)[0]
+
+
+def _rms_norm_fwd(x: jax.Array, eps: float) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
+    y, inv_rms = _forward(x, eps)
+    return y, (x, inv_rms)
+
+
+def _rms_norm_bwd(eps: float, residuals: tuple[jax.Array, jax.Array], dy: jax.Array) -> tuple[jax.Array]:
+    x, inv_rms = residuals
+    return (_backward(x, inv_rms, dy),)
+
+
+_rms_norm.defvjp(_rms_norm_fwd, _rms_norm_bwd)
+
+
+def rms_norm(x: jax.typing.ArrayLike, eps: float = 1e-6) -> jax.Array:
+    """``x / sqrt(mean(x**2, axis=-1, keepdims=True) + eps)`` by the C++ kernel (float32)."""
+    return _rms_norm(_as_float32(x), float(eps))
+
+
+def ffi_api() -> str:
+    """The XLA FFI API version the kernels were compiled against (e.g. ``"0.3"``)."""
+    return str(_rmsnorm.ffi_api())

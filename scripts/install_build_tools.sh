@@ -1,0 +1,35 @@
+#!/usr/bin/env bash
+# Install what `bazelisk build //...` needs on this machine kind, idempotently:
+#   - Bazel 4.2.3 from Debian's bazel-bootstrap (/usr/bin/bazel-4), via apt-get;
+#   - bazelisk from the npm registry, pinned in bazel/tools/package.json, into build/tools/.
+# Prints where each tool is. Re-running is a no-op when both are present.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+tools="$root/build/tools"
+
+if [[ ! -x /usr/bin/bazel-4 ]]; then
+  echo "installing Bazel 4 (Debian bazel-bootstrap) ..." >&2
+  sudo_cmd=()
+  if [[ "$(id -u)" != 0 ]]; then sudo_cmd=(sudo); fi
+  export DEBIAN_FRONTEND=noninteractive
+  if ! "${sudo_cmd[@]}" apt-get install -y -q bazel-bootstrap >/dev/null; then
+    "${sudo_cmd[@]}" apt-get update -q >/dev/null
+    "${sudo_cmd[@]}" apt-get install -y -q bazel-bootstrap >/dev/null
+  fi
+fi
+
+wanted="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["devDependencies"]["@bazel/bazelisk"])' \
+  "$root/bazel/tools/package.json")"
+installed=""
+if [[ -f "$tools/node_modules/@bazel/bazelisk/package.json" ]]; then
+  installed="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["version"].lstrip("v"))' \
+    "$tools/node_modules/@bazel/bazelisk/package.json")"
+fi
+if [[ "$installed" != "$wanted" ]]; then
+  echo "installing bazelisk $wanted (npm @bazel/bazelisk) ..." >&2
+  mkdir -p "$tools"
+  cp "$root/bazel/tools/package.json" "$tools/package.json"
+  npm install --prefix "$tools" --no-package-lock --no-audit --no-fund --loglevel=error >/dev/null
+fi
+echo "bazel: /usr/bin/bazel-4 (bazel-bootstrap $(dpkg-query -W -f '${Version}' bazel-bootstrap 2>/dev/null))"
+echo "bazelisk: $tools/node_modules/.bin/bazelisk ($wanted)"
