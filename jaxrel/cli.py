@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,13 +16,14 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from jaxrel import __version__, compat, doctor, policy, report
+from jaxrel import __version__, compat, doctor, policy, releasedata, report, xla
+from jaxrel.build import BuildError, build
 from jaxrel.envs import EnvError
 from jaxrel.family import ConfigError, Family, resolve_family
 from jaxrel.guard import canonical_name
 from jaxrel.index import Index, IndexClientError
 from jaxrel.matrix import BackendFilter, Matrix, MatrixError
-from jaxrel.pythons import PythonNotFound
+from jaxrel.pythons import PythonNotFound, python_for, supported_tags
 from jaxrel.wheels import WheelError
 
 EXIT_OK, EXIT_INCOMPATIBLE, EXIT_BAD_INPUT = 0, 1, 2
@@ -188,6 +190,76 @@ def cmd_compat(args: argparse.Namespace) -> int:
     return EXIT_OK if all(r.ok for r in results) else EXIT_INCOMPATIBLE
 
 
+def _python_path(text: str | None) -> str | None:
+    """``--python``: a version (``3.12``, found here) or an interpreter path."""
+    if text is None or "/" in text:
+        return text
+    return python_for(text).executable
+
+
+def cmd_build(args: argparse.Namespace) -> int:
+    options = [option for text in args.bazel_options for option in shlex.split(text)]
+    result = build(Path(args.workspace), wheels=[w for item in args.wheels for w in item.split(",") if w],
+                   python=_python_path(args.python), local_xla=Path(args.local_xla) if args.local_xla else None,
+                   bazel_options=options, output=Path(args.output), progress=None if args.quiet else _say)
+    if args.json:
+        print(json.dumps({"wheels": [str(w) for w in result.wheels], "seconds": round(result.seconds, 3),
+                          "command": result.command}, indent=2))
+    else:
+        for wheel in result.wheels:
+            print(f"{wheel}  ({wheel.stat().st_size / 1024:.1f} KiB)")
+        print(f"bazel: {result.seconds:.1f} s")
+    return EXIT_OK
+
+
+def _pin_facts(family: Family, pin: xla.XlaPin) -> dict[str, str | None]:
+    """What a pin means for extensions: its FFI API and the first backend release providing it."""
+    try:
+        row = releasedata.builtin(family.name).get(pin.backend, {}).get(pin.backend_version, {})
+    except OSError:
+        row = {}
+    api = row.get("xla_ffi_api")
+    minimum = releasedata.first_release_with_ffi_api(family.name, pin.backend, api) if api else None
+    return {"xla_ffi_api": api, "minimum_backend": minimum}
+
+
+def cmd_xla_show(args: argparse.Namespace) -> int:
+    family = resolve_family(args.family)
+    pin = xla.read_pin(Path(args.workspace))
+    facts = _pin_facts(family, pin)
+    if args.json:
+        print(json.dumps({**pin.to_json(), **facts, "workspace": args.workspace}, indent=2))
+        return EXIT_OK
+    rows = [("XLA commit", pin.commit), ("backend", f"{pin.backend} {pin.backend_version}"),
+            ("headers from", pin.wheel), ("sha256", pin.sha256),
+            ("XLA FFI API", facts["xla_ffi_api"] or "unknown (not in the release data)"),
+            ("extensions require", f"{pin.backend}>={facts['minimum_backend']}" if facts["minimum_backend"]
+             else "unknown")]
+    width = max(len(key) for key, _ in rows)
+    print(f"XLA pin in {args.workspace}:")
+    for key, value in rows:
+        print(f"  {key:<{width}}  {value}")
+    return EXIT_OK
+
+
+def cmd_xla_pin(args: argparse.Namespace) -> int:
+    family = resolve_family(args.family)
+    workspace = Path(args.workspace)
+    current = xla.read_pin(workspace)
+    policy.parse_version(args.version, f"--{family.backend.distribution}")
+    index = Index.from_pip(args.index_url, args.wheelhouse, refresh=args.refresh, progress=_say)
+    listing = index.listing(current.backend)
+    python = ".".join(str(part) for part in sys.version_info[:2])
+    pin = xla.pin_for(family.name, current.backend, args.version, listing, supported_tags(python), args.commit)
+    changed = xla.write_pin(workspace, pin)
+    if args.json:
+        print(json.dumps({**pin.to_json(), **_pin_facts(family, pin), "changed": changed}, indent=2))
+    else:
+        verb = "pinned" if changed else "already pinned"
+        print(f"{verb}: XLA {pin.commit} via {pin.wheel} (sha256 {pin.sha256[:16]}...) in {workspace}")
+    return EXIT_OK
+
+
 def _matrix_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--frontend", metavar="NAME==V", help="a released frontend (default: the newest release's "
                      "sdist, built from source as the HEAD stand-in)")
@@ -241,6 +313,34 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--suite", default=str(compat.DEFAULT_SUITE), metavar="PATH", help="the compat suite")
     sub.add_argument("--no-uv", action="store_true", help="build cell environments with venv + pip")
     sub.set_defaults(run=cmd_compat)
+
+    sub = verb("build", "Build the workspace's wheels with Bazel (bazelisk, else bazel) into --output.")
+    sub.add_argument("--wheels", action="append", default=[], metavar="TARGET[,TARGET]",
+                     help="wheel targets: labels or packages (rmsnorm = //rmsnorm:wheel); default: all wheel rules")
+    sub.add_argument("--python", metavar="3.N|PATH", help="build for this Python (default: the one running jaxrel)")
+    sub.add_argument("--local-xla", metavar="PATH", help="use the FFI headers of this XLA source tree, not the pin")
+    sub.add_argument("--bazel-options", action="append", default=[], metavar="'OPTS'",
+                     help="extra options for bazel build, e.g. '--config=x --jobs=2'")
+    sub.add_argument("--output", default="dist", metavar="DIR", help="where the wheels go (default: dist)")
+    sub.add_argument("--workspace", default=".", metavar="DIR", help="the Bazel workspace (default: .)")
+    sub.add_argument("--quiet", action="store_true", help="do not stream Bazel's progress")
+    sub.set_defaults(run=cmd_build)
+
+    sub = verb("xla", "Show or move the XLA pin in WORKSPACE.")
+    actions = sub.add_subparsers(dest="action", required=True)
+    show = actions.add_parser("show", help="print the pin and what it means for extensions")
+    pin = actions.add_parser("pin", help="re-pin to the wheel of a backend release (file name, sha256, commit)")
+    pin.add_argument("--jaxlib", "--backend-version", dest="version", required=True, metavar="X",
+                     help="the backend release to take the FFI headers from")
+    pin.add_argument("--commit", metavar="SHA", help="the XLA commit X was built from (default: the known one)")
+    pin.add_argument("--index-url", metavar="URL", help="use only this index (default: pip's configuration)")
+    pin.add_argument("--wheelhouse", action="append", default=[], metavar="DIR", help="also list wheels in DIR")
+    pin.add_argument("--refresh", action="store_true", help="re-read the index listing instead of the cache")
+    for action, run in ((show, cmd_xla_show), (pin, cmd_xla_pin)):
+        action.add_argument("--workspace", default="WORKSPACE", metavar="FILE", help="default: WORKSPACE")
+        action.add_argument("--family", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        action.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON")
+        action.set_defaults(run=run)
     return parser
 
 
@@ -250,7 +350,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except (UsageError, ConfigError, policy.VersionError, doctor.InterpreterError, IndexClientError, WheelError,
-            compat.CompatError, MatrixError, PythonNotFound, EnvError) as error:
+            compat.CompatError, MatrixError, PythonNotFound, EnvError, BuildError, xla.PinError) as error:
         print(f"jaxrel {args.verb}: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
 

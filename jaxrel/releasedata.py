@@ -31,3 +31,26 @@ def numbers(rows: dict[str, dict[str, Any]], name: str) -> dict[str, int]:
 def api_numbers(profile: str, backend: str, name: str) -> dict[str, int]:
     """Backend version → API number ``name`` for every release of a built-in profile."""
     return numbers(builtin(profile).get(backend, {}), name)
+
+
+@cache
+def xla_commits(profile: str, backend: str) -> dict[str, str]:
+    """Backend version → the XLA commit it was built from, where known (``data/<profile>_xla_commits.json``)."""
+    path = os.path.join(_DATA, f"{profile}_xla_commits.json")
+    if not os.path.exists(path):
+        return {}
+    with open(path, encoding="utf-8") as handle:
+        commits: dict[str, str] = json.load(handle).get(backend, {})
+    return commits
+
+
+def _release_key(version: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in version.split("."))
+
+
+def first_release_with_ffi_api(profile: str, backend: str, api: str) -> str | None:
+    """The lowest backend release whose XLA FFI API is at least ``api`` (``"0.3"``); ``None`` if none."""
+    wanted = _release_key(api)
+    providing = [version for version, row in builtin(profile).get(backend, {}).items()
+                 if row.get("xla_ffi_api") and _release_key(row["xla_ffi_api"]) >= wanted]
+    return min(providing, key=_release_key, default=None)

@@ -1,0 +1,157 @@
+"""Read and move the XLA pin: the ``xla_ffi(name = "xla", ...)`` call in a Bazel ``WORKSPACE``.
+
+The pin names the XLA commit (provenance) and the backend wheel whose FFI headers extensions
+compile against, by file name and sha256 (see ``bazel/xla.bzl``). :func:`read_pin` parses the
+call (Starlark's call syntax is Python's); :func:`rewrite` replaces only the string literals
+of the pinned fields, so comments and formatting survive; :func:`write_pin` replaces the file
+atomically. :func:`pin_for` makes a pin for a backend release from the index listing (file
+name and sha256) and the known XLA commits (``releasedata.xla_commits``).
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from packaging.tags import Tag
+
+from jaxrel import releasedata
+from jaxrel.index import IndexFile, Listing
+
+RULE = "xla_ffi"
+FIELDS = ("commit", "backend", "backend_version", "wheel", "sha256")
+
+
+class PinError(ValueError):
+    """The pin cannot be read, made or written; the message names the fix."""
+
+
+@dataclass(frozen=True)
+class XlaPin:
+    """What ``WORKSPACE`` pins: the XLA commit and the backend wheel its FFI headers come from."""
+
+    commit: str
+    backend: str
+    backend_version: str
+    wheel: str
+    sha256: str
+
+    def to_json(self) -> dict[str, str]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class _Located:
+    pin: XlaPin
+    spans: dict[str, tuple[int, int]]  # field -> (start, end) byte offsets of its string literal
+
+
+def _locate(source: bytes, where: str, name: str = "xla") -> _Located:
+    try:
+        tree = ast.parse(source, filename=where)
+    except SyntaxError as error:
+        raise PinError(f"{where}:{error.lineno}: cannot parse ({error.msg}); fix the syntax first") from None
+    line_starts = [0]
+    for line in source.splitlines(keepends=True):
+        line_starts.append(line_starts[-1] + len(line))
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == RULE):
+            continue
+        keywords = {k.arg: k.value for k in node.keywords if k.arg}
+        named = keywords.get("name")
+        if not (isinstance(named, ast.Constant) and named.value == name):
+            continue
+        values, spans = {}, {}
+        for field in FIELDS:
+            value = keywords.get(field)
+            if not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
+                raise PinError(f"{where}:{node.lineno}: {RULE}(name = {name!r}) needs {field} as a string literal; "
+                               f"write {field} = \"...\" in the call")
+            assert value.end_lineno is not None and value.end_col_offset is not None
+            spans[field] = (line_starts[value.lineno - 1] + value.col_offset,
+                            line_starts[value.end_lineno - 1] + value.end_col_offset)
+            values[field] = value.value
+        return _Located(XlaPin(**values), spans)
+    raise PinError(f"{where}: no {RULE}(name = {name!r}, ...) call; add one (see bazel/xla.bzl)")
+
+
+def read_pin(workspace: Path, name: str = "xla") -> XlaPin:
+    """The pin in ``workspace`` (a ``WORKSPACE`` file)."""
+    try:
+        source = workspace.read_bytes()
+    except OSError as error:
+        raise PinError(f"cannot read {workspace} ({error.strerror}); pass --workspace PATH") from None
+    return _locate(source, str(workspace), name).pin
+
+
+def rewrite(source: str, pin: XlaPin, where: str = "WORKSPACE", name: str = "xla") -> str:
+    """``source`` with the pin's string literals replaced by ``pin``'s values, nothing else touched."""
+    data = source.encode("utf-8")
+    located = _locate(data, where, name)
+    for field in sorted(FIELDS, key=lambda f: located.spans[f][0], reverse=True):
+        start, end = located.spans[field]
+        literal = '"' + getattr(pin, field).replace("\\", "\\\\").replace('"', '\\"') + '"'
+        data = data[:start] + literal.encode("utf-8") + data[end:]
+    return data.decode("utf-8")
+
+
+def write_pin(workspace: Path, pin: XlaPin, name: str = "xla") -> bool:
+    """Rewrite ``workspace`` in place (atomically); ``False`` when it already held ``pin``."""
+    source = workspace.read_text(encoding="utf-8")
+    updated = rewrite(source, pin, str(workspace), name)
+    if updated == source:
+        return False
+    handle, temporary = tempfile.mkstemp(dir=workspace.parent, prefix=".WORKSPACE.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(updated)
+        os.chmod(temporary, workspace.stat().st_mode & 0o777)
+        os.replace(temporary, workspace)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+    return True
+
+
+def choose_wheel(files: Sequence[IndexFile], preferred_tags: Sequence[Tag]) -> IndexFile | None:
+    """The wheel to take headers from: the first of ``preferred_tags`` (best first) that one supports,
+    else the first linux x86_64 wheel by name; yanked files never."""
+    wheels = [f for f in files if f.is_wheel and f.yanked is None]
+    for tag in preferred_tags:
+        for wheel in wheels:
+            if tag in wheel.tags:
+                return wheel
+    linux = sorted((w for w in wheels if w.filename.endswith("x86_64.whl") and "linux" in w.filename),
+                   key=lambda w: w.filename)
+    return linux[0] if linux else None
+
+
+def pin_for(profile: str, backend: str, version: str, listing: Listing, preferred_tags: Sequence[Tag],
+            commit: str | None = None) -> XlaPin:
+    """A pin to ``backend==version``: a wheel from ``listing``, the XLA commit known for it (or ``commit``)."""
+    files = listing.files_for(version)
+    if not files:
+        known = ", ".join(str(v) for v in listing.versions()[-5:])
+        raise PinError(f"{backend} {version} is not on the index (newest: {known}); pick a released version")
+    wheel = choose_wheel(files, preferred_tags)
+    if wheel is None:
+        yanked = sum(1 for f in files if f.yanked is not None)
+        why = f"{yanked} of its {len(files)} files are yanked" if yanked else "it has no wheel"
+        raise PinError(f"{backend} {version} has no usable wheel on the index ({why}); pick another release")
+    if not wheel.sha256:
+        raise PinError(f"the index lists no sha256 for {wheel.filename}; use an index that publishes hashes")
+    known_commit = releasedata.xla_commits(profile, backend).get(version)
+    if commit is None and known_commit is None:
+        known = ", ".join(releasedata.xla_commits(profile, backend)) or "none"
+        raise PinError(f"no known XLA commit for {backend} {version} (known: {known}); pass --commit SHA, the XLA "
+                       f"commit in jax's third_party/xla/revision.bzl at that release's tag")
+    chosen = commit or known_commit
+    assert chosen is not None
+    if len(chosen) != 40 or any(c not in "0123456789abcdef" for c in chosen):
+        raise PinError(f"--commit {chosen!r} is not a full 40-hex-digit git commit")
+    return XlaPin(commit=chosen, backend=backend, backend_version=version, wheel=wheel.filename,
+                  sha256=wheel.sha256)
