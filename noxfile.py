@@ -1,4 +1,4 @@
-"""nox sessions: compat (the main job), tests, doctor, bench, lint.
+"""nox sessions: compat (the main job), tests, build, doctor, bench, lint.
 
 Environments are built with uv when it is installed beside nox (fallback: virtualenv),
 with pip's index configuration passed to uv (``jaxrel.pipconfig``); wheels land in
@@ -25,12 +25,31 @@ def _uv_env(session: nox.Session) -> None:
     session.env.update(pip_index_config().uv_environment())
 
 
+def _build_tools(session: nox.Session) -> None:
+    """Bazel 4.2.3 (Debian bazel-bootstrap) and bazelisk (npm), idempotently."""
+    session.run("bash", str(ROOT / "scripts" / "install_build_tools.sh"), external=True)
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """Unit, property and integration tests (integration installs real wheels from the index)."""
     _uv_env(session)
+    _build_tools(session)
     session.install("-e", ".[test]")
     session.run("pytest", *(session.posargs or ["tests"]))
+
+
+@nox.session
+def build(session: nox.Session) -> None:
+    """Install Bazel + bazelisk and build the XLA FFI extension wheel into dist/ (``jaxrel build``).
+
+    Options after ``--`` go to ``jaxrel build``: ``--local-xla PATH``, ``--python 3.12``,
+    ``--bazel-options '...'``, ``--output DIR``.
+    """
+    _uv_env(session)
+    _build_tools(session)
+    session.install("-e", ".")
+    session.run("jaxrel", "build", *session.posargs)
 
 
 @nox.session
@@ -57,7 +76,8 @@ def compat(session: nox.Session) -> None:
     ``build/compat/`` (report.json, report.md, junit/).
     """
     _uv_env(session)
-    session.install("-e", ".[envs]")  # editable: the runner finds tests/compat beside the package
+    _build_tools(session)  # the cells include the XLA FFI extension, built with Bazel
+    session.install("-e", ".[envs]")  # editable: the runner finds tests/compat and WORKSPACE beside the package
     session.run("jaxrel", "compat", *session.posargs)
 
 
@@ -65,11 +85,12 @@ def compat(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmarks under benchmarks/ (measured numbers; see README): all, or ``-- NAME [ARGS]``."""
     _uv_env(session)
+    _build_tools(session)
     session.install(".[envs]")
     if session.posargs:
         session.run("python", f"benchmarks/{session.posargs[0]}.py", *session.posargs[1:])
         return
-    for name in ("guard", "compat_setup"):
+    for name in ("guard", "compat_setup", "build"):
         session.run("python", f"benchmarks/{name}.py")
 
 

@@ -73,8 +73,8 @@ def extract_include(wheel: str, dest: str) -> list[str]:
     with zipfile.ZipFile(wheel) as archive:
         for name in archive.namelist():
             package, _, rest = name.partition("/include/")
-            if not rest or "/" in package or name.endswith("/"):
-                continue
+            if not rest or "/" in package or name.endswith("/") or ".." in rest.split("/"):
+                continue  # not under <package>/include/, a directory, or escaping dest
             target = os.path.join(dest, *rest.split("/"))
             os.makedirs(os.path.dirname(target), exist_ok=True)
             with open(target, "wb") as out:
@@ -88,7 +88,7 @@ def extract_include(wheel: str, dest: str) -> list[str]:
 
 def ffi_api(header_text: str) -> tuple[int, int]:
     """``(XLA_FFI_API_MAJOR, XLA_FFI_API_MINOR)`` defined in ``c_api.h``."""
-    found = dict(re.findall(r"#define\s+XLA_FFI_API_(MAJOR|MINOR)\s+(\d+)", header_text))
+    found = dict(re.findall(r"^\s*#define\s+XLA_FFI_API_(MAJOR|MINOR)\s+(\d+)\b", header_text, re.MULTILINE))
     if set(found) != {"MAJOR", "MINOR"}:
         raise FetchError(f"{HEADER} defines no XLA_FFI_API_MAJOR/MINOR. Fix: use XLA FFI headers from 2024 or later.")
     return int(found["MAJOR"]), int(found["MINOR"])

@@ -109,7 +109,8 @@ def build(
     if not (workspace / "WORKSPACE").is_file():
         raise BuildError(f"{workspace} has no WORKSPACE file; run from the repository root or pass --workspace")
     launcher = find_launcher(workspace)
-    repo_env = [f"--repo_env=PYTHON_BIN_PATH={python or host_python()}"]
+    # One spelling per interpreter: a changed PYTHON_BIN_PATH re-runs the repository rules.
+    repo_env = [f"--repo_env=PYTHON_BIN_PATH={os.path.realpath(python) if python else host_python()}"]
     if local_xla is not None:
         tree = local_xla.resolve()
         if not (tree / "xla/ffi/api/c_api.h").is_file():

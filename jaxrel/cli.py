@@ -176,7 +176,8 @@ def cmd_compat(args: argparse.Namespace) -> int:
     workdir = Path(args.workdir)
     _say(f"compat: {front.spec.name} {front.spec.version} ({front.spec.source}), {len(matrix.cells)} cells")
     options = compat.Options(workdir=workdir, suite=Path(args.suite).resolve(), keyword=args.k,
-                             frontend_tests=args.frontend_tests, use_uv=False if args.no_uv else None)
+                             frontend_tests=args.frontend_tests, use_uv=False if args.no_uv else None,
+                             extensions=not args.no_extension)
     results = compat.run(matrix, family, front, options)
     json_path, md_path = report.write(workdir, matrix, results)
     if args.json:
@@ -312,6 +313,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="the frontend's own test paths, relative to --frontend-src (default: tests)")
     sub.add_argument("--suite", default=str(compat.DEFAULT_SUITE), metavar="PATH", help="the compat suite")
     sub.add_argument("--no-uv", action="store_true", help="build cell environments with venv + pip")
+    sub.add_argument("--no-extension", action="store_true",
+                     help="do not build this repo's XLA FFI extension with Bazel and add it to the cells")
     sub.set_defaults(run=cmd_compat)
 
     sub = verb("build", "Build the workspace's wheels with Bazel (bazelisk, else bazel) into --output.")

@@ -25,7 +25,7 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
-from jaxrel import doctor, envs, policy
+from jaxrel import build, doctor, envs, policy
 from jaxrel.family import Family
 from jaxrel.index import Index, IndexClientError
 from jaxrel.matrix import BackendFilter, Cell, FrontendSpec, Matrix, MatrixError, build_matrix
@@ -98,6 +98,7 @@ class CellResult:
     tests: TestCounts = field(default_factory=TestCounts)
     outcomes: dict[str, str] = field(default_factory=dict)  # test id -> passed | failed | skipped: reason
     frontend_tests: TestCounts | None = None
+    extension: str | None = None  # the extension wheel installed in the cell, or why none was
     backend_api: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
@@ -114,6 +115,7 @@ class Options:
     keyword: str | None = None
     frontend_tests: Sequence[str] = ()
     use_uv: bool | None = None
+    extensions: bool = True  # build this repo's Bazel wheels (the XLA FFI extension) and add them to cells
     progress: Progress = field(default=lambda message: print(message, file=sys.stderr, flush=True))
 
 
@@ -284,8 +286,12 @@ def _write_junit(path: Path, cell: Cell, ok: bool, message: str) -> None:
     ElementTree.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
 
 
-def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: Path, options: Options) -> CellResult:
-    """Build the cell's environment, run the guard, import, and (positive cells) the suites."""
+def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: Path, options: Options,
+             extension: Path | str | None = None) -> CellResult:
+    """Build the cell's environment, run the guard, import, and (positive cells) the suites.
+
+    ``extension`` is an extension wheel to install too (``--no-deps``), or why there is none.
+    """
     start = time.perf_counter()
     root = options.workdir / "envs" / cell.id
     junit = options.workdir / "junit" / f"{cell.id}.xml"
@@ -295,6 +301,8 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
     requirements = [f"{backend}=={cell.backend}", *front.info.plain_requirements(excluded), "pytest"]
     assert front.wheel is not None, "prepare_frontend(build=True) first"
     no_deps = [str(front.wheel), str(jaxrel_wheel), *(f"{name}=={version}" for name, version in cell.plugins)]
+    if isinstance(extension, Path):
+        no_deps.append(str(extension))
     try:
         env = envs.create(root, python=python_for(cell.python).executable, requirements=requirements,
                           no_deps=no_deps, use_uv=options.use_uv)
@@ -313,7 +321,8 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
         return result
     guard = json.loads(done.stdout.strip().splitlines()[-1])
     result = CellResult(cell, "accepted" if guard["accepted"] else "refused", False, 0.0,
-                        guard_message=guard.get("message"), guard_fix=guard.get("fix"))
+                        guard_message=guard.get("message"), guard_fix=guard.get("fix"),
+                        extension=extension.name if isinstance(extension, Path) else extension)
     seen = doctor.inspect(family, python=str(env.python))
     result.backend_api = {**seen.api_numbers, "xla_ffi_api": seen.xla_ffi_api}
 
@@ -372,17 +381,44 @@ def jaxrel_wheel(workdir: Path) -> Path:
     return build_wheel(REPO, workdir / "jaxrel-dist")
 
 
+def extension_wheels(pythons: Sequence[str], options: Options) -> dict[str, Path | str]:
+    """Python version → this repository's extension wheel built for it by Bazel, or why there is none.
+
+    Bazel builds incrementally, so an extension already built costs a no-op build.
+    """
+    if not options.extensions:
+        return {python: "not requested (--no-extension)" for python in pythons}
+    if not (REPO / "WORKSPACE").exists():
+        return {python: f"no Bazel workspace at {REPO}" for python in pythons}
+    found: dict[str, Path | str] = {}
+    for python in pythons:
+        out = options.workdir / "extensions" / f"py{python}"
+        shutil.rmtree(out, ignore_errors=True)
+        options.progress(f"extension: building for Python {python} with Bazel …")
+        try:
+            built = build.build(REPO, python=python_for(python).executable, output=out)
+        except build.BuildError as error:
+            found[python] = f"not built: {error}"
+            options.progress(f"extension: {found[python]}")
+            continue
+        found[python] = built.wheels[0] if len(built.wheels) == 1 else f"Bazel built {len(built.wheels)} wheels"
+        options.progress(f"extension: {found[python] if isinstance(found[python], str) else built.wheels[0].name} "
+                         f"({built.seconds:.1f} s)")
+    return found
+
+
 def run(matrix: Matrix, family: Family, front: PreparedFrontend, options: Options) -> list[CellResult]:
     """Every cell of ``matrix``, with a progress line per cell."""
     if not (options.suite / "pytest.ini").exists():
         raise CompatError(f"{options.suite}: no compat suite (pytest.ini) there; pass --suite PATH")
     wheel = jaxrel_wheel(options.workdir)
+    extensions = extension_wheels(sorted({cell.python for cell in matrix.cells}), options)
     results = []
     total = len(matrix.cells)
     for number, cell in enumerate(matrix.cells, 1):
         options.progress(f"[{number}/{total}] {cell.id}: {cell.purpose}, expect {cell.expected} …")
         try:
-            result = run_cell(cell, family, front, wheel, options)
+            result = run_cell(cell, family, front, wheel, options, extensions.get(cell.python))
         except IndexClientError as error:
             result = CellResult(cell, "install-failed", False, 0.0, problems=[str(error)])
         tests = result.tests

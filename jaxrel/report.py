@@ -10,13 +10,23 @@ from typing import Any
 from jaxrel.compat import CellResult
 from jaxrel.matrix import Matrix
 
-HEADERS = ("cell", "expected", "observed", "passed", "failed", "skipped", "time", "result")
+HEADERS = ("cell", "expected", "observed", "passed", "failed", "skipped", "extension", "time", "result")
+EXTENSION_TESTS = "test_extension"  # the compat suite's module that exercises the built extension wheel
 
 
 def headers(results: Sequence[CellResult]) -> tuple[str, ...]:
     """:data:`HEADERS`, plus a column for the frontend's own tests when any cell ran them."""
     own = any(r.frontend_tests for r in results)
-    return HEADERS[:-2] + ("own tests",) + HEADERS[-2:] if own else HEADERS
+    return HEADERS[:-3] + ("own tests",) + HEADERS[-3:] if own else HEADERS
+
+
+def extension_outcome(result: CellResult) -> str:
+    """The extension's tests in one cell: ``4/4 passed``, or ``–`` when the cell did not run them."""
+    outcomes = [o for name, o in result.outcomes.items() if EXTENSION_TESTS in name]
+    ran = [o for o in outcomes if not o.startswith("skipped")]
+    if not result.extension or not ran:
+        return "–"
+    return f"{sum(o == 'passed' for o in ran)}/{len(ran)} passed"
 
 
 def rows(results: Sequence[CellResult]) -> list[tuple[str, ...]]:
@@ -30,7 +40,7 @@ def rows(results: Sequence[CellResult]) -> list[tuple[str, ...]]:
         if own:
             t = r.frontend_tests
             row.append(f"{t.passed} passed, {t.failed + t.errors} failed, {t.skipped} skipped" if t else "–")
-        out.append((*row, f"{r.seconds:.1f} s", "ok" if r.ok else "FAILED"))
+        out.append((*row, extension_outcome(r), f"{r.seconds:.1f} s", "ok" if r.ok else "FAILED"))
     return out
 
 
@@ -50,7 +60,9 @@ def summary(results: Sequence[CellResult]) -> str:
     cells = f"{len(results)} cell{'s' if len(results) != 1 else ''}"
     head = (f"{cells} ({positive} positive, {len(results) - positive} negative): "
             f"{len(results) - len(failed)} as expected")
-    return head + (f", {len(failed)} FAILED: {', '.join(failed)}" if failed else "")
+    head += f", {len(failed)} FAILED: {', '.join(failed)}" if failed else ""
+    wheels = sorted({r.extension for r in results if r.extension})
+    return head + "".join(f"\nextension: {wheel}" for wheel in wheels)
 
 
 def to_json(matrix: Matrix, results: Sequence[CellResult]) -> dict[str, Any]:

@@ -101,13 +101,13 @@ def rewrite(source: str, pin: XlaPin, where: str = "WORKSPACE", name: str = "xla
 
 def write_pin(workspace: Path, pin: XlaPin, name: str = "xla") -> bool:
     """Rewrite ``workspace`` in place (atomically); ``False`` when it already held ``pin``."""
-    source = workspace.read_text(encoding="utf-8")
+    source = workspace.read_bytes().decode("utf-8")  # as is: read_text would turn CRLF line ends into LF
     updated = rewrite(source, pin, str(workspace), name)
     if updated == source:
         return False
     handle, temporary = tempfile.mkstemp(dir=workspace.parent, prefix=".WORKSPACE.")
     try:
-        with os.fdopen(handle, "w", encoding="utf-8") as out:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
             out.write(updated)
         os.chmod(temporary, workspace.stat().st_mode & 0o777)
         os.replace(temporary, workspace)

@@ -1,0 +1,103 @@
+"""The XLA FFI extension wheel built by this repo's Bazel rules (``jaxrel-rmsnorm``), in a cell.
+
+The runner installs the wheel built for the cell's Python (``--no-deps``). What to expect comes
+from the wheel's own build facts, not from the guard: a jaxlib at or above the first release
+providing the pinned XLA FFI API (``MINIMUM_BACKEND``, computed from release data at build time)
+must import it and compute what NumPy computes, eager and under jit, vmap and grad; an older one
+must be refused at import with the fix, leaving jax usable.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from importlib import metadata
+
+import numpy as np
+import pytest
+
+from jaxrel import guard
+
+if importlib.util.find_spec("jaxrel_rmsnorm") is None:
+    pytest.skip("the extension wheel is not installed in this cell (jaxrel compat --no-extension, or not built)",
+                allow_module_level=True)
+
+EPS = 1e-6
+
+
+def build_facts():
+    """The wheel's stamped build facts, read without importing the package (that would run the guard)."""
+    spec = importlib.util.find_spec("jaxrel_rmsnorm")
+    assert spec is not None and spec.submodule_search_locations
+    path = f"{list(spec.submodule_search_locations)[0]}/_build_info.py"
+    facts: dict[str, str] = {}
+    exec(compile(open(path, encoding="utf-8").read(), path, "exec"), facts)  # noqa: S102  constants only
+    return facts
+
+
+FACTS = build_facts()
+JAXLIB = metadata.version("jaxlib")
+SUPPORTED = guard.release_of(JAXLIB).key >= guard.release_of(FACTS["MINIMUM_BACKEND"]).key
+
+
+def reference(x: np.ndarray) -> np.ndarray:
+    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + EPS)
+
+
+def reference_vjp(x: np.ndarray, dy: np.ndarray) -> np.ndarray:
+    """d/dx of sum(dy * rms_norm(x)), derived by hand."""
+    r = 1.0 / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + EPS)
+    return r * dy - r**3 * x * np.mean(dy * x, axis=-1, keepdims=True)
+
+
+@pytest.fixture(scope="module")
+def rms_norm():
+    if not SUPPORTED:
+        pytest.skip(f"jaxlib {JAXLIB} is below {FACTS['MINIMUM_BACKEND']}: the refusal test covers this cell")
+    from jaxrel_rmsnorm import rms_norm
+
+    return rms_norm
+
+
+@pytest.fixture()
+def x() -> np.ndarray:
+    return np.random.default_rng(0).standard_normal((4, 7)).astype(np.float32)
+
+
+def test_eager_matches_numpy(rms_norm, x):
+    np.testing.assert_allclose(np.asarray(rms_norm(x, EPS)), reference(x), rtol=1e-5, atol=1e-6)
+
+
+def test_jit_matches_numpy(rms_norm, x):
+    import jax
+
+    np.testing.assert_allclose(np.asarray(jax.jit(rms_norm)(x)), reference(x), rtol=1e-5, atol=1e-6)
+
+
+def test_vmap_matches_numpy(rms_norm, x):
+    import jax
+
+    batched = np.stack([x, 2 * x + 1])
+    np.testing.assert_allclose(np.asarray(jax.vmap(rms_norm)(batched)),
+                               np.stack([reference(b) for b in batched]), rtol=1e-5, atol=1e-6)
+
+
+def test_grad_matches_numpy(rms_norm, x):
+    import jax
+
+    dy = np.random.default_rng(1).standard_normal(x.shape).astype(np.float32)
+    grad = jax.grad(lambda v: (rms_norm(v, EPS) * dy).sum())(x)
+    np.testing.assert_allclose(np.asarray(grad), reference_vjp(x, dy), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.skipif(SUPPORTED, reason=f"jaxlib {JAXLIB} provides the pinned FFI API (>= {FACTS['MINIMUM_BACKEND']})")
+def test_older_jaxlib_is_refused_and_jax_still_works():
+    sys.modules.pop("jaxrel_rmsnorm", None)
+    with pytest.raises(ImportError) as refused:
+        import jaxrel_rmsnorm  # noqa: F401
+    message = str(refused.value)
+    assert JAXLIB in message and FACTS["FFI_API"] in message
+    assert f'"jaxlib>={FACTS["MINIMUM_BACKEND"]}"' in message
+    import jax.numpy as jnp
+
+    assert float(jnp.ones(3).sum()) == 3.0
