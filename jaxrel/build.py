@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-WHEEL_RULE = "py_wheel_file"
+WHEEL_RULE = "py_wheel_file"  # bazel/wheel.bzl
 LOCAL_BAZELISK = Path("build/tools/node_modules/.bin/bazelisk")  # scripts/install_build_tools.sh puts it here
 INSTALL_HINT = "run scripts/install_build_tools.sh (or nox -s build), which installs Bazel and bazelisk"
 
@@ -56,19 +56,12 @@ def host_python() -> str:
     return os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
 
 
-def wheel_targets(workspace: Path, wheels: Sequence[str]) -> list[str]:
-    """Labels to build: ``--wheels`` items as labels (``rmsnorm`` means ``//rmsnorm:wheel``), or
-    every wheel rule in the workspace (``bazel query``)."""
-    if wheels:
-        return [w if w.startswith(("//", "@", ":")) else f"//{w}:wheel" for w in wheels]
-    result = subprocess.run([*find_launcher(workspace), "query", f"kind({WHEEL_RULE}, //...)", "--output=label"],
-                            cwd=workspace, capture_output=True, text=True)
-    if result.returncode != 0:
-        raise BuildError(f"bazel query failed: {first_error(result.stderr.splitlines())}")
-    labels = result.stdout.split()
-    if not labels:
-        raise BuildError(f"no {WHEEL_RULE} targets in {workspace}; pass --wheels //pkg:target")
-    return labels
+def wheel_targets(wheels: Sequence[str]) -> list[str]:
+    """Labels to build: ``--wheels`` items as labels (``rmsnorm`` means ``//rmsnorm:wheel``), or ``//...``
+    (every target; the wheels among the outputs are kept), which saves a ``bazel query``."""
+    if not wheels:
+        return ["//..."]
+    return [w if w.startswith(("//", "@", ":")) else f"//{w}:wheel" for w in wheels]
 
 
 def first_error(lines: Sequence[str]) -> str:
@@ -116,7 +109,7 @@ def build(
         if not (tree / "xla/ffi/api/c_api.h").is_file():
             raise BuildError(f"--local-xla {local_xla}: no xla/ffi/api/c_api.h there; pass the root of an XLA tree")
         repo_env.append(f"--repo_env=JAXREL_LOCAL_XLA={tree}")
-    targets = wheel_targets(workspace, wheels)
+    targets = wheel_targets(wheels)
     with tempfile.TemporaryDirectory(prefix="jaxrel-build-") as scratch:
         events = Path(scratch) / "events.json"
         command = [*launcher, "build", "--color=no", "--curses=no", f"--build_event_json_file={events}",
@@ -128,7 +121,7 @@ def build(
             raise BuildError(f"bazel build failed: {first_error(lines)}")
         built = [f for f in built_files(events) if f.suffix == ".whl"]
     if not built:
-        raise BuildError(f"bazel built no wheel for {' '.join(targets)}; are they {WHEEL_RULE} targets?")
+        raise BuildError(f"bazel built no wheel for {' '.join(targets)}; name {WHEEL_RULE} targets with --wheels")
     output.mkdir(parents=True, exist_ok=True)
     copied = [_copy_atomically(wheel, output) for wheel in built]
     return BuildResult(wheels=copied, seconds=seconds, command=command)

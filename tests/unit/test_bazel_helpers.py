@@ -379,8 +379,12 @@ def test_built_files_reads_named_sets_of_files(tmp_path: Path) -> None:
 
 
 def test_wheel_targets_maps_package_names_to_wheel_labels() -> None:
-    assert build.wheel_targets(Path("."), ["rmsnorm", "//x:y", "@repo//a:b", ":local", "pkg/sub"]) == [
+    assert build.wheel_targets(["rmsnorm", "//x:y", "@repo//a:b", ":local", "pkg/sub"]) == [
         "//rmsnorm:wheel", "//x:y", "@repo//a:b", ":local", "//pkg/sub:wheel"]
+
+
+def test_wheel_targets_default_to_every_target() -> None:
+    assert build.wheel_targets([]) == ["//..."]
 
 
 def executable(path: Path) -> Path:
