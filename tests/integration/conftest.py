@@ -3,10 +3,15 @@
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
+from jaxrel.build import BuildError, find_launcher
 from jaxrel.pipconfig import pip_command
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
@@ -17,3 +22,15 @@ def index_reachable() -> None:
     if done.returncode != 0 or "0.10.2" not in done.stdout:
         last = (done.stderr.strip().splitlines() or ["no output"])[-1]
         pytest.skip(f"package index unreachable through pip's configuration: {last}")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def stop_bazel_server() -> Iterator[None]:
+    """After the session, stop the Bazel server the repository's workspace may have started
+    (builds here and in compat cells), so no daemon outlives the test run."""
+    yield
+    try:
+        launcher = find_launcher(REPO)
+    except BuildError:
+        return
+    subprocess.run([*launcher, "shutdown"], cwd=REPO, capture_output=True, timeout=120)

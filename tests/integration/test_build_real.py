@@ -99,15 +99,17 @@ def launcher() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def wheel(launcher: list[str], tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The extension wheel built from the repository's workspace."""
+def wheel(launcher: list[str], index_reachable: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The extension wheel built from the repository's workspace (the pin is fetched from the index)."""
     result = build(REPO, wheels=["rmsnorm"], output=tmp_path_factory.mktemp("dist"))
     assert len(result.wheels) == 1
     return result.wheels[0]
 
 
 @pytest.fixture(scope="module")
-def workspace_copy(launcher: list[str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+def workspace_copy(
+    launcher: list[str], index_reachable: None, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[Path]:
     """A copy of the workspace at another path: its own Bazel server and output base, expunged after."""
     copy = _copy_workspace(tmp_path_factory.mktemp("workspace"))
     try:
