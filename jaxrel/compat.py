@@ -98,7 +98,7 @@ class CellResult:
     tests: TestCounts = field(default_factory=TestCounts)
     outcomes: dict[str, str] = field(default_factory=dict)  # test id -> passed | failed | skipped: reason
     frontend_tests: TestCounts | None = None
-    extension: str | None = None  # the extension wheel installed in the cell, or why none was
+    extension: str | None = None  # the extension wheels installed in the cell, or why none were
     backend_api: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
 
@@ -287,10 +287,10 @@ def _write_junit(path: Path, cell: Cell, ok: bool, message: str) -> None:
 
 
 def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: Path, options: Options,
-             extension: Path | str | None = None) -> CellResult:
+             extensions: list[Path] | str | None = None) -> CellResult:
     """Build the cell's environment, run the guard, import, and (positive cells) the suites.
 
-    ``extension`` is an extension wheel to install too (``--no-deps``), or why there is none.
+    ``extensions`` are extension wheels to install too (``--no-deps``), or why there are none.
     """
     start = time.perf_counter()
     root = options.workdir / "envs" / cell.id
@@ -301,8 +301,8 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
     requirements = [f"{backend}=={cell.backend}", *front.info.plain_requirements(excluded), "pytest"]
     assert front.wheel is not None, "prepare_frontend(build=True) first"
     no_deps = [str(front.wheel), str(jaxrel_wheel), *(f"{name}=={version}" for name, version in cell.plugins)]
-    if isinstance(extension, Path):
-        no_deps.append(str(extension))
+    if isinstance(extensions, list):
+        no_deps += [str(wheel) for wheel in extensions]
     try:
         env = envs.create(root, python=python_for(cell.python).executable, requirements=requirements,
                           no_deps=no_deps, use_uv=options.use_uv)
@@ -322,7 +322,8 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
     guard = json.loads(done.stdout.strip().splitlines()[-1])
     result = CellResult(cell, "accepted" if guard["accepted"] else "refused", False, 0.0,
                         guard_message=guard.get("message"), guard_fix=guard.get("fix"),
-                        extension=extension.name if isinstance(extension, Path) else extension)
+                        extension=(", ".join(w.name for w in extensions) if isinstance(extensions, list)
+                                   else extensions))
     seen = doctor.inspect(family, python=str(env.python))
     result.backend_api = {**seen.api_numbers, "xla_ffi_api": seen.xla_ffi_api}
 
@@ -381,16 +382,16 @@ def jaxrel_wheel(workdir: Path) -> Path:
     return build_wheel(REPO, workdir / "jaxrel-dist")
 
 
-def extension_wheels(pythons: Sequence[str], options: Options) -> dict[str, Path | str]:
-    """Python version → this repository's extension wheel built for it by Bazel, or why there is none.
+def extension_wheels(pythons: Sequence[str], options: Options) -> dict[str, list[Path] | str]:
+    """Python version → the wheels this repository's Bazel workspace builds for it, or why there are none.
 
-    Bazel builds incrementally, so an extension already built costs a no-op build.
+    Bazel builds incrementally, so wheels already built cost a no-op build.
     """
     if not options.extensions:
         return {python: "not requested (--no-extension)" for python in pythons}
     if not (REPO / "WORKSPACE").exists():
         return {python: f"no Bazel workspace at {REPO}" for python in pythons}
-    found: dict[str, Path | str] = {}
+    found: dict[str, list[Path] | str] = {}
     for python in pythons:
         out = options.workdir / "extensions" / f"py{python}"
         shutil.rmtree(out, ignore_errors=True)
@@ -401,9 +402,8 @@ def extension_wheels(pythons: Sequence[str], options: Options) -> dict[str, Path
             found[python] = f"not built: {error}"
             options.progress(f"extension: {found[python]}")
             continue
-        found[python] = built.wheels[0] if len(built.wheels) == 1 else f"Bazel built {len(built.wheels)} wheels"
-        options.progress(f"extension: {found[python] if isinstance(found[python], str) else built.wheels[0].name} "
-                         f"({built.seconds:.1f} s)")
+        found[python] = built.wheels
+        options.progress(f"extension: {', '.join(w.name for w in built.wheels)} ({built.seconds:.1f} s)")
     return found
 
 

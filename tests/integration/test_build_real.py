@@ -198,28 +198,53 @@ def test_wrong_sha256_fails_the_build_naming_the_pin(workspace_copy: Path, capsy
     assert not out.exists() or not list(out.iterdir()), "nothing half-built is left in --output"
 
 
-def test_local_xla_tree_replaces_the_pin(workspace_copy: Path, tmp_path: Path) -> None:
-    """Headers of an older XLA (jaxlib 0.5.3's, FFI API 0.1) in a source-tree layout."""
+@pytest.fixture(scope="module")
+def old_xla_tree(index_reachable: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """An XLA source-tree layout holding older FFI headers: jaxlib 0.5.3's (FFI API 0.1)."""
     from jaxrel.index import Index
 
     index = Index.from_pip()
-    listing = index.listing("jaxlib")
-    chosen = xla.choose_wheel(listing.files_for(OLD_JAXLIB), list(sys_tags()))
+    chosen = xla.choose_wheel(index.listing("jaxlib").files_for(OLD_JAXLIB), list(sys_tags()))
     assert chosen is not None
-    tree = tmp_path / "xla"
+    tree = tmp_path_factory.mktemp("xla")
     with zipfile.ZipFile(index.download(chosen)) as archive:
         for name in archive.namelist():
             if name.startswith("jaxlib/include/xla/ffi/api/") and name.endswith(".h"):
                 target = tree / name[len("jaxlib/include/"):]
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(archive.read(name))
-    result = build(workspace_copy, wheels=["rmsnorm"], local_xla=tree, output=tmp_path / "dist")
+    return tree
+
+
+def test_local_xla_tree_replaces_the_pin(workspace_copy: Path, old_xla_tree: Path, tmp_path: Path) -> None:
+    result = build(workspace_copy, wheels=["rmsnorm"], local_xla=old_xla_tree, output=tmp_path / "dist")
     fields, members = _metadata(result.wheels[0])
     first = releasedata.first_release_with_ffi_api("jax", "jaxlib", "0.1")
     assert first == "0.4.33"
     assert fields["Requires-Dist"] == [f"jax>={first}", f"jaxlib>={first}"]
     info = members["jaxrel_rmsnorm/_build_info.py"].decode()
-    assert 'FFI_API = "0.1"' in info and f"local XLA tree {tree}" in info
+    assert 'FFI_API = "0.1"' in info and f"local XLA tree {old_xla_tree}" in info
+
+
+def test_override_repository_with_a_prepared_xla_directory(workspace_copy: Path, old_xla_tree: Path,
+                                                          tmp_path: Path) -> None:
+    """``--override_repository=xla=DIR`` for a DIR laid out like the xla_ffi rule's output."""
+    repository = tmp_path / "xla-repo"
+    shutil.copytree(old_xla_tree, repository)
+    (repository / "WORKSPACE").write_text('workspace(name = "xla")\n')
+    (repository / "BUILD.bazel").write_text(
+        'package(default_visibility = ["//visibility:public"])\n'
+        'cc_library(name = "ffi", hdrs = glob(["xla/ffi/api/**/*.h"]), includes = ["."])\n'
+        'exports_files(["defs.bzl"])\n')
+    facts = {"XLA_COMMIT": "f" * 40, "XLA_SOURCE": "prepared directory", "BACKEND": "jaxlib",
+             "BACKEND_VERSION": OLD_JAXLIB, "FFI_API": "0.1", "MINIMUM_BACKEND": "0.4.33"}
+    (repository / "defs.bzl").write_text("".join(f'{key} = "{value}"\n' for key, value in facts.items()))
+    result = build(workspace_copy, wheels=["rmsnorm"], bazel_options=[f"--override_repository=xla={repository}"],
+                   output=tmp_path / "dist")
+    fields, members = _metadata(result.wheels[0])
+    assert fields["Requires-Dist"] == ["jax>=0.4.33", "jaxlib>=0.4.33"]
+    info = members["jaxrel_rmsnorm/_build_info.py"].decode()
+    assert 'XLA_SOURCE = "prepared directory"' in info and f'XLA_COMMIT = "{"f" * 40}"' in info
 
 
 def test_local_xla_without_headers_is_one_line_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
