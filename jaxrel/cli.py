@@ -16,7 +16,7 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from jaxrel import __version__, compat, doctor, policy, releasedata, report, xla
+from jaxrel import __version__, compat, doctor, gatereport, gates, policy, releasedata, report, xla
 from jaxrel.build import BuildError, build
 from jaxrel.envs import EnvError
 from jaxrel.family import ConfigError, Family, resolve_family
@@ -261,6 +261,34 @@ def cmd_xla_pin(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def cmd_gates(args: argparse.Namespace) -> int:
+    family = resolve_family(args.family)
+    tree = Path(args.src)
+    if not tree.is_dir():
+        raise UsageError(f"{tree} is not a directory; pass a frontend source tree")
+    if args.min_backend:
+        minimum, source = args.min_backend, "--min-backend"
+    else:
+        minimum, path = gatereport.declared_minimum(tree, family)
+        source = str(path)
+    found, failed = gates.find_gates(tree, family)
+    releases = gates.Releases.from_family(family, policy.parse_version(minimum, "minimum backend"))
+    if not releases.supported:
+        raise UsageError(f"no known {family.backend.distribution} release at or above {minimum}")
+    judgements = gates.judge_all(found, releases)
+    header = (f"{tree}: minimum {family.backend.distribution} {minimum} ({source}); supported releases "
+              f"{releases.supported[0]}..{releases.supported[-1]}")
+    if args.json:
+        print(json.dumps(gatereport.to_json(judgements, minimum, source, failed), indent=2))
+    elif args.markdown:
+        print(gatereport.markdown(judgements, header))
+    else:
+        print(gatereport.text(judgements, header))
+    for file, reason in failed.items():
+        _say(f"jaxrel gates: warning: {file} not scanned: {reason}")
+    return EXIT_OK
+
+
 def _matrix_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--frontend", metavar="NAME==V", help="a released frontend (default: the newest release's "
                      "sdist, built from source as the HEAD stand-in)")
@@ -317,6 +345,12 @@ def build_parser() -> argparse.ArgumentParser:
                      help="do not build this repo's XLA FFI extension with Bazel and add it to the cells")
     sub.set_defaults(run=cmd_compat)
 
+    sub = verb("gates", "Find and judge api-version gates (if jaxlib_extension_version >= N) in a source tree.")
+    sub.add_argument("src", metavar="SRC", help="the frontend's source tree (e.g. an unpacked jax sdist)")
+    sub.add_argument("--min-backend", metavar="V", help="the minimum backend (default: the tree's version file)")
+    sub.add_argument("--markdown", action="store_true", help="print a Markdown report")
+    sub.set_defaults(run=cmd_gates)
+
     sub = verb("build", "Build the workspace's wheels with Bazel (bazelisk, else bazel) into --output.")
     sub.add_argument("--wheels", action="append", default=[], metavar="TARGET[,TARGET]",
                      help="wheel targets: labels or packages (rmsnorm = //rmsnorm:wheel); default: all wheel rules")
@@ -353,7 +387,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.run(args))
     except (UsageError, ConfigError, policy.VersionError, doctor.InterpreterError, IndexClientError, WheelError,
-            compat.CompatError, MatrixError, PythonNotFound, EnvError, BuildError, xla.PinError) as error:
+            compat.CompatError, MatrixError, PythonNotFound, EnvError, BuildError, xla.PinError,
+            gatereport.MinimumNotFound) as error:
         print(f"jaxrel {args.verb}: error: {error}", file=sys.stderr)
         return EXIT_BAD_INPUT
 

@@ -1,0 +1,70 @@
+"""How ``jaxrel gates`` shows its judgements: text grouped by file, JSON, Markdown; and the tree's minimum."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from jaxrel.family import Family
+from jaxrel.gates import VERDICTS, Judgement
+from jaxrel.guard import read_assignment
+
+
+class MinimumNotFound(LookupError):
+    """The tree declares no minimum backend; the message names the fix."""
+
+
+def declared_minimum(tree: Path, family: Family) -> tuple[str, Path]:
+    """The minimum backend the tree's own version file declares, and that file."""
+    frontend = family.frontend
+    variable = frontend.minimum_backend_variable
+    candidates = [tree / frontend.version_file]
+    if tree.name == frontend.package.split(".")[-1]:
+        candidates.append(tree.parent / frontend.version_file)
+    for path in candidates:
+        value = read_assignment(str(path), (variable,)) if variable else None
+        if value:
+            return value, path
+    names = " or ".join(str(c) for c in candidates)
+    raise MinimumNotFound(f"no {variable or 'minimum-backend variable'} in {names}; pass --min-backend VERSION")
+
+
+def counts(judgements: Sequence[Judgement]) -> dict[str, int]:
+    found = Counter(j.verdict for j in judgements)
+    return {verdict: found.get(verdict, 0) for verdict in VERDICTS}
+
+
+def _first(judgement: Judgement) -> str:
+    parts = [f"{c}: {release or 'no release yet'}" for c, release in judgement.first_releases.items()]
+    return "; ".join(parts)
+
+
+def text(judgements: Sequence[Judgement], header: str) -> str:
+    lines = [header]
+    current = None
+    for j in judgements:
+        if j.gate.file != current:
+            current = j.gate.file
+            lines.append(f"{current}")
+        lines.append(f"  {j.gate.file}:{j.gate.line}: {j.verdict:<12} {j.gate.kind:<14} {j.gate.source}")
+        lines.append(f"      {j.reason}; first release: {_first(j)}")
+    summary = ", ".join(f"{n} {verdict}" for verdict, n in counts(judgements).items())
+    lines.append(f"{len(judgements)} gates: {summary}")
+    return "\n".join(lines)
+
+
+def markdown(judgements: Sequence[Judgement], header: str) -> str:
+    lines = [f"**{header}**", "", "| verdict | gates |", "|---|---|"]
+    lines += [f"| {verdict} | {n} |" for verdict, n in counts(judgements).items()]
+    lines += ["", "| where | kind | condition | verdict | first release on the upper side |", "|---|---|---|---|---|"]
+    for j in judgements:
+        source = j.gate.source.replace("|", "\\|")
+        lines.append(f"| `{j.gate.file}:{j.gate.line}` | {j.gate.kind} | `{source}` | {j.verdict} | {_first(j)} |")
+    return "\n".join(lines)
+
+
+def to_json(judgements: Sequence[Judgement], minimum: str, source: str, failed: dict[str, str]) -> dict[str, Any]:
+    return {"minimum_backend": minimum, "minimum_source": source, "counts": counts(judgements),
+            "gates": [j.to_json() for j in judgements], "unparsed": failed}

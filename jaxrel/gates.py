@@ -1,0 +1,256 @@
+"""Find and judge api-version gates in a frontend's source tree.
+
+A *gate* is code that branches on the backend's API number, however it is spelled::
+
+    if jaxlib_extension_version >= 503: ...              # either operand order, any comparison
+    x = new() if lib.xla_extension_version > 270 else old()
+    from jax._src.lib import jaxlib_extension_version as v
+    @unittest.skipIf(v < 300 or not ok, "needs a newer jaxlib")
+
+:func:`find_gates` parses every ``.py`` file with ``ast`` (:mod:`jaxrel.gatefind`; files this
+interpreter cannot parse are re-read by the newest Python found here). :func:`judge` decides
+each comparison for the supported backend releases (minimum .. newest, API numbers measured
+from the real wheels) and evaluates the whole condition in three-valued logic. A gate is
+
+- ``always-true`` / ``always-false``: the same on every supported release and at HEAD;
+- ``live``: both sides reachable within the supported releases;
+- ``ahead``: the same on every release, the other side reachable only with a backend built at
+  HEAD (an API number above every release's);
+- ``unknown``: it depends on something undecidable (an API number not readable from the
+  wheels, or other code); never rewritten.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import subprocess
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.version import Version
+
+from jaxrel import gatefind
+from jaxrel.family import Family
+from jaxrel.pythons import find_pythons
+
+VERDICTS = ("always-true", "always-false", "live", "ahead", "unknown")
+Condition = dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Comparison:
+    """``number OP threshold`` with the API number on the left."""
+
+    number: str
+    op: str
+    threshold: int
+    line: int
+    col: int
+
+    def holds(self, value: int) -> bool:
+        return {">=": value >= self.threshold, "<=": value <= self.threshold, ">": value > self.threshold,
+                "<": value < self.threshold, "==": value == self.threshold, "!=": value != self.threshold}[self.op]
+
+    @property
+    def boundary(self) -> int:
+        """The smallest API number on the upper side of the threshold."""
+        return self.threshold + 1 if self.op in (">", "<=") else self.threshold
+
+    def __str__(self) -> str:
+        return f"{self.number} {self.op} {self.threshold}"
+
+
+@dataclass(frozen=True)
+class Gate:
+    """A condition holding API-number comparisons, where it is and how it is used."""
+
+    file: str
+    line: int
+    col: int
+    end_line: int
+    end_col: int
+    kind: str  # if | elif | while | ternary | assert | skip-decorator | expression
+    source: str
+    comparisons: tuple[Comparison, ...]
+    condition: Condition = field(compare=False, repr=False)
+    skips_when_true: bool | None = None
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> Gate:
+        return cls(data["file"], data["line"], data["col"], data["end_line"], data["end_col"], data["kind"],
+                   data["source"], tuple(Comparison(**c) for c in data["comparisons"]), data["condition"],
+                   data.get("skips_when_true"))
+
+
+def _name_tables(family: Family) -> tuple[dict[str, str], list[tuple[str, str, str]]]:
+    names = {name: number.name for number in family.api_numbers for name in number.names}
+    raw = [(Path(number.file).stem, number.variable, number.name) for number in family.api_numbers]
+    return names, raw
+
+
+def find_gates(tree: Path, family: Family) -> tuple[list[Gate], dict[str, str]]:
+    """Every gate under ``tree`` and the files that could not be parsed (file -> reason)."""
+    names, raw = _name_tables(family)
+    files = list(gatefind.python_files(str(tree)))
+    found, failed = gatefind.scan(str(tree), files, names, {(s, v): n for s, v, n in raw})
+    if failed:
+        retried, failed = _scan_with_newer_python(tree, sorted(failed), names, raw, failed)
+        found += retried
+    gates = [Gate.from_json(g) for g in found]
+    return sorted(gates, key=lambda g: (g.file, g.line, g.col)), failed
+
+
+def _scan_with_newer_python(tree: Path, files: list[str], names: dict[str, str], raw: list[tuple[str, str, str]],
+                            failed: dict[str, str]) -> tuple[list[dict[str, Any]], dict[str, str]]:
+    """Re-read ``files`` with the newest interpreter here (new syntax); what still fails stays failed."""
+    pythons = find_pythons()
+    if not pythons:
+        return [], failed
+    newest = list(pythons.values())[-1]  # find_pythons sorts by version
+    request = json.dumps({"root": str(tree), "files": files, "names": names, "raw": raw})
+    package_parent = str(Path(gatefind.__file__).resolve().parents[1])
+    done = subprocess.run([newest.executable, "-c", "import sys; from jaxrel.gatefind import main; sys.exit(main())",
+                           request], capture_output=True, text=True, env={"PYTHONPATH": package_parent},
+                          timeout=600)
+    if done.returncode != 0:
+        return [], failed
+    answer = json.loads(done.stdout)
+    return answer["gates"], answer["failed"]
+
+
+# -- judging -----------------------------------------------------------------------------------------
+
+
+def evaluate(condition: Condition, comparisons: Sequence[Comparison], values: Mapping[str, int | None]) -> bool | None:
+    """``condition`` in three-valued logic: comparisons from ``values``; anything else is unknown (None)."""
+    if "and" in condition or "or" in condition:
+        operands: list[Condition] = condition["and"] if "and" in condition else condition["or"]
+        results = [evaluate(c, comparisons, values) for c in operands]
+        if "and" in condition:
+            return False if False in results else None if None in results else True
+        return True if True in results else None if None in results else False
+    if "not" in condition:
+        inner = evaluate(condition["not"], comparisons, values)
+        return None if inner is None else not inner
+    if "cmp" in condition:
+        parts = []
+        for index in condition["cmp"]:
+            value = values.get(comparisons[index].number)
+            parts.append(None if value is None else comparisons[index].holds(value))
+        return False if False in parts else None if None in parts else True
+    return None
+
+
+@dataclass(frozen=True)
+class Releases:
+    """Every known backend release's API numbers (``None``: not readable) and the supported minimum."""
+
+    numbers: dict[str, dict[str, int | None]]
+    minimum: Version
+
+    @classmethod
+    def from_family(cls, family: Family, minimum: Version) -> Releases:
+        numbers = {version: {n.name: row[n.name] if isinstance(row.get(n.name), int) else None
+                             for n in family.api_numbers} for version, row in family.backend_releases.items()}
+        return cls(numbers, minimum)
+
+    @property
+    def ordered(self) -> list[str]:
+        return sorted(self.numbers, key=Version)
+
+    @property
+    def supported(self) -> list[str]:
+        return [v for v in self.ordered if Version(v) >= self.minimum]
+
+    def first_at_least(self, number: str, value: int) -> str | None:
+        """The oldest release whose ``number`` is at least ``value``."""
+        return next((v for v in self.ordered if (self.numbers[v].get(number) or -1) >= value), None)
+
+    def newest(self, number: str) -> int | None:
+        known = [v for row in self.numbers.values() if (v := row.get(number)) is not None]
+        return max(known) if known else None
+
+
+@dataclass
+class Judgement:
+    """A gate's verdict for the supported releases, each comparison's, and which releases give which side."""
+
+    gate: Gate
+    verdict: str
+    reason: str
+    comparisons: dict[str, str]  # "number op N" -> verdict of that comparison alone
+    first_releases: dict[str, str | None]  # "number op N" -> first release on the threshold's upper side
+    sides: dict[str, list[str]]  # "true"/"false" -> supported releases giving that side
+
+    def to_json(self) -> dict[str, Any]:
+        gate = self.gate
+        return {"file": gate.file, "line": gate.line, "col": gate.col, "kind": gate.kind, "source": gate.source,
+                "verdict": self.verdict, "reason": self.reason, "comparisons": self.comparisons,
+                "first_releases": self.first_releases, "sides": self.sides}
+
+
+def _head_samples(comparisons: Sequence[Comparison], releases: Releases) -> list[dict[str, int | None]]:
+    """API numbers a backend built at HEAD may have: above every release, and at each threshold beyond."""
+    choices: dict[str, list[int]] = {}
+    for comparison in comparisons:
+        newest = releases.newest(comparison.number)
+        if newest is not None:
+            beyond = {t for c in comparisons if c.number == comparison.number
+                      for t in (c.threshold, c.threshold + 1) if t > newest}
+            choices[comparison.number] = sorted({newest + 1} | beyond)
+    keys = sorted(choices)
+    return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(choices[k] for k in keys))]
+
+
+def _verdict(outcomes: set[bool | None], at_head: set[bool | None]) -> str:
+    if None in outcomes or not outcomes:
+        return "unknown"
+    if outcomes == {True, False}:
+        return "live"
+    (constant,) = outcomes
+    if at_head - {None, constant}:
+        return "ahead"
+    return "always-true" if constant else "always-false"
+
+
+def judge(gate: Gate, releases: Releases) -> Judgement:
+    """Decide ``gate`` over ``releases.supported`` and a HEAD backend."""
+    supported = releases.supported
+    head = _head_samples(gate.comparisons, releases)
+    per_comparison, first = {}, {}
+    for index, comparison in enumerate(gate.comparisons):
+        alone = {"cmp": [index]}
+        seen = {evaluate(alone, gate.comparisons, releases.numbers[v]) for v in supported}
+        per_comparison[str(comparison)] = _verdict(seen, {evaluate(alone, gate.comparisons, h) for h in head})
+        known = releases.newest(comparison.number) is not None
+        first[str(comparison)] = releases.first_at_least(comparison.number, comparison.boundary) if known \
+            else "unknown"
+    outcomes = {v: evaluate(gate.condition, gate.comparisons, releases.numbers[v]) for v in supported}
+    verdict = _verdict(set(outcomes.values()), {evaluate(gate.condition, gate.comparisons, h) for h in head})
+    sides = {side: [v for v, o in outcomes.items() if o is value] for side, value in (("true", True), ("false", False))}
+    return Judgement(gate, verdict, _reason(verdict, gate, releases, outcomes), per_comparison, first, sides)
+
+
+def _reason(verdict: str, gate: Gate, releases: Releases, outcomes: Mapping[str, bool | None]) -> str:
+    supported = releases.supported
+    span = f"{supported[0]}..{supported[-1]}" if supported else "no supported release"
+    if verdict == "unknown":
+        unknown = sorted({c.number for c in gate.comparisons
+                          if any(releases.numbers[v].get(c.number) is None for v in supported)})
+        if unknown:
+            return f"{', '.join(unknown)} is not known for every release {span} (not readable from the wheels)"
+        return "depends on code other than API numbers"
+    if verdict == "live":
+        trues = sum(o is True for o in outcomes.values())
+        return f"true on {trues}, false on {len(outcomes) - trues} of the releases {span}"
+    if verdict == "ahead":
+        side = "true" if True in outcomes.values() else "false"
+        return f"{side} on every release {span}; the other side needs a backend built at HEAD"
+    return f"{verdict.removeprefix('always-')} on every release {span} and at HEAD"
+
+
+def judge_all(gates: Iterable[Gate], releases: Releases) -> list[Judgement]:
+    return [judge(gate, releases) for gate in gates]
