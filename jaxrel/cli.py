@@ -266,18 +266,26 @@ def cmd_gates(args: argparse.Namespace) -> int:
     tree = Path(args.src)
     if not tree.is_dir():
         raise UsageError(f"{tree} is not a directory; pass a frontend source tree")
-    if args.min_backend:
-        minimum, source = args.min_backend, "--min-backend"
-    else:
-        minimum, path = gatereport.declared_minimum(tree, family)
+    try:
+        declared, version, path = gatereport.declared_minimum(tree, family)
         source = str(path)
+    except gatereport.MinimumNotFound:
+        if not args.min_backend:
+            raise
+        declared, version, source = "", None, ""
+    minimum = args.min_backend or declared
+    source = "--min-backend" if args.min_backend else source
     found, failed = gates.find_gates(tree, family)
-    releases = gates.Releases.from_family(family, policy.parse_version(minimum, "minimum backend"))
+    maximum = policy.parse_version(version, "the tree's version") if version else None
+    releases = gates.Releases.from_family(family, policy.parse_version(minimum, "minimum backend"), maximum)
     if not releases.supported:
-        raise UsageError(f"no known {family.backend.distribution} release at or above {minimum}")
+        raise UsageError(f"no known {family.backend.distribution} release between {minimum} and {version or 'now'}")
     judgements = gates.judge_all(found, releases)
-    header = (f"{tree}: minimum {family.backend.distribution} {minimum} ({source}); supported releases "
+    header = (f"{tree}: {family.frontend.distribution} {version or '(version unknown)'}, minimum "
+              f"{family.backend.distribution} {minimum} ({source}); supported releases "
               f"{releases.supported[0]}..{releases.supported[-1]}")
+    if args.fix or args.diff:
+        return _fix_gates(tree, judgements, write=args.fix, show_diff=args.diff)
     if args.json:
         print(json.dumps(gatereport.to_json(judgements, minimum, source, failed), indent=2))
     elif args.markdown:
@@ -286,6 +294,37 @@ def cmd_gates(args: argparse.Namespace) -> int:
         print(gatereport.text(judgements, header))
     for file, reason in failed.items():
         _say(f"jaxrel gates: warning: {file} not scanned: {reason}")
+    return EXIT_OK
+
+
+def _fix_gates(tree: Path, judgements: list[gates.Judgement], *, write: bool, show_diff: bool) -> int:
+    """``--fix`` / ``--diff``: rewrite every decided gate, file by file; list what is refused."""
+    import difflib
+
+    from jaxrel import gatefix  # needs libcst (jaxrel[gates])
+
+    by_file: dict[str, list[gates.Judgement]] = {}
+    for judgement in judgements:
+        by_file.setdefault(judgement.gate.file, []).append(judgement)
+    fixes = {}
+    for file, group in sorted(by_file.items()):
+        original = (tree / file).read_text(encoding="utf-8")
+        fixes[file] = (original, gatefix.fix_source(original, group))
+    for file, (original, fix) in fixes.items():
+        if show_diff and fix.source != original:
+            sys.stdout.writelines(difflib.unified_diff(original.splitlines(keepends=True),
+                                                       fix.source.splitlines(keepends=True), f"a/{file}", f"b/{file}"))
+        for change in fix.changed:
+            _say(f"{file}:{change}")
+        for refusal in fix.refused:
+            _say(f"{file}:{refusal} (refused)")
+    if write:
+        for file, (original, fix) in fixes.items():
+            if fix.source != original:
+                gatefix.write_atomically(tree / file, fix.source)
+    changed = sum(1 for original, fix in fixes.values() if fix.source != original)
+    refused = sum(len(fix.refused) for _, fix in fixes.values())
+    _say(f"jaxrel gates: {'rewrote' if write else 'would rewrite'} {changed} files; {refused} decided gates refused")
     return EXIT_OK
 
 
@@ -349,6 +388,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("src", metavar="SRC", help="the frontend's source tree (e.g. an unpacked jax sdist)")
     sub.add_argument("--min-backend", metavar="V", help="the minimum backend (default: the tree's version file)")
     sub.add_argument("--markdown", action="store_true", help="print a Markdown report")
+    sub.add_argument("--fix", action="store_true", help="rewrite always-true/always-false gates in place")
+    sub.add_argument("--diff", action="store_true", help="show the rewrite as a unified diff, write nothing")
     sub.set_defaults(run=cmd_gates)
 
     sub = verb("build", "Build the workspace's wheels with Bazel (bazelisk, else bazel) into --output.")

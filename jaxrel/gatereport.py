@@ -9,15 +9,15 @@ from typing import Any
 
 from jaxrel.family import Family
 from jaxrel.gates import VERDICTS, Judgement
-from jaxrel.guard import read_assignment
+from jaxrel.guard import read_assignment, read_version_file
 
 
 class MinimumNotFound(LookupError):
     """The tree declares no minimum backend; the message names the fix."""
 
 
-def declared_minimum(tree: Path, family: Family) -> tuple[str, Path]:
-    """The minimum backend the tree's own version file declares, and that file."""
+def declared_minimum(tree: Path, family: Family) -> tuple[str, str | None, Path]:
+    """The minimum backend the tree's own version file declares, the tree's version, and that file."""
     frontend = family.frontend
     variable = frontend.minimum_backend_variable
     candidates = [tree / frontend.version_file]
@@ -26,7 +26,7 @@ def declared_minimum(tree: Path, family: Family) -> tuple[str, Path]:
     for path in candidates:
         value = read_assignment(str(path), (variable,)) if variable else None
         if value:
-            return value, path
+            return value, read_version_file(str(path)), path
     names = " or ".join(str(c) for c in candidates)
     raise MinimumNotFound(f"no {variable or 'minimum-backend variable'} in {names}; pass --min-backend VERSION")
 

@@ -150,12 +150,13 @@ class Releases:
 
     numbers: dict[str, dict[str, int | None]]
     minimum: Version
+    maximum: Version | None = None  # the frontend's own version: no backend newer than it is supported
 
     @classmethod
-    def from_family(cls, family: Family, minimum: Version) -> Releases:
+    def from_family(cls, family: Family, minimum: Version, maximum: Version | None = None) -> Releases:
         numbers = {version: {n.name: row[n.name] if isinstance(row.get(n.name), int) else None
                              for n in family.api_numbers} for version, row in family.backend_releases.items()}
-        return cls(numbers, minimum)
+        return cls(numbers, minimum, maximum)
 
     @property
     def ordered(self) -> list[str]:
@@ -163,14 +164,16 @@ class Releases:
 
     @property
     def supported(self) -> list[str]:
-        return [v for v in self.ordered if Version(v) >= self.minimum]
+        return [v for v in self.ordered if Version(v) >= self.minimum
+                and (self.maximum is None or Version(v).release <= self.maximum.release)]
 
     def first_at_least(self, number: str, value: int) -> str | None:
         """The oldest release whose ``number`` is at least ``value``."""
         return next((v for v in self.ordered if (self.numbers[v].get(number) or -1) >= value), None)
 
     def newest(self, number: str) -> int | None:
-        known = [v for row in self.numbers.values() if (v := row.get(number)) is not None]
+        """The highest value of ``number`` among the supported releases (HEAD lies above it)."""
+        known = [v for version in self.supported if (v := self.numbers[version].get(number)) is not None]
         return max(known) if known else None
 
 

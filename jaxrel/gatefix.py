@@ -1,0 +1,310 @@
+"""Rewrite decided api-version gates to the code that remains, with libcst (formatting and comments kept).
+
+Inside an accepted gate every comparison judged always-true/always-false is replaced by its
+value and the condition simplified (``X and True`` → ``X``; ``X or True`` → ``True`` only when
+``X`` is a plain name or attribute, so no call is dropped). A condition that becomes constant
+removes its branch: ``if``/``elif``/``else`` keep the branch that remains (an emptied block
+gets ``pass``), a ternary becomes its chosen side, an ``assert`` that always holds is removed,
+a skip decorator that never skips is removed. Imports used before and unused after are removed.
+
+Refused, and listed instead: an ``assert`` that always fails, a skip decorator that always
+skips, a ``while`` that would loop forever, a gate outside a branch (``x = v >= 3``) and any
+simplification that would drop code with side effects.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import tempfile
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import libcst as cst
+from libcst.metadata import ParentNodeProvider, PositionProvider
+
+from jaxrel.gates import Judgement
+
+DECIDED = {"always-true": True, "always-false": False}
+
+
+@dataclass
+class FileFix:
+    """The rewritten source of one file, and the gates left alone with why."""
+
+    source: str
+    changed: list[str] = field(default_factory=list)  # "line: what was done"
+    refused: list[str] = field(default_factory=list)  # "line: why not"
+
+
+def _char_col(lines: Sequence[str], line: int, byte_col: int) -> int:
+    """ast's UTF-8 byte offset as libcst's character column."""
+    return len(lines[line - 1].encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+
+
+def _constant(node: cst.BaseExpression) -> bool | None:
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return node.value == "True"
+    return None
+
+
+def _pure(node: cst.BaseExpression) -> bool:
+    """Evaluating ``node`` has no side effects we could drop (names, attributes, constants)."""
+    if isinstance(node, cst.Name | cst.Integer | cst.SimpleString):
+        return True
+    if isinstance(node, cst.Attribute):
+        return _pure(node.value)
+    if isinstance(node, cst.UnaryOperation):
+        return _pure(node.expression)
+    return False
+
+
+class _Rewriter(cst.CSTTransformer):
+    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
+
+    def __init__(self, judgements: Sequence[Judgement], lines: Sequence[str]) -> None:
+        super().__init__()
+        self.compares: dict[tuple[int, int], bool] = {}  # Compare position -> value, all its parts decided
+        self.gates: dict[tuple[int, int], Judgement] = {}  # condition position -> judgement
+        for judgement in judgements:
+            gate = judgement.gate
+            self.gates[(gate.line, _char_col(lines, gate.line, gate.col))] = judgement
+            by_position: dict[tuple[int, int], list[bool | None]] = {}
+            for comparison in gate.comparisons:
+                position = (comparison.line, _char_col(lines, comparison.line, comparison.col))
+                by_position.setdefault(position, []).append(DECIDED.get(judgement.comparisons[str(comparison)]))
+            for position, values in by_position.items():
+                if None not in values:
+                    self.compares[position] = all(values)
+        self.changed: list[str] = []
+        self.refused: list[str] = []
+        self.unsafe = False
+
+    def _position(self, node: cst.CSTNode) -> tuple[int, int]:
+        start = self.get_metadata(PositionProvider, node).start
+        return start.line, start.column
+
+    def _gate_of(self, condition: cst.BaseExpression) -> Judgement | None:
+        return self.gates.get(self._position(condition))
+
+    # -- conditions -------------------------------------------------------------------------------
+
+    def leave_Comparison(self, original: cst.Comparison, updated: cst.Comparison) -> cst.BaseExpression:
+        value = self.compares.get(self._position(original))
+        return updated if value is None else cst.Name("True" if value else "False")
+
+    def leave_BooleanOperation(self, original: cst.BooleanOperation,
+                               updated: cst.BooleanOperation) -> cst.BaseExpression:
+        left, right = updated.left, updated.right
+        is_and = isinstance(updated.operator, cst.And)
+        neutral, absorbing = (True, False) if is_and else (False, True)
+        for this, other in ((left, right), (right, left)):
+            value = _constant(this)
+            if value is neutral:
+                return other.with_changes(lpar=[], rpar=[]) if isinstance(other, cst.Name) else other
+            if value is absorbing:
+                if _pure(other):
+                    return cst.Name("True" if absorbing else "False")
+                self.unsafe = True
+        return updated
+
+    def leave_UnaryOperation(self, original: cst.UnaryOperation, updated: cst.UnaryOperation) -> cst.BaseExpression:
+        value = _constant(updated.expression)
+        if isinstance(updated.operator, cst.Not) and value is not None:
+            return cst.Name("False" if value else "True")
+        return updated
+
+    # -- statements -------------------------------------------------------------------------------
+
+    def _is_elif(self, node: cst.If) -> bool:
+        parent = self.get_metadata(ParentNodeProvider, node, None)
+        return isinstance(parent, cst.If) and parent.orelse is node
+
+    def leave_If(self, original: cst.If, updated: cst.If) -> cst.BaseStatement | cst.FlattenSentinel[
+            cst.BaseStatement] | cst.RemovalSentinel:
+        updated = updated.with_changes(orelse=self._resolve_elifs(updated.orelse))
+        value = _constant(updated.test)
+        if value is None or self._gate_of(original.test) is None or self._is_elif(original):
+            return updated
+        line = self._position(original)[0]
+        if value:
+            self.changed.append(f"{line}: if always true: kept its body")
+            return self._lift(updated.body, updated.leading_lines)
+        self.changed.append(f"{line}: if always false: kept {'its else' if updated.orelse else 'nothing'}")
+        if isinstance(updated.orelse, cst.Else):
+            return self._lift(updated.orelse.body, updated.leading_lines)
+        if isinstance(updated.orelse, cst.If):
+            return updated.orelse.with_changes(leading_lines=updated.leading_lines)
+        return cst.RemovalSentinel.REMOVE
+
+    def _resolve_elifs(self, orelse: cst.If | cst.Else | None) -> cst.If | cst.Else | None:
+        while isinstance(orelse, cst.If) and _constant(orelse.test) is not None:
+            if _constant(orelse.test):
+                return cst.Else(body=orelse.body, leading_lines=orelse.leading_lines)
+            orelse = orelse.orelse
+        return orelse
+
+    @staticmethod
+    def _lift(suite: cst.BaseSuite, leading: Sequence[cst.EmptyLine]) -> cst.FlattenSentinel[cst.BaseStatement]:
+        """The statements of ``suite`` for the enclosing block, the dropped line's comments on the first."""
+        if isinstance(suite, cst.IndentedBlock):
+            statements: list[cst.BaseStatement] = list(suite.body)
+        else:
+            assert isinstance(suite, cst.SimpleStatementSuite)
+            statements = [cst.SimpleStatementLine(body=list(suite.body))]
+        first = statements[0]
+        if leading and isinstance(first, cst.SimpleStatementLine | cst.BaseCompoundStatement):
+            statements[0] = first.with_changes(leading_lines=[*leading, *first.leading_lines])
+        return cst.FlattenSentinel(statements)
+
+    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
+        if not updated.body:
+            return updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
+        return updated
+
+    def leave_IfExp(self, original: cst.IfExp, updated: cst.IfExp) -> cst.BaseExpression:
+        value = _constant(updated.test)
+        if value is None or self._gate_of(original.test) is None:
+            return updated
+        self.changed.append(f"{self._position(original)[0]}: ternary: kept its {'true' if value else 'false'} side")
+        chosen = updated.body if value else updated.orelse
+        return chosen.with_changes(lpar=updated.lpar, rpar=updated.rpar) if updated.lpar else chosen
+
+    def leave_Assert(self, original: cst.Assert, updated: cst.Assert) -> cst.Assert | cst.RemovalSentinel:
+        if self._gate_of(original.test) is None or _constant(updated.test) is not True:
+            return updated
+        self.changed.append(f"{self._position(original)[0]}: assert always holds: removed")
+        return cst.RemovalSentinel.REMOVE
+
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine,
+                                  updated: cst.SimpleStatementLine) -> cst.SimpleStatementLine | cst.RemovalSentinel:
+        return cst.RemovalSentinel.REMOVE if not updated.body else updated
+
+    def leave_Decorator(self, original: cst.Decorator, updated: cst.Decorator) -> cst.Decorator | cst.RemovalSentinel:
+        call = updated.decorator
+        if not isinstance(call, cst.Call) or not call.args or not isinstance(original.decorator, cst.Call):
+            return updated
+        judgement = self._gate_of(original.decorator.args[0].value)
+        value = _constant(call.args[0].value)
+        if judgement is None or value is None or judgement.gate.skips_when_true is None:
+            return updated
+        if value != judgement.gate.skips_when_true:
+            self.changed.append(f"{self._position(original)[0]}: skip decorator never skips: removed")
+            return cst.RemovalSentinel.REMOVE
+        return updated
+
+
+def _refusals(judgements: Sequence[Judgement]) -> list[str]:
+    """Decided gates that cannot be rewritten exactly, with why."""
+    refused = []
+    for j in judgements:
+        value = DECIDED.get(j.verdict)
+        where = f"{j.gate.line}: {j.gate.source}"
+        if j.gate.kind == "expression" and any(v in DECIDED for v in j.comparisons.values()):
+            refused.append(f"{where}: {j.verdict} outside a branch; replace it by hand")
+        elif j.gate.kind == "assert" and value is False:
+            refused.append(f"{where}: an assert that always fails")
+        elif j.gate.kind == "skip-decorator" and value is not None and value == j.gate.skips_when_true:
+            refused.append(f"{where}: the test is always skipped; delete it by hand")
+        elif j.gate.kind == "while" and value is True:
+            refused.append(f"{where}: a loop whose condition is always true")
+    return refused
+
+
+def _rewritable(judgements: Sequence[Judgement]) -> list[Judgement]:
+    refused = {id(j) for j in judgements if any(r.startswith(f"{j.gate.line}: {j.gate.source}:")
+                                                 for r in _refusals([j]))}
+    return [j for j in judgements if id(j) not in refused and any(v in DECIDED for v in j.comparisons.values())]
+
+
+def _imported_names(tree: ast.Module) -> dict[str, ast.stmt]:
+    bound: dict[str, ast.stmt] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            for alias in node.names:
+                bound[(alias.asname or alias.name).split(".")[0]] = node
+    return bound
+
+
+def _used_names(tree: ast.Module) -> set[str]:
+    used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
+    for node in ast.walk(tree):  # names re-exported through __all__
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            used |= {c.value for c in ast.walk(node.value) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
+    return used
+
+
+class _DropImports(cst.CSTTransformer):
+    """Remove the given bound names from import statements (and statements left empty)."""
+
+    def __init__(self, names: set[str]) -> None:
+        super().__init__()
+        self.names = names
+
+    def _keep(self, alias: cst.ImportAlias) -> bool:
+        bound = alias.asname.name if alias.asname else alias.name
+        return cst.helpers.get_full_name_for_node(bound).split(".")[0] not in self.names  # type: ignore[union-attr]
+
+    def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom) -> cst.ImportFrom | \
+            cst.RemovalSentinel:
+        if isinstance(updated.names, cst.ImportStar):
+            return updated
+        kept = [a for a in updated.names if self._keep(a)]
+        if not kept:
+            return cst.RemovalSentinel.REMOVE
+        if len(kept) != len(updated.names):
+            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            return updated.with_changes(names=kept)
+        return updated
+
+    def leave_Import(self, original: cst.Import, updated: cst.Import) -> cst.Import | cst.RemovalSentinel:
+        kept = [a for a in updated.names if self._keep(a)]
+        if not kept:
+            return cst.RemovalSentinel.REMOVE
+        if len(kept) != len(updated.names):
+            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            return updated.with_changes(names=kept)
+        return updated
+
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine,
+                                  updated: cst.SimpleStatementLine) -> cst.SimpleStatementLine | cst.RemovalSentinel:
+        return cst.RemovalSentinel.REMOVE if not updated.body else updated
+
+
+def fix_source(source: str, judgements: Sequence[Judgement]) -> FileFix:
+    """``source`` with its decided gates rewritten; gates it refuses are listed, untouched."""
+    refused = _refusals(judgements)
+    chosen = _rewritable(judgements)
+    if not chosen:
+        return FileFix(source, [], refused)
+    module = cst.parse_module(source)
+    rewriter = _Rewriter(chosen, source.splitlines())
+    rewritten = cst.MetadataWrapper(module).visit(rewriter)
+    if rewriter.unsafe:
+        return FileFix(source, [], refused + ["a decided comparison sits next to code with side effects; "
+                                              "the file was left unchanged"])
+    changed = list(rewriter.changed)
+    try:
+        before, after = ast.parse(source), ast.parse(rewritten.code)
+    except SyntaxError:  # syntax newer than this interpreter: libcst rewrote it, imports stay as they are
+        return FileFix(rewritten.code, changed + ["imports not checked (syntax newer than this Python)"], refused)
+    dropped = {name for name in _imported_names(before) if name in _used_names(before)
+               and name not in _used_names(after) and name in _imported_names(after)}
+    if dropped:
+        rewritten = rewritten.visit(_DropImports(dropped))
+    changed += [f"import {name}: no longer used, removed" for name in sorted(dropped)]
+    return FileFix(rewritten.code, changed, refused)
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """Replace ``path`` with ``text`` in one step, keeping its permissions."""
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
+            out.write(text)
+        os.chmod(temporary, path.stat().st_mode & 0o777)
+        os.replace(temporary, path)
+    except BaseException:
+        os.unlink(temporary)
+        raise
