@@ -16,7 +16,7 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from jaxrel import __version__, compat, doctor, gatereport, gates, policy, releasedata, report, xla
+from jaxrel import __version__, compat, doctor, gatecover, gatereport, gates, policy, releasedata, report, xla
 from jaxrel.build import BuildError, build
 from jaxrel.envs import EnvError
 from jaxrel.family import ConfigError, Family, resolve_family
@@ -286,15 +286,33 @@ def cmd_gates(args: argparse.Namespace) -> int:
               f"{releases.supported[0]}..{releases.supported[-1]}")
     if args.fix or args.diff:
         return _fix_gates(tree, judgements, write=args.fix, show_diff=args.diff)
+    coverage = _gate_coverage(args.matrix, judgements, releases) if args.matrix else None
     if args.json:
-        print(json.dumps(gatereport.to_json(judgements, minimum, source, failed), indent=2))
+        out = gatereport.to_json(judgements, minimum, source, failed)
+        if coverage is not None:
+            out["coverage"] = [c.to_json() for c in coverage]
+        print(json.dumps(out, indent=2))
     elif args.markdown:
         print(gatereport.markdown(judgements, header))
     else:
         print(gatereport.text(judgements, header))
+    if coverage is not None and not args.json:
+        print(f"coverage of live gates by {args.matrix}:")
+        for item in coverage:
+            print(f"  {item.judgement.gate.file}:{item.judgement.gate.line}: {item.describe()}")
     for file, reason in failed.items():
         _say(f"jaxrel gates: warning: {file} not scanned: {reason}")
     return EXIT_OK
+
+
+def _gate_coverage(path: str, judgements: list[gates.Judgement],
+                   releases: gates.Releases) -> list[gatecover.Coverage]:
+    try:
+        matrix = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise UsageError(f"--matrix {path}: cannot read a matrix JSON ({error}); "
+                         "write one with jaxrel matrix --format json") from None
+    return gatecover.cover(judgements, releases, gatecover.matrix_cells(matrix))
 
 
 def _fix_gates(tree: Path, judgements: list[gates.Judgement], *, write: bool, show_diff: bool) -> int:
@@ -390,6 +408,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--markdown", action="store_true", help="print a Markdown report")
     sub.add_argument("--fix", action="store_true", help="rewrite always-true/always-false gates in place")
     sub.add_argument("--diff", action="store_true", help="show the rewrite as a unified diff, write nothing")
+    sub.add_argument("--matrix", metavar="JSON", help="a compat matrix (jaxrel matrix --format json, or a "
+                     "report.json): which sides of each live gate its cells exercise")
     sub.set_defaults(run=cmd_gates)
 
     sub = verb("build", "Build the workspace's wheels with Bazel (bazelisk, else bazel) into --output.")
