@@ -1,0 +1,105 @@
+"""How long ``jaxrel gates`` takes on a real frontend: the full scan of the newest jax sdist.
+
+Run: ``python benchmarks/gates.py [--repeat N] [--json]`` (or ``nox -s bench -- gates``).
+The newest jax release's sdist comes through jaxrel's index client (sha256-verified, cached)
+and is unpacked once under ``build/bench/gates/``. Each round, in this process, times:
+
+1. the scan (:func:`jaxrel.gates.find_gates`: every ``.py`` file read, candidates parsed with
+   ``ast``; files whose syntax this interpreter cannot parse re-read by the newest Python here);
+2. the judgement of every gate over the supported releases;
+3. both together, as ``jaxrel gates SRC`` spends them (the CLI adds its own start-up).
+
+Prints min and median per step and the target: the full scan under 3 s on this machine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tarfile
+import time
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from packaging.version import Version  # noqa: E402
+
+from jaxrel import gatefind, gatereport, gates, policy  # noqa: E402
+from jaxrel.family import jax_profile  # noqa: E402
+from jaxrel.index import Index  # noqa: E402
+
+TARGET_S = 3.0
+
+
+def newest_sdist_tree(workdir: Path) -> Path:
+    """The newest jax release's sdist, unpacked under ``workdir`` (reused while present)."""
+    listing = Index.from_pip().listing("jax")
+    finals = [v for v in listing.versions() if policy.is_final(v) and listing.sdist(v)]
+    sdist = listing.sdist(finals[-1])
+    assert sdist is not None
+    tree = workdir / sdist.filename.removesuffix(".tar.gz")
+    if not tree.is_dir():
+        print(f"unpacking {sdist.filename} …", file=sys.stderr)
+        with tarfile.open(Index.from_pip().download(sdist)) as archive:
+            archive.extractall(workdir, filter="data")
+    return tree
+
+
+def measure(tree: Path, repeat: int) -> dict[str, Any]:
+    family = jax_profile()
+    minimum, version, _ = gatereport.declared_minimum(tree, family)
+    releases = gates.Releases.from_family(family, Version(minimum), Version(version) if version else None)
+    scans, judges, totals = [], [], []
+    found: list[gates.Gate] = []
+    failed: dict[str, str] = {}
+    for number in range(repeat):
+        start = time.perf_counter()
+        found, failed = gates.find_gates(tree, family)
+        scanned = time.perf_counter()
+        judgements = gates.judge_all(found, releases)
+        done = time.perf_counter()
+        scans.append(scanned - start)
+        judges.append(done - scanned)
+        totals.append(done - start)
+        print(f"round {number + 1}/{repeat}: {totals[-1]:.2f} s", file=sys.stderr)
+    files = sum(1 for _ in gatefind.python_files(str(tree)))
+    return {
+        "tree": str(tree), "python_files": files, "gates": len(found), "unparsed": failed,
+        "counts": gatereport.counts(judgements), "python": sys.version.split()[0],
+        "scan_s": {"min": min(scans), "median": statistics.median(scans)},
+        "judge_s": {"min": min(judges), "median": statistics.median(judges)},
+        "total_s": {"min": min(totals), "median": statistics.median(totals), "all": totals},
+        "target_s": TARGET_S, "met": statistics.median(totals) < TARGET_S,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--workdir", default=str(ROOT / "build" / "bench" / "gates"))
+    parser.add_argument("--json", action="store_true")
+    args = parser.parse_args()
+    workdir = Path(args.workdir)
+    workdir.mkdir(parents=True, exist_ok=True)
+    result = measure(newest_sdist_tree(workdir), args.repeat)
+    if args.json:
+        print(json.dumps(result, indent=2))
+        return 0
+    print(f"{result['tree']}: {result['python_files']} .py files, {result['gates']} gates {result['counts']}; "
+          f"Python {result['python']}")
+    print(f"{'step':<24}{'min':>8}{'median':>9}")
+    for key, label in (("scan_s", "scan (find_gates)"), ("judge_s", "judge all gates"), ("total_s", "total")):
+        print(f"{label:<24}{result[key]['min']:>8.2f}{result[key]['median']:>9.2f}  s")
+    verdict = "met" if result["met"] else "NOT met"
+    print(f"target: full scan under {TARGET_S:.0f} s: {verdict}")
+    if result["unparsed"]:
+        print(f"not scanned: {', '.join(result['unparsed'])}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
