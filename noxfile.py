@@ -90,7 +90,7 @@ def bench(session: nox.Session) -> None:
     if session.posargs:
         session.run("python", f"benchmarks/{session.posargs[0]}.py", *session.posargs[1:])
         return
-    for name in ("guard", "compat_setup", "build"):
+    for name in ("guard", "compat_setup", "build", "gates"):
         session.run("python", f"benchmarks/{name}.py")
 
 
