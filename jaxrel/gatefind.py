@@ -41,11 +41,16 @@ class Names:
         self.canonical = dict(names)
         self.raw = dict(raw)
         self.aliases = dict(names)
+        stems = {stem for stem, _ in self.raw}
+        self.modules: dict[str, str] = {}  # a local name bound to a module holding a raw variable -> its stem
         for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom):
+            if isinstance(node, ast.ImportFrom | ast.Import):
                 for alias in node.names:
                     if alias.name in self.canonical:
                         self.aliases[alias.asname or alias.name] = self.canonical[alias.name]
+                    last = alias.name.rsplit(".", 1)[-1]
+                    if last in stems and alias.asname:  # import xla_client as xc / import a.xla_client as xc
+                        self.modules[alias.asname] = last
 
     def number_of(self, node: ast.expr) -> str | None:
         if isinstance(node, ast.Name):
@@ -54,8 +59,10 @@ class Names:
             if node.attr in self.canonical:
                 return self.canonical[node.attr]
             base = node.value
-            stem = base.attr if isinstance(base, ast.Attribute) else base.id if isinstance(base, ast.Name) else None
-            return self.raw.get((stem, node.attr)) if stem else None
+            if isinstance(base, ast.Name):
+                return self.raw.get((self.modules.get(base.id, base.id), node.attr))
+            if isinstance(base, ast.Attribute):
+                return self.raw.get((base.attr, node.attr))
         return None
 
 

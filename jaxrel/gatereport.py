@@ -18,6 +18,7 @@ class MinimumNotFound(LookupError):
 
 def declared_minimum(tree: Path, family: Family) -> tuple[str, str | None, Path]:
     """The minimum backend the tree's own version file declares, the tree's version, and that file."""
+    tree = tree.resolve()
     frontend = family.frontend
     variable = frontend.minimum_backend_variable
     candidates = [tree / frontend.version_file]
@@ -36,6 +37,11 @@ def counts(judgements: Sequence[Judgement]) -> dict[str, int]:
     return {verdict: found.get(verdict, 0) for verdict in VERDICTS}
 
 
+def one_line(source: str) -> str:
+    """A condition's source on one line (a multi-line condition's whitespace collapsed)."""
+    return " ".join(source.split())
+
+
 def _first(judgement: Judgement) -> str:
     parts = [f"{c}: {release or 'no release yet'}" for c, release in judgement.first_releases.items()]
     return "; ".join(parts)
@@ -48,7 +54,7 @@ def text(judgements: Sequence[Judgement], header: str) -> str:
         if j.gate.file != current:
             current = j.gate.file
             lines.append(f"{current}")
-        lines.append(f"  {j.gate.file}:{j.gate.line}: {j.verdict:<12} {j.gate.kind:<14} {j.gate.source}")
+        lines.append(f"  {j.gate.file}:{j.gate.line}: {j.verdict:<12} {j.gate.kind:<14} {one_line(j.gate.source)}")
         lines.append(f"      {j.reason}; first release: {_first(j)}")
     summary = ", ".join(f"{n} {verdict}" for verdict, n in counts(judgements).items())
     lines.append(f"{len(judgements)} gates: {summary}")
@@ -60,7 +66,7 @@ def markdown(judgements: Sequence[Judgement], header: str) -> str:
     lines += [f"| {verdict} | {n} |" for verdict, n in counts(judgements).items()]
     lines += ["", "| where | kind | condition | verdict | first release on the upper side |", "|---|---|---|---|---|"]
     for j in judgements:
-        source = j.gate.source.replace("|", "\\|")
+        source = one_line(j.gate.source).replace("|", "\\|")
         lines.append(f"| `{j.gate.file}:{j.gate.line}` | {j.gate.kind} | `{source}` | {j.verdict} | {_first(j)} |")
     return "\n".join(lines)
 
