@@ -326,7 +326,8 @@ def _fix_gates(tree: Path, judgements: list[gates.Judgement], *, write: bool, sh
         by_file.setdefault(judgement.gate.file, []).append(judgement)
     fixes = {}
     for file, group in sorted(by_file.items()):
-        original = (tree / file).read_text(encoding="utf-8")
+        with open(tree / file, encoding="utf-8", newline="") as handle:  # keep CRLF line ends as they are
+            original = handle.read()
         fixes[file] = (original, gatefix.fix_source(original, group))
     for file, (original, fix) in fixes.items():
         if show_diff and fix.source != original:

@@ -20,6 +20,7 @@ import ast
 import itertools
 import json
 import os
+import re
 import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -145,7 +146,7 @@ def find_in_source(source: str, relative: str, names: Mapping[str, str],
         if isinstance(node, ast.Compare) and _mentions_number(node, resolver):
             root = _root(node, parents)
             roots[id(root)] = root
-    lines = source.splitlines()
+    lines = re.split(r"\r\n|\r|\n", source)  # ast's line numbers: not str.splitlines (\f, \u2028)
     gates = []
     for root in roots.values():
         comparisons: list[dict[str, Any]] = []

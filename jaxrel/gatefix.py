@@ -5,7 +5,9 @@ value and the condition simplified (``X and True`` → ``X``; ``X or True`` → 
 ``X`` is a plain name or attribute, so no call is dropped). A condition that becomes constant
 removes its branch: ``if``/``elif``/``else`` keep the branch that remains (an emptied block
 gets ``pass``), a ternary becomes its chosen side, an ``assert`` that always holds is removed,
-a skip decorator that never skips is removed. Imports used before and unused after are removed.
+a skip decorator that never skips is removed, a ``while`` that never runs is removed (its
+``else`` kept). Imports used before and unused after are removed. Code outside the gates is
+never simplified; comments inside kept blocks stay.
 
 Refused, and listed instead: an ``assert`` that always fails, a skip decorator that always
 skips, a ``while`` that would loop forever, a gate outside a branch (``x = v >= 3``) and any
@@ -16,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -67,9 +70,12 @@ class _Rewriter(cst.CSTTransformer):
         super().__init__()
         self.compares: dict[tuple[int, int], bool] = {}  # Compare position -> value, all its parts decided
         self.gates: dict[tuple[int, int], Judgement] = {}  # condition position -> judgement
+        self.spans: list[tuple[tuple[int, int], tuple[int, int]]] = []  # (start, end) of each gate's condition
         for judgement in judgements:
             gate = judgement.gate
             self.gates[(gate.line, _char_col(lines, gate.line, gate.col))] = judgement
+            self.spans.append(((gate.line, _char_col(lines, gate.line, gate.col)),
+                               (gate.end_line, _char_col(lines, gate.end_line, gate.end_col))))
             by_position: dict[tuple[int, int], list[bool | None]] = {}
             for comparison in gate.comparisons:
                 position = (comparison.line, _char_col(lines, comparison.line, comparison.col))
@@ -80,6 +86,8 @@ class _Rewriter(cst.CSTTransformer):
         self.changed: list[str] = []
         self.refused: list[str] = []
         self.unsafe = False
+        self.gate_elifs: dict[int, tuple[cst.If, int]] = {}  # id(rewritten elif with a gate test) -> (it, line)
+        self.footers: dict[int, tuple[cst.CSTNode, Sequence[cst.EmptyLine]]] = {}  # lifted last statement -> footer
 
     def _position(self, node: cst.CSTNode) -> tuple[int, int]:
         start = self.get_metadata(PositionProvider, node).start
@@ -88,31 +96,47 @@ class _Rewriter(cst.CSTTransformer):
     def _gate_of(self, condition: cst.BaseExpression) -> Judgement | None:
         return self.gates.get(self._position(condition))
 
+    def _simplified(self, original: cst.BaseExpression, updated: cst.BaseExpression) -> None:
+        """Report a gate whose condition was rewritten but did not become constant."""
+        if _constant(updated) is None and self._gate_of(original) is not None and not updated.deep_equals(original):
+            code = " ".join(cst.Module([]).code_for_node(updated).split())
+            self.changed.append(f"{self._position(original)[0]}: condition simplified to {code}")
+
+    def _in_gate(self, node: cst.CSTNode) -> bool:
+        """``node`` lies inside the condition of a gate being rewritten (other code is never simplified)."""
+        where = self.get_metadata(PositionProvider, node)
+        start, end = (where.start.line, where.start.column), (where.end.line, where.end.column)
+        return any(first <= start and end <= last for first, last in self.spans)
+
     # -- conditions -------------------------------------------------------------------------------
 
     def leave_Comparison(self, original: cst.Comparison, updated: cst.Comparison) -> cst.BaseExpression:
         value = self.compares.get(self._position(original))
-        return updated if value is None else cst.Name("True" if value else "False")
+        return updated if value is None else cst.Name("True" if value else "False", lpar=updated.lpar,
+                                                      rpar=updated.rpar)
 
     def leave_BooleanOperation(self, original: cst.BooleanOperation,
                                updated: cst.BooleanOperation) -> cst.BaseExpression:
+        if not self._in_gate(original):
+            return updated
         left, right = updated.left, updated.right
         is_and = isinstance(updated.operator, cst.And)
         neutral, absorbing = (True, False) if is_and else (False, True)
         for this, other in ((left, right), (right, left)):
             value = _constant(this)
             if value is neutral:
-                return other.with_changes(lpar=[], rpar=[]) if isinstance(other, cst.Name) else other
+                kept = other.with_changes(lpar=[], rpar=[]) if isinstance(other, cst.Name) else other
+                return kept.with_changes(lpar=updated.lpar, rpar=updated.rpar) if updated.lpar else kept
             if value is absorbing:
                 if _pure(other):
-                    return cst.Name("True" if absorbing else "False")
+                    return cst.Name("True" if absorbing else "False", lpar=updated.lpar, rpar=updated.rpar)
                 self.unsafe = True
         return updated
 
     def leave_UnaryOperation(self, original: cst.UnaryOperation, updated: cst.UnaryOperation) -> cst.BaseExpression:
         value = _constant(updated.expression)
-        if isinstance(updated.operator, cst.Not) and value is not None:
-            return cst.Name("False" if value else "True")
+        if isinstance(updated.operator, cst.Not) and value is not None and self._in_gate(original):
+            return cst.Name("False" if value else "True", lpar=updated.lpar, rpar=updated.rpar)
         return updated
 
     # -- statements -------------------------------------------------------------------------------
@@ -125,9 +149,13 @@ class _Rewriter(cst.CSTTransformer):
             cst.BaseStatement] | cst.RemovalSentinel:
         updated = updated.with_changes(orelse=self._resolve_elifs(updated.orelse))
         value = _constant(updated.test)
-        if value is None or self._gate_of(original.test) is None or self._is_elif(original):
+        self._simplified(original.test, updated.test)
+        if value is None or self._gate_of(original.test) is None:
             return updated
         line = self._position(original)[0]
+        if self._is_elif(original):  # resolved by the if it belongs to
+            self.gate_elifs[id(updated)] = (updated, line)
+            return updated
         if value:
             self.changed.append(f"{line}: if always true: kept its body")
             return self._lift(updated.body, updated.leading_lines)
@@ -139,15 +167,19 @@ class _Rewriter(cst.CSTTransformer):
         return cst.RemovalSentinel.REMOVE
 
     def _resolve_elifs(self, orelse: cst.If | cst.Else | None) -> cst.If | cst.Else | None:
-        while isinstance(orelse, cst.If) and _constant(orelse.test) is not None:
+        while isinstance(orelse, cst.If) and self.gate_elifs.get(id(orelse), (None,))[0] is orelse:
+            line = self.gate_elifs[id(orelse)][1]
             if _constant(orelse.test):
+                self.changed.append(f"{line}: elif always true: became else")
                 return cst.Else(body=orelse.body, leading_lines=orelse.leading_lines)
+            self.changed.append(f"{line}: elif always false: removed")
             orelse = orelse.orelse
         return orelse
 
-    @staticmethod
-    def _lift(suite: cst.BaseSuite, leading: Sequence[cst.EmptyLine]) -> cst.FlattenSentinel[cst.BaseStatement]:
-        """The statements of ``suite`` for the enclosing block, the dropped line's comments on the first."""
+    def _lift(self, suite: cst.BaseSuite,
+              leading: Sequence[cst.EmptyLine]) -> cst.FlattenSentinel[cst.BaseStatement]:
+        """The statements of ``suite`` for the enclosing block, the dropped line's comments on the first
+        and its closing comments after the last (placed by :meth:`_place_footers`)."""
         if isinstance(suite, cst.IndentedBlock):
             statements: list[cst.BaseStatement] = list(suite.body)
         else:
@@ -156,22 +188,60 @@ class _Rewriter(cst.CSTTransformer):
         first = statements[0]
         if leading and isinstance(first, cst.SimpleStatementLine | cst.BaseCompoundStatement):
             statements[0] = first.with_changes(leading_lines=[*leading, *first.leading_lines])
+        if isinstance(suite, cst.IndentedBlock) and suite.footer:
+            self.footers[id(statements[-1])] = (statements[-1], suite.footer)
         return cst.FlattenSentinel(statements)
+
+    def _place_footers(self, body: Sequence[cst.BaseStatement]) -> tuple[list[cst.BaseStatement], list[cst.EmptyLine]]:
+        """``body`` with the closing comments of lifted blocks on the statement after them; those left over."""
+        placed: list[cst.BaseStatement] = []
+        pending: list[cst.EmptyLine] = []
+        for statement in body:
+            if pending and isinstance(statement, cst.SimpleStatementLine | cst.BaseCompoundStatement):
+                statement = statement.with_changes(leading_lines=[*pending, *statement.leading_lines])
+                pending = []
+            placed.append(statement)
+            entry = self.footers.pop(id(statement), None)
+            if entry is not None and entry[0] is statement:
+                pending += entry[1]
+        return placed, pending
 
     def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
         if not updated.body:
             return updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
-        return updated
+        if not self.footers:
+            return updated
+        body, footer = self._place_footers(updated.body)
+        return updated.with_changes(body=body, footer=[*footer, *updated.footer])
+
+    def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
+        if not self.footers:
+            return updated
+        body, footer = self._place_footers(updated.body)
+        return updated.with_changes(body=body, footer=[*footer, *updated.footer])
 
     def leave_IfExp(self, original: cst.IfExp, updated: cst.IfExp) -> cst.BaseExpression:
         value = _constant(updated.test)
+        self._simplified(original.test, updated.test)
         if value is None or self._gate_of(original.test) is None:
             return updated
         self.changed.append(f"{self._position(original)[0]}: ternary: kept its {'true' if value else 'false'} side")
         chosen = updated.body if value else updated.orelse
         return chosen.with_changes(lpar=updated.lpar, rpar=updated.rpar) if updated.lpar else chosen
 
+    def leave_While(self, original: cst.While, updated: cst.While) -> cst.While | cst.FlattenSentinel[
+            cst.BaseStatement] | cst.RemovalSentinel:
+        self._simplified(original.test, updated.test)
+        if self._gate_of(original.test) is None or _constant(updated.test) is not False:
+            return updated  # always true: refused, never chosen
+        kept = "its else" if updated.orelse else "nothing"
+        self.changed.append(f"{self._position(original)[0]}: while always false: kept {kept}")
+        if updated.orelse:
+            return self._lift(updated.orelse.body, updated.leading_lines)
+        return cst.RemovalSentinel.REMOVE
+
     def leave_Assert(self, original: cst.Assert, updated: cst.Assert) -> cst.Assert | cst.RemovalSentinel:
+        self._simplified(original.test, updated.test)
         if self._gate_of(original.test) is None or _constant(updated.test) is not True:
             return updated
         self.changed.append(f"{self._position(original)[0]}: assert always holds: removed")
@@ -187,6 +257,7 @@ class _Rewriter(cst.CSTTransformer):
             return updated
         judgement = self._gate_of(original.decorator.args[0].value)
         value = _constant(call.args[0].value)
+        self._simplified(original.decorator.args[0].value, call.args[0].value)
         if judgement is None or value is None or judgement.gate.skips_when_true is None:
             return updated
         if value != judgement.gate.skips_when_true:
@@ -279,8 +350,12 @@ def fix_source(source: str, judgements: Sequence[Judgement]) -> FileFix:
     if not chosen:
         return FileFix(source, [], refused)
     module = cst.parse_module(source)
-    rewriter = _Rewriter(chosen, source.splitlines())
-    rewritten = cst.MetadataWrapper(module).visit(rewriter)
+    rewriter = _Rewriter(chosen, re.split(r"\r\n|\r|\n", source))  # ast's lines: not str.splitlines (\f, \u2028)
+    try:
+        rewritten = cst.MetadataWrapper(module).visit(rewriter)
+    except cst.CSTValidationError as error:  # e.g. `if(v >= 3)and x:` would need `if x:` re-spaced
+        return FileFix(source, [], refused + [f"cannot rewrite without reformatting ({error}); "
+                                              "the file was left unchanged"])
     if rewriter.unsafe:
         return FileFix(source, [], refused + ["a decided comparison sits next to code with side effects; "
                                               "the file was left unchanged"])
