@@ -17,17 +17,18 @@ simplification that would drop code with side effects.
 from __future__ import annotations
 
 import ast
-import os
 import re
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from typing import TypeVar
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
 
+from jaxrel.atomic import write_atomically
 from jaxrel.gates import Judgement
+
+__all__ = ["FileFix", "fix_source", "write_atomically"]
 
 DECIDED = {"always-true": True, "always-false": False}
 
@@ -306,6 +307,9 @@ def _used_names(tree: ast.Module) -> set[str]:
     return used
 
 
+_AnyImport = TypeVar("_AnyImport", cst.Import, cst.ImportFrom)
+
+
 class _DropImports(cst.CSTTransformer):
     """Remove the given bound names from import statements (and statements left empty)."""
 
@@ -317,8 +321,7 @@ class _DropImports(cst.CSTTransformer):
         bound = alias.asname.name if alias.asname else alias.name
         return cst.helpers.get_full_name_for_node(bound).split(".")[0] not in self.names  # type: ignore[union-attr]
 
-    def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom) -> cst.ImportFrom | \
-            cst.RemovalSentinel:
+    def _filtered(self, updated: _AnyImport) -> _AnyImport | cst.RemovalSentinel:
         if isinstance(updated.names, cst.ImportStar):
             return updated
         kept = [a for a in updated.names if self._keep(a)]
@@ -329,14 +332,12 @@ class _DropImports(cst.CSTTransformer):
             return updated.with_changes(names=kept)
         return updated
 
+    def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom) -> cst.ImportFrom | \
+            cst.RemovalSentinel:
+        return self._filtered(updated)
+
     def leave_Import(self, original: cst.Import, updated: cst.Import) -> cst.Import | cst.RemovalSentinel:
-        kept = [a for a in updated.names if self._keep(a)]
-        if not kept:
-            return cst.RemovalSentinel.REMOVE
-        if len(kept) != len(updated.names):
-            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-            return updated.with_changes(names=kept)
-        return updated
+        return self._filtered(updated)
 
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine,
                                   updated: cst.SimpleStatementLine) -> cst.SimpleStatementLine | cst.RemovalSentinel:
@@ -370,16 +371,3 @@ def fix_source(source: str, judgements: Sequence[Judgement]) -> FileFix:
         rewritten = rewritten.visit(_DropImports(dropped))
     changed += [f"import {name}: no longer used, removed" for name in sorted(dropped)]
     return FileFix(rewritten.code, changed, refused)
-
-
-def write_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` with ``text`` in one step, keeping its permissions."""
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
-            out.write(text)
-        os.chmod(temporary, path.stat().st_mode & 0o777)
-        os.replace(temporary, path)
-    except BaseException:
-        os.unlink(temporary)
-        raise

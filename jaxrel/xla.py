@@ -11,8 +11,6 @@ name and sha256) and the known XLA commits (``releasedata.xla_commits``).
 from __future__ import annotations
 
 import ast
-import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -20,6 +18,7 @@ from pathlib import Path
 from packaging.tags import Tag
 
 from jaxrel import releasedata
+from jaxrel.atomic import write_atomically
 from jaxrel.index import IndexFile, Listing
 
 RULE = "xla_ffi"
@@ -105,15 +104,7 @@ def write_pin(workspace: Path, pin: XlaPin, name: str = "xla") -> bool:
     updated = rewrite(source, pin, str(workspace), name)
     if updated == source:
         return False
-    handle, temporary = tempfile.mkstemp(dir=workspace.parent, prefix=".WORKSPACE.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
-            out.write(updated)
-        os.chmod(temporary, workspace.stat().st_mode & 0o777)
-        os.replace(temporary, workspace)
-    except BaseException:
-        os.unlink(temporary)
-        raise
+    write_atomically(workspace, updated)
     return True
 
 
