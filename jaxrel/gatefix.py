@@ -74,9 +74,9 @@ class _Rewriter(cst.CSTTransformer):
         self.spans: list[tuple[tuple[int, int], tuple[int, int]]] = []  # (start, end) of each gate's condition
         for judgement in judgements:
             gate = judgement.gate
-            self.gates[(gate.line, _char_col(lines, gate.line, gate.col))] = judgement
-            self.spans.append(((gate.line, _char_col(lines, gate.line, gate.col)),
-                               (gate.end_line, _char_col(lines, gate.end_line, gate.end_col))))
+            start = (gate.line, _char_col(lines, gate.line, gate.col))
+            self.gates[start] = judgement
+            self.spans.append((start, (gate.end_line, _char_col(lines, gate.end_line, gate.end_col))))
             by_position: dict[tuple[int, int], list[bool | None]] = {}
             for comparison in gate.comparisons:
                 position = (comparison.line, _char_col(lines, comparison.line, comparison.col))
@@ -85,7 +85,6 @@ class _Rewriter(cst.CSTTransformer):
                 if None not in values:
                     self.compares[position] = all(values)
         self.changed: list[str] = []
-        self.refused: list[str] = []
         self.unsafe = False
         self.gate_elifs: dict[int, tuple[cst.If, int]] = {}  # id(rewritten elif with a gate test) -> (it, line)
         self.footers: dict[int, tuple[cst.CSTNode, Sequence[cst.EmptyLine]]] = {}  # lifted last statement -> footer
@@ -267,36 +266,24 @@ class _Rewriter(cst.CSTTransformer):
         return updated
 
 
-def _refusals(judgements: Sequence[Judgement]) -> list[str]:
-    """Decided gates that cannot be rewritten exactly, with why."""
-    refused = []
-    for j in judgements:
-        value = DECIDED.get(j.verdict)
-        where = f"{j.gate.line}: {j.gate.source}"
-        if j.gate.kind == "expression" and any(v in DECIDED for v in j.comparisons.values()):
-            refused.append(f"{where}: {j.verdict} outside a branch; replace it by hand")
-        elif j.gate.kind == "assert" and value is False:
-            refused.append(f"{where}: an assert that always fails")
-        elif j.gate.kind == "skip-decorator" and value is not None and value == j.gate.skips_when_true:
-            refused.append(f"{where}: the test is always skipped; delete it by hand")
-        elif j.gate.kind == "while" and value is True:
-            refused.append(f"{where}: a loop whose condition is always true")
-    return refused
+def _refusal(j: Judgement) -> str | None:
+    """Why a decided gate cannot be rewritten exactly; ``None`` when it can (or is not decided)."""
+    value = DECIDED.get(j.verdict)
+    where = f"{j.gate.line}: {j.gate.source}"
+    if j.gate.kind == "expression" and any(v in DECIDED for v in j.comparisons.values()):
+        return f"{where}: {j.verdict} outside a branch; replace it by hand"
+    if j.gate.kind == "assert" and value is False:
+        return f"{where}: an assert that always fails"
+    if j.gate.kind == "skip-decorator" and value is not None and value == j.gate.skips_when_true:
+        return f"{where}: the test is always skipped; delete it by hand"
+    if j.gate.kind == "while" and value is True:
+        return f"{where}: a loop whose condition is always true"
+    return None
 
 
-def _rewritable(judgements: Sequence[Judgement]) -> list[Judgement]:
-    refused = {id(j) for j in judgements if any(r.startswith(f"{j.gate.line}: {j.gate.source}:")
-                                                 for r in _refusals([j]))}
-    return [j for j in judgements if id(j) not in refused and any(v in DECIDED for v in j.comparisons.values())]
-
-
-def _imported_names(tree: ast.Module) -> dict[str, ast.stmt]:
-    bound: dict[str, ast.stmt] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import | ast.ImportFrom):
-            for alias in node.names:
-                bound[(alias.asname or alias.name).split(".")[0]] = node
-    return bound
+def _imported_names(tree: ast.Module) -> set[str]:
+    return {(alias.asname or alias.name).split(".")[0] for node in ast.walk(tree)
+            if isinstance(node, ast.Import | ast.ImportFrom) for alias in node.names}
 
 
 def _used_names(tree: ast.Module) -> set[str]:
@@ -346,8 +333,9 @@ class _DropImports(cst.CSTTransformer):
 
 def fix_source(source: str, judgements: Sequence[Judgement]) -> FileFix:
     """``source`` with its decided gates rewritten; gates it refuses are listed, untouched."""
-    refused = _refusals(judgements)
-    chosen = _rewritable(judgements)
+    refusals = {id(j): _refusal(j) for j in judgements}
+    refused = [reason for reason in refusals.values() if reason]
+    chosen = [j for j in judgements if not refusals[id(j)] and any(v in DECIDED for v in j.comparisons.values())]
     if not chosen:
         return FileFix(source, [], refused)
     module = cst.parse_module(source)

@@ -25,6 +25,7 @@ from __future__ import annotations
 import itertools
 import json
 import subprocess
+import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -107,7 +108,8 @@ def _scan_with_newer_python(tree: Path, files: list[str], names: dict[str, str],
                             failed: dict[str, str]) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Re-read ``files`` with the newest interpreter here (new syntax); what still fails stays failed."""
     pythons = find_pythons()
-    if not pythons:
+    running = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    if not pythons or list(pythons)[-1] == running:  # nothing newer: it would fail the same way
         return [], failed
     newest = list(pythons.values())[-1]  # find_pythons sorts by version
     request = json.dumps({"root": str(tree), "files": files, "names": names, "raw": raw})
@@ -124,13 +126,18 @@ def _scan_with_newer_python(tree: Path, files: list[str], names: dict[str, str],
 # -- judging -----------------------------------------------------------------------------------------
 
 
+def _all(results: Sequence[bool | None]) -> bool | None:
+    """Three-valued ``and``: False wins, then unknown."""
+    return False if False in results else None if None in results else True
+
+
 def evaluate(condition: Condition, comparisons: Sequence[Comparison], values: Mapping[str, int | None]) -> bool | None:
     """``condition`` in three-valued logic: comparisons from ``values``; anything else is unknown (None)."""
     if "and" in condition or "or" in condition:
         operands: list[Condition] = condition["and"] if "and" in condition else condition["or"]
         results = [evaluate(c, comparisons, values) for c in operands]
         if "and" in condition:
-            return False if False in results else None if None in results else True
+            return _all(results)
         return True if True in results else None if None in results else False
     if "not" in condition:
         inner = evaluate(condition["not"], comparisons, values)
@@ -140,7 +147,7 @@ def evaluate(condition: Condition, comparisons: Sequence[Comparison], values: Ma
         for index in condition["cmp"]:
             value = values.get(comparisons[index].number)
             parts.append(None if value is None else comparisons[index].holds(value))
-        return False if False in parts else None if None in parts else True
+        return _all(parts)
     return None
 
 
