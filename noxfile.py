@@ -1,4 +1,4 @@
-"""nox sessions: compat (the main job), tests, build, doctor, bench, lint.
+"""nox sessions: compat (the main job), tests, build, release, doctor, bench, lint.
 
 Environments are built with uv when it is installed beside nox (fallback: virtualenv),
 with pip's index configuration passed to uv (``jaxrel.pipconfig``); wheels land in
@@ -7,6 +7,7 @@ uv's shared cache, so sessions and the tests download each wheel once per machin
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
 
@@ -82,6 +83,29 @@ def compat(session: nox.Session) -> None:
 
 
 @nox.session
+def release(session: nox.Session) -> None:
+    """The release steps CI runs (.github/workflows/release.yml), locally: ``-- ACTION [OPTIONS]`` runs
+    ``jaxrel release ACTION`` (plan, check, bump, build, verify, publish); with no arguments, plan, check,
+    build into ``build/release-dist`` (replaced), verify, and ``publish --dry-run``.
+    Credentials for ``publish`` come from TWINE_USERNAME/TWINE_PASSWORD or the keyring, never arguments.
+    """
+    _uv_env(session)
+    _build_tools(session)  # compiled components are built with Bazel
+    session.install("-e", ".[release]")
+    if session.posargs:
+        session.run("jaxrel", "release", *session.posargs)
+        return
+    dist = ROOT / "build" / "release-dist"
+    if dist.exists():
+        shutil.rmtree(dist)
+    session.run("jaxrel", "release", "plan")
+    session.run("jaxrel", "release", "check")
+    session.run("jaxrel", "release", "build", "--output", str(dist))
+    session.run("jaxrel", "release", "verify", str(dist))
+    session.run("jaxrel", "release", "publish", str(dist), "--dry-run")
+
+
+@nox.session
 def bench(session: nox.Session) -> None:
     """Benchmarks under benchmarks/ (measured numbers; see README): all, or ``-- NAME [ARGS]``."""
     _uv_env(session)
@@ -98,6 +122,6 @@ def bench(session: nox.Session) -> None:
 def lint(session: nox.Session) -> None:
     """ruff and mypy."""
     _uv_env(session)
-    session.install("ruff", "mypy", "packaging", "pytest", "hypothesis", "nox", "uv")
+    session.install("ruff", "mypy", "packaging", "pytest", "hypothesis", "nox", "uv", "tomlkit")
     session.run("ruff", "check", "jaxrel", "tests", "benchmarks", "scripts", "noxfile.py")
     session.run("mypy", "jaxrel")

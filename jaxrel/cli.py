@@ -24,6 +24,7 @@ from jaxrel.guard import canonical_name
 from jaxrel.index import Index, IndexClientError
 from jaxrel.matrix import BackendFilter, Matrix, MatrixError
 from jaxrel.pythons import PythonNotFound, python_for, supported_tags
+from jaxrel.release import commands as release_commands
 from jaxrel.wheels import WheelError
 
 EXIT_OK, EXIT_INCOMPATIBLE, EXIT_BAD_INPUT = 0, 1, 2
@@ -425,6 +426,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_argument("--quiet", action="store_true", help="do not stream Bazel's progress")
     sub.set_defaults(run=cmd_build)
 
+    release_commands.add_parser(verbs)
+
     sub = verb("xla", "Show or move the XLA pin in WORKSPACE.")
     actions = sub.add_subparsers(dest="action", required=True)
     show = actions.add_parser("show", help="print the pin and what it means for extensions")
@@ -450,8 +453,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.run(args))
     except (UsageError, ConfigError, policy.VersionError, doctor.InterpreterError, IndexClientError, WheelError,
             compat.CompatError, MatrixError, PythonNotFound, EnvError, BuildError, xla.PinError,
-            gatereport.MinimumNotFound) as error:
-        print(f"jaxrel {args.verb}: error: {error}", file=sys.stderr)
+            gatereport.MinimumNotFound, *release_commands.ERRORS) as error:
+        verb = f"release {args.action}" if args.verb == "release" else args.verb
+        print(f"jaxrel {verb}: error: {release_commands.publish.redact(str(error))}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
 

@@ -225,7 +225,7 @@ def jax_profile() -> Family:
 
 PROFILES = {"jax": jax_profile}
 
-_TOP_KEYS = {"profile", "name", "frontend", "backend", "api-numbers", "plugins", "releases"}
+_TOP_KEYS = {"profile", "name", "frontend", "backend", "api-numbers", "plugins", "releases", "release"}
 _PACKAGE_KEYS = {"distribution", "package", "version-file"}
 _FRONTEND_KEYS = _PACKAGE_KEYS | {"minimum-backend-variable", "minimum-backend"}
 _BACKEND_KEYS = _PACKAGE_KEYS | {"ffi-header"}
@@ -285,7 +285,7 @@ class _Reader:
     def family(self, config: Any) -> Family:
         top = self.table(config, "tool.jaxrel", _TOP_KEYS)
         if "profile" in top:
-            others = sorted(set(top) - {"profile"})
+            others = sorted(set(top) - {"profile", "release"})  # release: jaxrel.release.config
             if others:
                 raise self.error("tool.jaxrel", f"'profile' cannot be combined with {others[0]!r}; "
                                  "declare the family in full or use the profile alone")

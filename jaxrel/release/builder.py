@@ -1,0 +1,108 @@
+"""``jaxrel release build``: every component of the release into one ``dist/`` with a manifest.
+
+Pure packages: ``python -m build`` (sdist + wheel; uv installs the build requirements when
+present). Compiled wheels: :func:`jaxrel.build.build` (Bazel through bazelisk). Everything is
+built into a staging directory beside ``dist/`` and moved there only when every component
+built and every artifact names the right distribution and version: a failed build leaves
+``dist/`` untouched.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+
+from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
+from packaging.version import Version
+
+from jaxrel import build as bazel
+from jaxrel.release.config import Component
+from jaxrel.release.manifest import Artifact, Manifest
+from jaxrel.release.plan import Plan
+from jaxrel.release.project import Project
+
+Progress = Callable[[str], None]
+
+
+class ReleaseBuildError(RuntimeError):
+    """A component failed to build, or built the wrong thing; ``dist/`` was not touched."""
+
+
+def _python_build(project: Project, component: Component, into: Path, progress: Progress) -> None:
+    command = [sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(into)]
+    if shutil.which("uv"):
+        command.append("--installer=uv")
+    command.append(str(project.root / component.path))
+    progress(f"building {component.distribution}: python -m build {component.path}")
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    if done.returncode != 0:
+        lines = [line for line in (done.stderr + done.stdout).splitlines() if line.strip()]
+        last = next((line for line in reversed(lines) if "error" in line.lower()), lines[-1] if lines else "")
+        if "No module named build" in done.stderr:
+            last = "the `build` package is missing; pip install 'jaxrel[release]'"
+        raise ReleaseBuildError(f"{component.distribution}: python -m build failed: {last.strip()}")
+
+
+def _bazel_build(project: Project, component: Component, into: Path, python: str | None, progress: Progress) -> None:
+    progress(f"building {component.distribution}: bazel build {' '.join(component.targets)}")
+    try:
+        bazel.build(project.root, wheels=component.targets, python=python, output=into, progress=progress)
+    except bazel.BuildError as error:
+        raise ReleaseBuildError(f"{component.distribution}: {error}") from None
+
+
+def _identify(path: Path) -> tuple[str, Version]:
+    if path.name.endswith(".whl"):
+        name, version, _, _ = parse_wheel_filename(path.name)
+    else:
+        name, version = parse_sdist_filename(path.name)
+    return str(name), version
+
+
+def build_release(project: Project, plan: Plan, output: Path, *, python: str | None = None,
+                  progress: Progress = lambda line: None) -> Manifest:
+    """Build the plan's components into ``output`` (which must be empty or absent)."""
+    if output.exists() and any(output.iterdir()):
+        raise ReleaseBuildError(f"{output} is not empty; remove it or pass --output to a new directory")
+    components = [project.release.component(name) for name in plan.upload_order]
+    external = [c.distribution for c in components if c.build == "external"]
+    if external:
+        raise ReleaseBuildError(f"{', '.join(external)} is built outside jaxrel (build = \"external\"); build it "
+                                "with its own tooling, or release without it")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    try:
+        artifacts: list[Artifact] = []
+        for component in components:
+            into = staging / canonicalize_name(component.distribution)
+            into.mkdir()
+            if component.build == "python":
+                _python_build(project, component, into, progress)
+            else:
+                _bazel_build(project, component, into, python, progress)
+            for path in sorted(into.iterdir()):
+                name, version = _identify(path)
+                if name != canonicalize_name(component.distribution) or version != Version(plan.version):
+                    raise ReleaseBuildError(f"{component.distribution}: built {path.name}, expected "
+                                            f"{component.distribution} {plan.version}; check its declared versions "
+                                            "(jaxrel release check)")
+                artifacts.append(Artifact.of(path, component.distribution, plan.version, component.role))
+        commit = project.git("rev-parse", "HEAD").stdout.strip() or None if project.is_git else None
+        manifest = Manifest(plan.family, plan.version, plan.tag, commit, tuple(artifacts))
+        final = staging / "final"
+        final.mkdir()
+        for artifact in artifacts:
+            component_dir = staging / canonicalize_name(artifact.distribution)
+            os.replace(component_dir / artifact.file, final / artifact.file)
+        manifest.write(final)
+        if output.exists():
+            output.rmdir()
+        os.replace(final, output)
+        return manifest
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,327 @@
+"""``jaxrel release check``: the pre-flight that refuses a bad release.
+
+Each check passes, fails (one line: what is wrong, and the fix) or cannot apply (e.g. git
+checks on an unpacked sdist), and says which. The checks, in order: every declared file
+agrees on each component's version; the release rules of the policy (a backend release
+comes with the frontend at the same version, the minimum backend is released, the frontend
+admits the latest backend); the frontend requires exactly [minimum, release] of the
+backend; plugins and extensions pin or admit the backend as the policy says; nothing at
+this version is on the index yet; the changelog names the version; the git tree is clean
+and the tag is free (or already points at HEAD, as in CI on a tag push).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from jaxrel import policy
+from jaxrel.release import locations
+from jaxrel.release.config import Component
+from jaxrel.release.plan import Plan
+from jaxrel.release.project import Project
+
+PASS, FAIL, NOT_APPLICABLE = "pass", "fail", "n/a"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One check's outcome."""
+
+    name: str
+    status: str  # PASS | FAIL | NOT_APPLICABLE
+    detail: str
+    fix: str | None = None
+
+    def line(self) -> str:
+        return f"{self.detail}" + (f" Fix: {self.fix}." if self.fix else "")
+
+
+def _versions_consistent(project: Project, plan: Plan) -> list[Check]:
+    checks = []
+    for component in project.release.components:
+        readings = [r for r in project.readings(component) if r.value is not None]
+        values = {str(Version(r.value)) for r in readings if r.value is not None}
+        if project.sdist is not None and component.role == "frontend":
+            from jaxrel.wheels import inspect
+
+            declared = inspect(project.sdist, project.family).version
+            readings.append(locations_reading("PKG-INFO:Version", declared))
+            values.add(str(Version(declared)))
+        where = ", ".join(f"{r.location}={r.value}" for r in readings)
+        if len(values) == 1:
+            checks.append(Check(f"versions:{component.distribution}", PASS,
+                                f"{component.distribution} {values.pop()} in every declared file ({where})"))
+        else:
+            wanted = plan.version if component.distribution in plan.upload_order else project.version_of(component)
+            checks.append(Check(f"versions:{component.distribution}", FAIL,
+                                f"{component.distribution}: declared files disagree ({where})",
+                                f"jaxrel release bump {wanted} --component {component.distribution}"))
+    return checks
+
+
+def locations_reading(text: str, value: str) -> Any:
+    """A reading of a location outside the configuration (an sdist's PKG-INFO)."""
+    from jaxrel.release.config import Location
+    from jaxrel.release.project import Reading
+
+    file, _, key = text.partition(":")
+    return Reading(Location(file, key), value)
+
+
+def _rules(project: Project, plan: Plan) -> list[Check]:
+    if project.release.frontend() is None:
+        return [Check("rules", NOT_APPLICABLE, "this tree releases no frontend or backend; the release rules "
+                      "apply where they are released")]
+    if plan.minimum_backend is None:
+        return [Check("rules", NOT_APPLICABLE, "the frontend declares no minimum backend; the release rules need one",
+                      "declare minimum-backend for the frontend component")]
+    checks = [Check(f"rule:{v.rule}", FAIL, v.message, v.fix) for v in plan.problems]
+    failed = {v.rule for v in plan.problems}
+    names = ["backend-release-has-frontend-release", "minimum-is-released", "frontend-supports-latest-backend",
+             "minimum-not-newer-than-frontend"]
+    for name in names:
+        if name in failed:
+            continue
+        if plan.released_backends is None and name in ("minimum-is-released", "frontend-supports-latest-backend"):
+            checks.append(Check(f"rule:{name}", FAIL, f"cannot tell: {plan.index_error or 'the index was not asked'}",
+                                "make the index reachable or pass --index-url"))
+        else:
+            checks.append(Check(f"rule:{name}", PASS, _explain(name, plan)))
+    return checks
+
+
+def _explain(rule: str, plan: Plan) -> str:
+    released = plan.released_backends or []
+    return {
+        "backend-release-has-frontend-release": "the backend is released with the frontend at the same version"
+        if plan.backend_version == plan.version else "no backend release in this plan",
+        "minimum-is-released": f"minimum backend {plan.minimum_backend} is released"
+        + ("" if plan.minimum_backend in released else " in this release"),
+        "frontend-supports-latest-backend": f"the frontend admits the latest released backend "
+        f"{released[-1] if released else plan.backend_version}",
+        "minimum-not-newer-than-frontend": f"minimum {plan.minimum_backend} <= {plan.version}",
+    }[rule]
+
+
+def _requirements(project: Project, component: Component) -> tuple[list[Requirement] | None, str]:
+    """The component's declared requirements (with extras' markers) and where they come from."""
+    if project.sdist is not None and component.role == "frontend":
+        from jaxrel.wheels import inspect
+
+        return [Requirement(r) for r in inspect(project.sdist, project.family).requires_dist], "PKG-INFO"
+    if component.build != "python":
+        return None, f"{component.distribution} is built by {component.build}; `release verify` checks its metadata"
+    path = project.root / component.pyproject
+    if not path.is_file():
+        return None, f"{component.pyproject} does not exist"
+    import tomllib
+
+    table = tomllib.loads(path.read_text(encoding="utf-8")).get("project", {})
+    if "dependencies" in table.get("dynamic", []) or "dependencies" not in table:
+        return None, f"{component.pyproject} computes its dependencies at build time; `release verify` checks them"
+    texts = list(table["dependencies"])
+    for extra, items in table.get("optional-dependencies", {}).items():
+        texts += [f"{item}; extra == {extra!r}" if ";" not in item else f"{item} and extra == {extra!r}"
+                  for item in items]
+    try:
+        return [Requirement(t) for t in texts], component.pyproject
+    except InvalidRequirement as error:
+        return None, f"{component.pyproject}: invalid requirement ({error})"
+
+
+def _unconditional(requirement: Requirement) -> bool:
+    return requirement.marker is None or "extra" not in str(requirement.marker)
+
+
+def pins_exactly(specifier: SpecifierSet, version: Version) -> bool:
+    """``specifier`` admits ``version`` and none of its neighbours (an exact pin, however spelled)."""
+    release = list(version.release)
+    neighbours = [Version(".".join(map(str, [*release[:-1], release[-1] + 1]))),
+                  Version(".".join(map(str, [*release, 1])))]
+    if release[-1] > 0:
+        neighbours.append(Version(".".join(map(str, [*release[:-1], release[-1] - 1]))))
+    return specifier.contains(version, prereleases=True) and not any(
+        specifier.contains(n, prereleases=True) for n in neighbours)
+
+
+def _frontend_range(project: Project, plan: Plan) -> Check:
+    name = "frontend-requires-backend-range"
+    frontend = project.release.frontend()
+    if frontend is None:
+        return Check(name, NOT_APPLICABLE, "this tree does not release the frontend")
+    backend = project.family.backend.distribution
+    requirements, source = _requirements(project, frontend)
+    if requirements is None:
+        return Check(name, NOT_APPLICABLE, f"cannot read the frontend's requirements: {source}")
+    found = [r for r in requirements if canonicalize_name(r.name) == canonicalize_name(backend) and _unconditional(r)]
+    wanted = f">={plan.minimum_backend},<={policy.release_text(Version(plan.version))}"
+    fix = f"require \"{backend}{wanted}\" (jaxrel release bump {plan.version} rewrites it)"
+    if len(found) != 1:
+        return Check(name, FAIL, f"{source}: {len(found)} unconditional requirements on {backend}, expected one", fix)
+    specifier = found[0].specifier
+    bounds = {(s.operator, str(Version(s.version))) for s in specifier}
+    expected = {(">=", str(Version(plan.minimum_backend or "0"))),
+                ("<=", str(Version(policy.release_text(Version(plan.version)))))}
+    if bounds != expected:
+        return Check(name, FAIL, f"{source}: the frontend requires {backend}{specifier}, not exactly {wanted}", fix)
+    return Check(name, PASS, f"{source}: {backend}{specifier} is exactly [minimum, release]")
+
+
+def _pins(project: Project, plan: Plan) -> list[Check]:
+    """Plugins (pinned: exactly the backend; unpinned: admit it) and extensions (admit it)."""
+    checks: list[Check] = []
+    family = project.family
+    backend = family.backend.distribution
+    if plan.backend_version is None:
+        return [Check("pins", NOT_APPLICABLE, "no backend version known, so plugin pins cannot be checked")]
+    current = Version(plan.backend_version)
+    for component in project.release.components:
+        if component.role not in ("plugin", "extension") or component.distribution not in plan.upload_order:
+            continue
+        spec = family.plugin_for(component.distribution)
+        pinned = component.role == "plugin" and spec is not None and spec.pinned
+        name = f"pin:{component.distribution}"
+        version = Version(project.version_of(component))
+        if pinned and policy.release_key(version) != policy.release_key(current):
+            checks.append(Check(name, FAIL, f"{component.distribution} {version} is pinned to the backend, but "
+                                f"{backend} is {current}", f"release {backend} {version} with it, or bump "
+                                f"{component.distribution} to {current}"))
+            continue
+        requirements, source = _requirements(project, component)
+        found = [r for r in requirements or [] if canonicalize_name(r.name) == canonicalize_name(backend)]
+        if requirements is None:
+            checks.append(Check(name, NOT_APPLICABLE, source))
+        elif not found and component.role == "extension":
+            checks.append(Check(name, PASS, f"{source}: {component.distribution} does not depend on {backend}"))
+        elif not found:
+            checks.append(Check(name, FAIL, f"{source}: {component.distribution} does not require {backend}",
+                                f"add \"{backend}=={current}\"" if pinned else f"require a {backend} range"))
+        elif pinned and not pins_exactly(found[0].specifier, current):
+            checks.append(Check(name, FAIL, f"{source}: {component.distribution} requires {backend}"
+                                f"{found[0].specifier}, not exactly {current}",
+                                f"require \"{backend}=={current}\" (jaxrel release bump rewrites it)"))
+        elif not found[0].specifier.contains(current, prereleases=True):
+            checks.append(Check(name, FAIL, f"{source}: {component.distribution} requires {backend}"
+                                f"{found[0].specifier}, which excludes {current}", f"admit {backend} {current}"))
+        else:
+            checks.append(Check(name, PASS, f"{source}: {component.distribution} requires {backend}"
+                                f"{found[0].specifier}" + (" (pinned)" if pinned else " (admits it)")))
+    checks += _frontend_extras(project, plan, current)
+    return checks
+
+
+def _frontend_extras(project: Project, plan: Plan, current: Version) -> list[Check]:
+    """The frontend's extras that install plugins must admit the backend (pinned ones: only it)."""
+    frontend = project.release.frontend()
+    if frontend is None:
+        return []
+    requirements, source = _requirements(project, frontend)
+    checks = []
+    for requirement in requirements or []:
+        spec = project.family.plugin_for(requirement.name)
+        if spec is None or _unconditional(requirement):
+            continue
+        ok = (pins_exactly(requirement.specifier, current) if spec.pinned
+              else requirement.specifier.contains(current, prereleases=True))
+        extra = str(requirement.marker)
+        name = f"pin:{requirement.name}[{extra.split('==')[-1].strip().strip(chr(34) + chr(39))}]"
+        if ok:
+            checks.append(Check(name, PASS, f"{source}: {requirement} " + ("pins" if spec.pinned else "admits")
+                                + f" {project.family.backend.distribution} {current}"))
+        else:
+            checks.append(Check(name, FAIL, f"{source}: {requirement} does not "
+                                + ("pin" if spec.pinned else "admit") + f" the backend version {current}",
+                                f"require {requirement.name}=={current} in that extra"))
+    return checks
+
+
+def _unreleased(plan: Plan) -> Check:
+    taken = [p.distribution for p in plan.components if p.in_release and p.on_index]
+    if any(p.in_release and p.on_index is None for p in plan.components):
+        return Check("version-unreleased", FAIL, f"cannot tell whether {plan.version} is on the index: "
+                     f"{plan.index_error or 'the index was not asked'}", "make the index reachable or pass --index-url")
+    if taken:
+        return Check("version-unreleased", FAIL, f"{', '.join(taken)} {plan.version} already on the index",
+                     "bump to a new version (jaxrel release bump)")
+    return Check("version-unreleased", PASS, f"nothing at {plan.version} is on the index yet")
+
+
+def changelog_has(text: str, version: str) -> bool:
+    """A Markdown/RST heading line names ``version`` exactly (not a longer version)."""
+    pattern = re.compile(rf"(?<![\w.]){re.escape(version)}(?![\w]|\.\d)")
+    lines = text.splitlines()
+    for number, line in enumerate(lines):
+        underlined = number + 1 < len(lines) and re.fullmatch(r"[=\-~^]{3,}", lines[number + 1].strip() or "x")
+        if (line.lstrip().startswith("#") or underlined) and pattern.search(line):
+            return True
+    return False
+
+
+def _changelog(project: Project, plan: Plan) -> Check:
+    name = project.release.changelog
+    if name is None:
+        return Check("changelog", NOT_APPLICABLE, "no changelog declared")
+    path = project.root / name
+    if not path.is_file():
+        if project.sdist is not None:
+            return Check("changelog", NOT_APPLICABLE, f"the sdist does not ship {name}; check the checkout")
+        return Check("changelog", FAIL, f"{name} does not exist", f"create {name} with a '## {plan.version}' section")
+    if changelog_has(path.read_text(encoding="utf-8"), plan.version):
+        return Check("changelog", PASS, f"{name} has a heading for {plan.version}")
+    return Check("changelog", FAIL, f"{name} has no heading for {plan.version}",
+                 f"add a '## {plan.version}' section describing the release")
+
+
+def _git(project: Project, plan: Plan) -> list[Check]:
+    if project.sdist is not None:
+        why = "an sdist has no git history"
+        return [Check("git-clean", NOT_APPLICABLE, why), Check("tag-free", NOT_APPLICABLE, why)]
+    if not project.is_git:
+        why = f"{project.root} is not a git checkout"
+        return [Check("git-clean", NOT_APPLICABLE, why), Check("tag-free", NOT_APPLICABLE, why)]
+    status = project.git("status", "--porcelain").stdout.splitlines()
+    clean = (Check("git-clean", PASS, "the git tree is clean") if not status else
+             Check("git-clean", FAIL, f"the git tree has {len(status)} uncommitted change(s), e.g. {status[0].strip()}",
+                   "commit or stash them, so the release is built from a commit"))
+    tag = plan.tag
+    tagged = project.git("rev-parse", "-q", "--verify", f"refs/tags/{tag}^{{commit}}")
+    if tagged.returncode != 0:
+        return [clean, Check("tag-free", PASS, f"tag {tag} does not exist yet")]
+    head = project.git("rev-parse", "HEAD").stdout.strip()
+    if tagged.stdout.strip() == head:
+        return [clean, Check("tag-free", PASS, f"tag {tag} points at HEAD (a tag-triggered release)")]
+    return [clean, Check("tag-free", FAIL, f"tag {tag} already exists at {tagged.stdout.strip()[:12]}, not HEAD",
+                         "bump to a new version; never move a release tag")]
+
+
+def run_checks(project: Project, plan: Plan) -> list[Check]:
+    """Every check, in order."""
+    try:
+        consistency = _versions_consistent(project, plan)
+    except locations.LocationError as error:
+        return [Check("versions", FAIL, str(error))]
+    return [*consistency, *_rules(project, plan), _frontend_range(project, plan), *_pins(project, plan),
+            _unreleased(plan), _changelog(project, plan), *_git(project, plan)]
+
+
+def render(checks: list[Check], plan: Plan) -> str:
+    marks = {PASS: "ok  ", FAIL: "FAIL", NOT_APPLICABLE: "n/a "}
+    width = max(len(c.name) for c in checks)
+    lines = [f"release check {plan.family} {plan.version} ({plan.contents})"]
+    lines += [f"  {marks[c.status]}  {c.name.ljust(width)}  {c.line()}" for c in checks]
+    failed = sum(c.status == FAIL for c in checks)
+    lines.append(f"{len(checks)} checks: {sum(c.status == PASS for c in checks)} passed, {failed} failed, "
+                 f"{sum(c.status == NOT_APPLICABLE for c in checks)} not applicable")
+    return "\n".join(lines)
+
+
+def to_json(checks: list[Check], plan: Plan) -> dict[str, Any]:
+    return {"plan": plan.to_json(), "checks": [asdict(c) for c in checks],
+            "ok": not any(c.status == FAIL for c in checks)}

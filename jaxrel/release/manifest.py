@@ -1,0 +1,75 @@
+"""The release manifest: ``dist/manifest.json`` names every artifact, its version and sha256.
+
+Written by ``release build``, trusted by nothing: ``verify`` and ``publish`` re-hash every
+file against it, and refuse a file it does not list.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from jaxrel.index import sha256_of
+
+NAME = "manifest.json"
+SCHEMA = 1
+
+
+class ManifestError(ValueError):
+    """A missing or malformed manifest."""
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """One built file."""
+
+    file: str
+    distribution: str
+    version: str
+    role: str
+    kind: str  # "wheel" | "sdist"
+    sha256: str
+    size: int
+
+    @classmethod
+    def of(cls, path: Path, distribution: str, version: str, role: str) -> Artifact:
+        kind = "wheel" if path.name.endswith(".whl") else "sdist"
+        return cls(path.name, distribution, version, role, kind, sha256_of(path), path.stat().st_size)
+
+
+@dataclass(frozen=True)
+class Manifest:
+    """A release's artifacts in upload order (backend first, frontend last)."""
+
+    family: str
+    version: str
+    tag: str
+    commit: str | None
+    artifacts: tuple[Artifact, ...]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"schema": SCHEMA, **asdict(self), "artifacts": [asdict(a) for a in self.artifacts]}
+
+    def write(self, directory: Path) -> Path:
+        path = directory / NAME
+        path.write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
+        return path
+
+
+def read(directory: Path) -> Manifest:
+    """The manifest in ``directory``; one-line errors name the fix."""
+    path = directory / NAME
+    if not path.is_file():
+        raise ManifestError(f"{path}: no manifest; build the release with `jaxrel release build --output {directory}`")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        if data.get("schema") != SCHEMA:
+            raise ManifestError(f"{path}: manifest schema {data.get('schema')!r}, expected {SCHEMA}; rebuild")
+        artifacts = tuple(Artifact(**item) for item in data["artifacts"])
+        return Manifest(data["family"], data["version"], data["tag"], data.get("commit"), artifacts)
+    except (ValueError, KeyError, TypeError) as error:
+        if isinstance(error, ManifestError):
+            raise
+        raise ManifestError(f"{path}: malformed manifest ({error}); rebuild with `jaxrel release build`") from None

@@ -1,0 +1,184 @@
+"""``jaxrel release plan``: what a release at version V contains, which rules apply, and what
+will be built and uploaded, in which order.
+
+A component is in the release when the versions its files declare equal V; the frontend
+always is. The index (the one pip uses, or ``--index-url``) says which backends are
+released and whether V is already there.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from packaging.version import Version
+
+from jaxrel import policy
+from jaxrel.index import Index, IndexClientError
+from jaxrel.release.config import Component
+from jaxrel.release.project import Project
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One component and its part in the release."""
+
+    distribution: str
+    role: str
+    version: str
+    in_release: bool
+    build: str
+    artifacts: str
+    on_index: bool | None = None  # V already on the index (None: not asked)
+
+
+@dataclass
+class Plan:
+    """A release of ``family`` at ``version``."""
+
+    family: str
+    version: str
+    tag: str
+    contents: str
+    components: list[Planned]
+    minimum_backend: str | None
+    backend_version: str | None  # the backend the frontend is released with (in the release or not)
+    released_backends: list[str] | None  # None: the index was not asked or unreachable
+    rules: list[str] = field(default_factory=list)
+    problems: list[policy.Violation] = field(default_factory=list)
+    index_error: str | None = None
+
+    @property
+    def upload_order(self) -> list[str]:
+        return [c.distribution for c in self.components if c.in_release]
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["upload_order"] = self.upload_order
+        return data
+
+
+def artifacts_of(component: Component) -> str:
+    """What building ``component`` yields."""
+    if component.build == "python":
+        return "sdist + wheel (python -m build)"
+    if component.build == "bazel":
+        return f"wheel ({' '.join(component.targets)}, jaxrel build)"
+    return "built outside jaxrel"
+
+
+def released_versions(index: Index, distribution: str) -> list[Version]:
+    """Final releases of ``distribution`` on ``index`` with at least one file, oldest first."""
+    listing = index.listing(distribution)
+    return [v for v in listing.versions() if policy.is_final(v)]
+
+
+def _on_index(index: Index, distribution: str, version: str) -> bool:
+    return Version(version) in index.listing(distribution).versions()
+
+
+def make_plan(project: Project, version: str | None = None, index: Index | None = None) -> Plan:
+    """The plan for a release at ``version`` (default: the frontend's declared version)."""
+    release = project.release
+    target = version or project.version_of(release.lead())
+    wanted = policy.parse_version(target, "release version")
+    planned = []
+    for component in release.components:
+        declared = project.version_of(component)
+        in_release = policy.parse_version(declared, f"{component.distribution} version") == wanted
+        planned.append(Planned(component.distribution, component.role, declared, in_release, component.build,
+                               artifacts_of(component)))
+    backend = next((p for p in planned if p.role == "backend"), None)
+    minimum = project.minimum_backend()
+    released: list[Version] | None = None
+    index_error = None
+    if index is not None:
+        try:
+            released = released_versions(index, project.family.backend.distribution)
+            planned = [Planned(**{**asdict(p), "on_index": _on_index(index, p.distribution, target)}) if p.in_release
+                       else p for p in planned]
+        except IndexClientError as error:
+            index_error = str(error)
+    plural = {"plugin": "plugins", "extension": "extensions"}
+    shown = ("frontend", "backend", "plugin", "extension")
+    roles = [plural.get(r, r) for r in shown if any(p.role == r and p.in_release for p in planned)]
+    contents = " + ".join(roles) + (" only" if len(roles) == 1 else "")
+    plan = Plan(
+        family=project.family.name, version=target, tag=release.tag_for(target), contents=contents,
+        components=planned, minimum_backend=minimum,
+        backend_version=(target if backend and backend.in_release else backend.version if backend
+                         else str(released[-1]) if released else None),
+        released_backends=None if released is None else [str(v) for v in released], index_error=index_error,
+    )
+    plan.rules = _rules(project, plan)
+    plan.problems = _problems(project, plan, released)
+    return plan
+
+
+def _rules(project: Project, plan: Plan) -> list[str]:
+    family = project.family
+    backend, frontend = family.backend.distribution, family.frontend.distribution
+    if project.release.frontend() is None:
+        return [f"{p.distribution} must admit {backend} {plan.backend_version or '(the latest release)'}"
+                for p in plan.components if p.in_release]
+    rules = [f"{frontend} requires {backend} >={plan.minimum_backend},<={policy.release_text(Version(plan.version))}"
+             f" (the minimum, up to the release itself)"]
+    rules.append(f"the minimum {backend} {plan.minimum_backend} must be a released {backend}")
+    if any(p.role == "backend" and p.in_release for p in plan.components):
+        rules.append(f"a {backend} release needs a {frontend} release of the same version (both {plan.version})")
+        rules.append(f"upload {backend} before {frontend}, so the index never holds a {frontend} without its {backend}")
+    for p in plan.components:
+        spec = project.family.plugin_for(p.distribution) if p.role == "plugin" else None
+        if spec is not None and p.in_release:
+            rules.append(f"{p.distribution} is " + (f"pinned: ={backend} {plan.backend_version}" if spec.pinned
+                                                    else f"unpinned: must admit {backend} {plan.backend_version}"))
+        if p.role == "extension" and p.in_release:
+            rules.append(f"{p.distribution} must admit {backend} {plan.backend_version}")
+    return rules
+
+
+def _problems(project: Project, plan: Plan, released: list[Version] | None) -> list[policy.Violation]:
+    if plan.minimum_backend is None or project.release.frontend() is None:
+        return []
+    family = project.family
+    backend_in = any(p.role == "backend" and p.in_release for p in plan.components)
+    frontend_in = any(p.role == "frontend" and p.in_release for p in plan.components)
+    known = list(released or [])
+    if backend_in:  # uploaded first, so it counts as released for the frontend beside it
+        known.append(Version(plan.version))
+    minimum = policy.parse_version(plan.minimum_backend, "minimum backend")
+    problems = policy.check_release(
+        frontend=family.frontend.distribution, backend=family.backend.distribution,
+        frontend_version=Version(plan.version) if frontend_in else None,
+        backend_version=Version(plan.version) if backend_in else None,
+        minimum_backend=minimum, released_backends=known if released is not None else [],
+    )
+    # The index is the whole truth here (the policy forgives a minimum older than partial release data).
+    if released is not None and not any(p.rule == "minimum-is-released" for p in problems) and not any(
+            policy.release_key(v) == policy.release_key(minimum) for v in known):
+        problems.append(policy.Violation(
+            "minimum-is-released",
+            f"the minimum {family.backend.distribution} {minimum} is not on the index "
+            f"(released: {', '.join(map(str, released[-3:])) or 'none'}).",
+            f"release {family.backend.distribution} {minimum} first, or lower the minimum "
+            f"(jaxrel release bump --minimum-backend V)"))
+    return problems
+
+
+def render(plan: Plan) -> str:
+    """The plan as a table a person reads."""
+    rows = [("component", "role", "version", "in release", "on index", "build → artifacts")]
+    for p in plan.components:
+        on_index = "?" if p.on_index is None else "yes" if p.on_index else "no"
+        rows.append((p.distribution, p.role, p.version, "yes" if p.in_release else "no",
+                     on_index if p.in_release else "", p.artifacts if p.in_release else "not built"))
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    lines = [f"release {plan.family} {plan.version} (tag {plan.tag}): {plan.contents}", ""]
+    lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines += ["", "rules:"] + [f"  - {rule}" for rule in plan.rules]
+    lines += ["", "upload order: " + " → ".join(plan.upload_order)]
+    if plan.index_error:
+        lines.append(f"index: {plan.index_error}")
+    for problem in plan.problems:
+        lines.append(f"problem: {problem.message} Fix: {problem.fix}.")
+    return "\n".join(lines)

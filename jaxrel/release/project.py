@@ -1,0 +1,113 @@
+"""The project a release is made from: a source tree (a git checkout or an unpacked sdist),
+its family and its release components, and the versions its files declare."""
+
+from __future__ import annotations
+
+import subprocess
+import tarfile
+import tomllib
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from tempfile import TemporaryDirectory
+
+from jaxrel.family import PROFILES, ConfigError, Family, family_from_config, resolve_family
+from jaxrel.release import locations
+from jaxrel.release.config import BUILTIN, Component, Location, ReleaseConfig, release_from_config
+
+
+@dataclass(frozen=True)
+class Reading:
+    """The value found at one declared location (``None``: assigned ``None``, i.e. unset)."""
+
+    location: Location
+    value: str | None
+
+
+@dataclass(frozen=True)
+class Project:
+    """A source tree with its family and release configuration."""
+
+    root: Path
+    family: Family
+    release: ReleaseConfig
+    sdist: Path | None = None  # set when the tree is an unpacked source distribution
+
+    def readings(self, component: Component) -> list[Reading]:
+        """Every declared version location of ``component`` and its value."""
+        return [Reading(location, locations.read(self.root, location)) for location in component.versions]
+
+    def version_of(self, component: Component) -> str:
+        """The component's version: its first set location (consistency is a check of its own)."""
+        for reading in self.readings(component):
+            if reading.value is not None:
+                return reading.value
+        raise locations.LocationError(
+            f"{component.distribution}: every version location is unset ({', '.join(map(str, component.versions))})"
+        )
+
+    def minimum_backend(self) -> str | None:
+        """The frontend's declared minimum backend."""
+        frontend = self.release.frontend()
+        if frontend is None or frontend.minimum_backend is None:
+            return self.family.frontend.minimum_backend
+        return locations.read(self.root, frontend.minimum_backend)
+
+    def git(self, *arguments: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(["git", *arguments], cwd=self.root, capture_output=True, text=True)
+
+    @property
+    def is_git(self) -> bool:
+        return self.sdist is None and self.git("rev-parse", "--show-toplevel").returncode == 0
+
+
+def _config(root: Path, family_name: str | None, source: str) -> tuple[Family, ReleaseConfig]:
+    pyproject = root / "pyproject.toml"
+    try:
+        data = tomllib.loads(pyproject.read_text(encoding="utf-8")) if pyproject.is_file() else {}
+    except tomllib.TOMLDecodeError as error:
+        raise ConfigError(f"{pyproject}: not valid TOML ({error}); fix the syntax") from None
+    table = data.get("tool", {}).get("jaxrel")
+    if family_name is not None:
+        family = resolve_family(family_name)
+        profile = family_name if family_name in PROFILES else None
+        if profile is None:
+            table = tomllib.loads(Path(family_name).read_text(encoding="utf-8")).get("tool", {}).get("jaxrel")
+    elif table is None:
+        raise ConfigError(f"{source}: no [tool.jaxrel] table in {pyproject}; add one, or pass --family jax")
+    else:
+        family = family_from_config(table, str(pyproject))
+        profile = table.get("profile")
+    release_table = (table or {}).get("release")
+    if release_table is not None:
+        return family, release_from_config(release_table, family, str(pyproject))
+    if profile in BUILTIN:
+        return family, BUILTIN[profile]()
+    raise ConfigError(f"{pyproject}: no [tool.jaxrel.release] table; declare the components to release "
+                      "(see `jaxrel release --help`)")
+
+
+@contextmanager
+def open_project(source: Path, family: str | None = None) -> Iterator[Project]:
+    """The project in directory ``source``, or in the sdist ``source`` unpacked to a temporary directory."""
+    if source.is_dir():
+        root = source.resolve()
+        found, release = _config(root, family, str(source))
+        yield Project(root, found, release)
+        return
+    if not source.is_file():
+        raise ConfigError(f"{source}: no such directory or sdist; pass a project directory or a .tar.gz sdist")
+    if not source.name.endswith((".tar.gz", ".tgz")):
+        raise ConfigError(f"{source}: not a directory or a .tar.gz source distribution")
+    with TemporaryDirectory(prefix="jaxrel-sdist-") as scratch:
+        try:
+            with tarfile.open(source) as archive:
+                archive.extractall(scratch, filter="data")
+        except (tarfile.TarError, OSError, EOFError) as error:
+            raise ConfigError(f"{source}: unreadable sdist ({error}); download it again") from None
+        tops = [p for p in Path(scratch).iterdir() if p.is_dir()]
+        if len(tops) != 1 or not (tops[0] / "PKG-INFO").is_file():
+            raise ConfigError(f"{source}: not an sdist (expected one top directory holding PKG-INFO)")
+        found, release = _config(tops[0], family, str(source))
+        yield Project(tops[0], found, release, sdist=source.resolve())

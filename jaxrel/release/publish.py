@@ -1,0 +1,243 @@
+"""``jaxrel release publish``: upload a verified release with twine, safely and resumably.
+
+* Everything is verified first (:mod:`jaxrel.release.verify`); one bad file uploads nothing.
+* The index is listed before the first upload: a file already there with the same sha256 is
+  skipped (a rerun after an interruption finishes the job, no duplicates); one with other
+  bytes stops the release before anything is uploaded.
+* Order is the manifest's: backend, plugins, extensions, then the frontend, so the index
+  never holds a frontend whose backend is missing.
+* Credentials come only from the environment (``TWINE_USERNAME``/``TWINE_PASSWORD``) or the
+  keyring: twine gets a copy of ``~/.pypirc`` without passwords, and every line of output is
+  scrubbed of the password before it is shown.
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jaxrel.family import Family
+from jaxrel.index import Index, IndexClientError, pip_default_index
+from jaxrel.release.manifest import Artifact
+from jaxrel.release.verify import Verification, verify_dist
+
+PASSWORD_ENV = "TWINE_PASSWORD"
+
+
+class PublishError(RuntimeError):
+    """The release cannot be (fully) published; the message says what was uploaded and the fix."""
+
+
+@dataclass(frozen=True)
+class Repository:
+    """Where to upload (a ``~/.pypirc`` name or a URL) and the simple index to list it by."""
+
+    name: str | None
+    url: str | None
+    index_url: str
+
+    def describe(self) -> str:
+        return redact(self.name or self.url or "(no repository named)")
+
+
+@dataclass
+class Outcome:
+    """What happened to one artifact."""
+
+    file: str
+    distribution: str
+    action: str  # "uploaded" | "already on the index" | "would upload" | "not uploaded"
+    sha256: str
+
+
+@dataclass
+class PublishResult:
+    repository: str
+    dry_run: bool
+    outcomes: list[Outcome] = field(default_factory=list)
+    error: str | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"repository": self.repository, "dry_run": self.dry_run, "ok": self.error is None,
+                "error": self.error, "files": [asdict(o) for o in self.outcomes]}
+
+
+def redact(text: str) -> str:
+    """``text`` without the password from the environment or any ``user:password@`` in a URL."""
+    secret = os.environ.get(PASSWORD_ENV, "")
+    if secret:
+        text = text.replace(secret, "***")
+    return re.sub(r"(://[^/\s:@]+):[^@\s/]+@", r"\1:***@", text)
+
+
+def pypirc_path() -> Path:
+    return Path(os.environ.get("TWINE_CONFIG_FILE") or Path.home() / ".pypirc")
+
+
+def resolve_repository(name: str | None, url: str | None, index_url: str | None) -> Repository:
+    """The repository to upload to, and the simple index to list it by (``--index-url`` wins).
+
+    A URL's index is ``URL/simple/`` (pypiserver, devpi); a ``~/.pypirc`` entry's is its
+    ``repository`` with ``legacy/`` replaced by ``simple/``; ``pypi``'s is pip's default index.
+    """
+    if (name is None) == (url is None):
+        raise PublishError("name exactly one of --repository NAME (from ~/.pypirc) or --repository-url URL")
+    if url is not None:
+        return Repository(None, url, index_url or url.rstrip("/") + "/simple/")
+    assert name is not None
+    config = configparser.RawConfigParser()
+    config.read(pypirc_path())
+    if config.has_option(name, "repository"):
+        upload = config.get(name, "repository")
+        derived = re.sub(r"/legacy/?$", "/simple/", upload) if re.search(r"/legacy/?$", upload) else \
+            upload.rstrip("/") + "/simple/"
+        return Repository(name, None, index_url or derived)
+    if name == "pypi":
+        return Repository(name, None, index_url or pip_default_index())
+    if index_url is None:
+        raise PublishError(f"no repository {name!r} in {pypirc_path()}; add it there, or pass --repository-url URL")
+    return Repository(name, None, index_url)
+
+
+@contextmanager
+def _config_without_passwords() -> Iterator[Path]:
+    """A copy of ``~/.pypirc`` with every password removed, for twine's ``--config-file``."""
+    source = configparser.RawConfigParser()
+    source.read(pypirc_path())
+    for section in source.sections():
+        source.remove_option(section, "password")
+    handle, name = tempfile.mkstemp(prefix="jaxrel-pypirc-")
+    try:
+        with os.fdopen(handle, "w") as out:
+            source.write(out)
+        yield Path(name)
+    finally:
+        os.unlink(name)
+
+
+def index_hashes(repository: Repository, artifacts: list[Artifact]) -> dict[str, str | None]:
+    """Filename → sha256 of each of the release's files already on the index."""
+    with tempfile.TemporaryDirectory(prefix="jaxrel-listing-") as cache:
+        index = Index([repository.index_url], cache=Path(cache), refresh=True, timeout=30)
+        found: dict[str, str | None] = {}
+        for distribution in dict.fromkeys(a.distribution for a in artifacts):
+            try:
+                files = index.listing(distribution).files
+            except IndexClientError as error:
+                raise PublishError(f"cannot list {distribution} on {redact(repository.index_url)} "
+                                   f"({redact(str(error))}); nothing was uploaded: check --index-url") from None
+            found.update({f.filename: f.sha256 for f in files})
+    return found
+
+
+def _twine_failure(output: str, artifact: Artifact, repository: Repository, done: int, total: int) -> str:
+    text = redact(output)
+    where = f"{done} of {total} files uploaded"
+    rerun = "rerun `jaxrel release publish` to finish (uploaded files are skipped)"
+    if re.search(r"\b403\b|Invalid or non-existent authentication|Forbidden", text):
+        return (f"{repository.describe()} rejected the credentials (HTTP 403) uploading {artifact.file}; {where}. "
+                f"Fix: set TWINE_USERNAME/{PASSWORD_ENV} (or a keyring entry) for this repository")
+    if re.search(r"\b401\b|Unauthorized|Password is required|non-interactive", text):
+        return (f"{repository.describe()} needs credentials (HTTP 401) for {artifact.file}; {where}. "
+                f"Fix: set TWINE_USERNAME and {PASSWORD_ENV} in the environment, or store them in the keyring")
+    if re.search(r"Connection ?refused|ConnectionError|Max retries|timed out|Name or service", text):
+        return f"{repository.describe()} became unreachable uploading {artifact.file}; {where}. Fix: {rerun}"
+    last = [line.strip() for line in text.splitlines() if line.strip()]
+    reason = next((line for line in last if line.startswith(("ERROR", "HTTPError"))), last[-1] if last else "?")
+    return f"twine upload of {artifact.file} failed ({reason}); {where}. Fix: {rerun}"
+
+
+def _upload(path: Path, repository: Repository, config: Path) -> subprocess.CompletedProcess[str]:
+    target = ["--repository", repository.name] if repository.name else ["--repository-url", repository.url or ""]
+    command = [sys.executable, "-m", "twine", "--no-color", "upload", "--non-interactive", "--disable-progress-bar",
+               "--config-file", str(config), *target, str(path)]
+    return subprocess.run(command, capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
+
+
+def publish(
+    directory: Path,
+    family: Family,
+    repository: Repository,
+    *,
+    dry_run: bool = False,
+    progress: Callable[[str], None] = lambda line: None,
+    on_uploaded: Callable[[Artifact], None] | None = None,
+) -> tuple[Verification, PublishResult]:
+    """Verify, compare with the index, then upload what is missing in order (see module doc)."""
+    result = PublishResult(repository.describe(), dry_run)
+    verification = verify_dist(directory, family)
+    if not verification.ok:
+        first = verification.problems()[0]
+        result.error = f"verification failed, nothing uploaded: {first}; fix it and rebuild"
+        return verification, result
+    assert verification.manifest is not None
+    artifacts = list(verification.manifest.artifacts)
+    on_index: dict[str, str | None] = {}
+    if repository.index_url:  # empty only for a dry run with no repository named
+        progress(f"listing {len(artifacts)} files on {redact(repository.index_url)}")
+        on_index = index_hashes(repository, artifacts)
+    clashes = [a for a in artifacts if a.file in on_index and on_index[a.file] != a.sha256]
+    if clashes:
+        clash = clashes[0]
+        result.error = (f"{clash.file} is already on {repository.describe()} with different bytes (sha256 "
+                        f"{(on_index[clash.file] or 'unknown')[:16]}…, ours {clash.sha256[:16]}…); nothing was "
+                        "uploaded. Fix: release a new version (jaxrel release bump); a published file never changes")
+        result.outcomes = [Outcome(a.file, a.distribution, "not uploaded", a.sha256) for a in artifacts]
+        return verification, result
+    pending = [a for a in artifacts if a.file not in on_index]
+    result.outcomes = [Outcome(a.file, a.distribution, "already on the index", a.sha256)
+                       for a in artifacts if a.file in on_index]
+    if dry_run:
+        result.outcomes += [Outcome(a.file, a.distribution, "would upload", a.sha256) for a in pending]
+        return verification, result
+    with _config_without_passwords() as config:
+        for number, artifact in enumerate(pending, 1):
+            progress(f"[{number}/{len(pending)}] uploading {artifact.file} ({artifact.size / 1024:.1f} KiB)")
+            done = _upload(directory / artifact.file, repository, config)
+            if done.returncode != 0:
+                if re.search(r"\b(400|409)\b", done.stdout + done.stderr):
+                    again = index_hashes(repository, [artifact]).get(artifact.file)
+                    if again == artifact.sha256:  # uploaded by a concurrent or interrupted run
+                        result.outcomes.append(Outcome(artifact.file, artifact.distribution,
+                                                       "already on the index", artifact.sha256))
+                        continue
+                result.error = _twine_failure(done.stdout + done.stderr, artifact, repository,
+                                              len([o for o in result.outcomes if o.action == "uploaded"]),
+                                              len(pending))
+                result.outcomes += [Outcome(a.file, a.distribution, "not uploaded", a.sha256)
+                                    for a in pending[number - 1:]]
+                return verification, result
+            result.outcomes.append(Outcome(artifact.file, artifact.distribution, "uploaded", artifact.sha256))
+            if on_uploaded is not None:
+                on_uploaded(artifact)
+    listed = index_hashes(repository, artifacts)
+    missing = [a.file for a in artifacts if listed.get(a.file) != a.sha256]
+    if missing:
+        result.error = (f"uploaded, but {repository.describe()} does not list {missing[0]} with its sha256; "
+                        "check the index, then rerun `jaxrel release publish`")
+    return verification, result
+
+
+def render(result: PublishResult) -> str:
+    title = "publish (dry run)" if result.dry_run else "publish"
+    lines = [f"{title} to {result.repository}"]
+    width = max((len(o.file) for o in result.outcomes), default=0)
+    lines += [f"  {o.file.ljust(width)}  {o.action}  sha256 {o.sha256[:16]}…" for o in result.outcomes]
+    if result.error:
+        lines.append(f"error: {result.error}")
+    else:
+        uploaded = sum(o.action == "uploaded" for o in result.outcomes)
+        lines.append(f"{len(result.outcomes)} files: {uploaded} uploaded, "
+                     f"{sum(o.action == 'already on the index' for o in result.outcomes)} already there"
+                     + (f", {sum(o.action == 'would upload' for o in result.outcomes)} would be uploaded"
+                        if result.dry_run else ""))
+    return redact("\n".join(lines))

@@ -1,0 +1,196 @@
+"""``jaxrel release verify``: the built artifacts are exactly what the release says.
+
+For every file in ``dist/``: the manifest lists it and its sha256 matches; a wheel's members
+match its RECORD; ``twine check --strict`` passes; the filename's name, version (and wheel
+tags) match the METADATA/PKG-INFO inside; the metadata pins follow the policy (the frontend
+requires exactly [minimum, release] of the backend, pinned plugins exactly the backend,
+extensions admit it); a backend comes with the frontend at the same version.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import zipfile
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
+from packaging.version import Version
+
+from jaxrel import policy
+from jaxrel.family import Family
+from jaxrel.index import sha256_of
+from jaxrel.release.check import pins_exactly
+from jaxrel.release.manifest import Artifact, Manifest, ManifestError, read
+from jaxrel.wheels import ArtifactInfo, WheelError, inspect, verify_record
+
+ARTIFACT_SUFFIXES = (".whl", ".tar.gz", ".zip")
+
+
+@dataclass
+class FileReport:
+    """What verify found about one file."""
+
+    file: str
+    problems: list[str] = field(default_factory=list)
+    checked: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+
+@dataclass
+class Verification:
+    """Every file's report, and problems of the release as a whole."""
+
+    manifest: Manifest | None
+    files: list[FileReport]
+    release_problems: list[str] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.release_problems and all(f.ok for f in self.files)
+
+    def problems(self) -> list[str]:
+        return [*self.release_problems, *(f"{f.file}: {p}" for f in self.files for p in f.problems)]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"ok": self.ok, "version": self.manifest.version if self.manifest else None,
+                "files": [asdict(f) | {"ok": f.ok} for f in self.files], "release_problems": self.release_problems}
+
+
+def twine_check(path: Path) -> str | None:
+    """``twine check --strict``: ``None`` when it passes, else its first complaint."""
+    done = subprocess.run([sys.executable, "-m", "twine", "--no-color", "check", "--strict", str(path)],
+                          capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
+    if done.returncode == 0:
+        return None
+    if "No module named twine" in done.stderr:
+        return "twine is not installed; pip install 'jaxrel[release]'"
+    lines = [line.strip() for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    details = [line for line in lines if not line.startswith("Checking ")]
+    return "twine check --strict: " + "; ".join(details[:2] or lines[-1:])
+
+
+def _filename_matches(path: Path, info: ArtifactInfo) -> list[str]:
+    problems = []
+    if path.name.endswith(".whl"):
+        name, version, _, tags = parse_wheel_filename(path.name)
+        declared = {tag for text in info.tags for tag in _expand(text)}
+        if {str(t) for t in tags} != declared:
+            problems.append(f"filename tags {sorted(str(t) for t in tags)} differ from WHEEL's {sorted(declared)}")
+    else:
+        name, version = parse_sdist_filename(path.name)
+    if name != canonicalize_name(info.name):
+        problems.append(f"filename names {name}, METADATA names {info.name}")
+    if version != Version(info.version):
+        problems.append(f"filename says version {version}, METADATA says {info.version}")
+    return problems
+
+
+def _expand(tag: str) -> list[str]:
+    from packaging.tags import parse_tag
+
+    return [str(t) for t in parse_tag(tag)]
+
+
+def _pins(info: ArtifactInfo, artifact: Artifact, family: Family, backend_version: Version | None) -> list[str]:
+    backend = family.backend.distribution
+    on_backend = info.requirements_on(backend)
+    version = Version(info.version)
+    if artifact.role == "frontend":
+        if info.minimum_backend is None:
+            return [f"cannot read the minimum {backend} from {family.frontend.version_file} in the archive"]
+        upper = policy.release_text(version)
+        bounds = {(s.operator, str(Version(s.version))) for s in on_backend or []}
+        if bounds != {(">=", str(Version(info.minimum_backend))), ("<=", str(Version(upper)))}:
+            return [f"Requires-Dist {backend}{on_backend or ' (none)'} is not exactly "
+                    f">={info.minimum_backend},<={upper}"]
+    if artifact.role == "plugin" and backend_version is not None:
+        spec = family.plugin_for(info.name)
+        pinned = spec is not None and spec.pinned
+        if on_backend is None:
+            return [f"Requires-Dist has no {backend}"]
+        if pinned and not pins_exactly(on_backend, backend_version):
+            return [f"Requires-Dist {backend}{on_backend} does not pin the backend {backend_version}"]
+    if artifact.role in ("plugin", "extension") and backend_version is not None and on_backend is not None:
+        if not on_backend.contains(backend_version, prereleases=True):
+            return [f"Requires-Dist {backend}{on_backend} excludes the backend {backend_version}"]
+    return []
+
+
+def verify_file(path: Path, artifact: Artifact | None, family: Family, backend_version: Version | None,
+                run_twine: bool = True) -> FileReport:
+    """Every check on one file (each failure is one line)."""
+    report = FileReport(path.name)
+    if artifact is None:
+        report.problems.append("not listed in the manifest; remove it or rebuild with `jaxrel release build`")
+        return report
+    digest = sha256_of(path)
+    if digest != artifact.sha256:
+        report.problems.append(f"sha256 {digest[:16]}… differs from the manifest's {artifact.sha256[:16]}…; "
+                               "the file changed after the build: rebuild the release")
+        return report
+    report.checked.append("sha256")
+    try:
+        if path.name.endswith(".whl"):
+            verify_record(path)
+            report.checked.append("RECORD")
+        info = inspect(path, family, sha256=digest, use_cache=False)
+    except (WheelError, zipfile.BadZipFile, OSError, EOFError) as error:
+        report.problems.append(str(error).removeprefix(f"{path}: "))
+        return report
+    problems = _filename_matches(path, info)
+    if canonicalize_name(info.name) != canonicalize_name(artifact.distribution) or Version(
+            info.version) != Version(artifact.version):
+        problems.append(f"METADATA says {info.name} {info.version}, the manifest {artifact.distribution} "
+                        f"{artifact.version}")
+    report.checked.append("filename")
+    problems += _pins(info, artifact, family, backend_version)
+    report.checked.append("pins")
+    if run_twine:
+        complaint = twine_check(path)
+        if complaint:
+            problems.append(complaint)
+        report.checked.append("twine check --strict")
+    report.problems += problems
+    return report
+
+
+def verify_dist(directory: Path, family: Family, run_twine: bool = True) -> Verification:
+    """Verify every artifact in ``directory`` against its manifest and the policy."""
+    try:
+        manifest = read(directory)
+    except ManifestError as error:
+        return Verification(None, [], [str(error)])
+    listed = {a.file: a for a in manifest.artifacts}
+    present = sorted(p for p in directory.iterdir() if p.name.endswith(ARTIFACT_SUFFIXES))
+    backend = next((a for a in manifest.artifacts if a.role == "backend"), None)
+    backend_version = Version(backend.version) if backend else None
+    files = [verify_file(path, listed.get(path.name), family, backend_version, run_twine) for path in present]
+    problems = [f"{name}: listed in the manifest but missing from {directory}; rebuild the release"
+                for name in sorted(set(listed) - {p.name for p in present})]
+    if backend is not None:
+        frontends = [a for a in manifest.artifacts if a.role == "frontend"]
+        if not any(Version(a.version) == Version(backend.version) for a in frontends):
+            problems.append(f"{backend.distribution} {backend.version} is released without "
+                            f"{family.frontend.distribution} {backend.version}; a backend release needs the "
+                            "frontend at the same version")
+    return Verification(manifest, files, problems)
+
+
+def render(result: Verification, directory: Path) -> str:
+    lines = [f"release verify {directory}" + (f" ({result.manifest.family} {result.manifest.version})"
+                                               if result.manifest else "")]
+    for report in result.files:
+        status = "ok  " if report.ok else "FAIL"
+        lines.append(f"  {status}  {report.file}" + (f"  ({', '.join(report.checked)})" if report.ok else ""))
+        lines += [f"        {problem}" for problem in report.problems]
+    lines += [f"  FAIL  {problem}" for problem in result.release_problems]
+    bad = len(result.problems())
+    lines.append(f"{len(result.files)} files: " + ("all verified" if result.ok else f"{bad} problem(s)"))
+    return "\n".join(lines)

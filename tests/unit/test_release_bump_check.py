@@ -1,0 +1,204 @@
+"""``release bump`` and ``release check`` on a fresh git copy of the splitfam sample (offline:
+the index is an empty wheelhouse, so nothing counts as released but what the plan releases)."""
+
+from __future__ import annotations
+
+import datetime
+import os
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from jaxrel.cli import main
+from jaxrel.index import Index
+from jaxrel.release import bump, check, plan
+from jaxrel.release.locations import LocationError
+from jaxrel.release.project import Project, open_project
+
+TEMPLATE = Path(__file__).resolve().parents[1] / "data" / "splitfam"
+COMMIT_TIME = "2026-03-04T23:30:00+00:00"  # 2026-03-05 in UTC+1, 2026-03-04 in UTC
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_DATE": COMMIT_TIME, "GIT_COMMITTER_DATE": COMMIT_TIME}
+    return subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=env).stdout
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Path:
+    root = tmp_path / "splitfam"
+    shutil.copytree(TEMPLATE, root)
+    (root / ".gitignore").write_text("dist/\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "add", "-A")
+    git(root, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "-m", "0.1.0")
+    return root
+
+
+@pytest.fixture
+def project(repo: Path) -> Iterator[Project]:
+    with open_project(repo) as opened:
+        yield opened
+
+
+def offline(tmp_path: Path) -> Index:
+    house = tmp_path / "wheelhouse"
+    house.mkdir(exist_ok=True)
+    return Index([], [house], cache=tmp_path / "cache")
+
+
+def checks_of(project: Project, tmp_path: Path, version: str | None = None) -> dict[str, check.Check]:
+    made = plan.make_plan(project, version, offline(tmp_path))
+    return {c.name: c for c in check.run_checks(project, made)}
+
+
+def test_next_version() -> None:
+    day = datetime.date(2026, 3, 4)
+    assert bump.next_version("0.1.0", "0.2.0", "release") == "0.2.0"
+    assert bump.next_version("0.2.0rc1", None, "release") == "0.2.0"
+    assert bump.next_version("0.1.0", "0.2.0", "rc") == "0.2.0rc1"
+    assert bump.next_version("0.2.0rc1", None, "rc") == "0.2.0rc2"
+    assert bump.next_version("0.2.0rc1", "0.3.0", "rc") == "0.3.0rc1"
+    assert bump.next_version("0.2.0", "0.2.1", "nightly", day) == "0.2.1.dev20260304"
+    with pytest.raises(bump.BumpError, match="plain X.Y.Z"):
+        bump.next_version("0.1.0", "0.2.0rc1", "rc")
+
+
+def test_nightly_uses_the_last_commits_utc_date(project: Project) -> None:
+    assert bump.commit_date(project) == datetime.date(2026, 3, 4)
+    changes = bump.plan_bump(project, "0.2.0", kind="nightly")
+    assert {c.new for c in changes.changes if c.key in ("_version", "VERSION", "project.version")} == {
+        "0.2.0.dev20260304"}
+
+
+def test_fresh_sample_passes_every_check(project: Project, tmp_path: Path) -> None:
+    found = checks_of(project, tmp_path)
+    assert [n for n, c in found.items() if c.status != check.PASS] == []
+    assert "pin:splitfam-cpu-plugin" in found and "frontend-requires-backend-range" in found
+
+
+def test_bump_moves_every_declared_file_and_the_pins(repo: Path, project: Project, tmp_path: Path) -> None:
+    changes = bump.plan_bump(project, "0.2.0")
+    bump.apply(project, changes)
+    moved = {(c.file, c.key): (c.old, c.new) for c in changes.changes}
+    assert moved == {
+        ("core/splitfam_core/version.py", "_version"): ("0.1.0", "0.2.0"),
+        ("core/version.bzl", "VERSION"): ("0.1.0", "0.2.0"),
+        ("plugin/splitfam_cpu_plugin/version.py", "_version"): ("0.1.0", "0.2.0"),
+        ("plugin/pyproject.toml", "project.version"): ("0.1.0", "0.2.0"),
+        ("frontend/splitfam/version.py", "_version"): ("0.1.0", "0.2.0"),
+        ("frontend/pyproject.toml", "project.version"): ("0.1.0", "0.2.0"),
+        ("frontend/pyproject.toml", "project.dependencies[splitfam-core]"): ("<=0.1.0,>=0.1.0", ">=0.1.0,<=0.2.0"),
+        ("plugin/pyproject.toml", "project.dependencies[splitfam-core]"): ("==0.1.0", "==0.2.0"),
+    }
+    assert 'VERSION = "0.2.0"' in (repo / "core/version.bzl").read_text()
+    with open_project(repo) as again:
+        assert {again.version_of(c) for c in again.release.components} == {"0.2.0"}
+        found = checks_of(again, tmp_path)
+    assert found["git-clean"].status == check.FAIL  # the bump is not committed yet
+    assert found["changelog"].status == check.FAIL and "## 0.2.0" in (found["changelog"].fix or "")
+    # 0.1.0 was never released (empty index), and this release no longer carries it:
+    assert found["rule:minimum-is-released"].status == check.FAIL
+
+
+def test_minimum_backend_moves_the_frontend_range(repo: Path, project: Project) -> None:
+    bump.apply(project, bump.plan_bump(project, "0.3.0"))
+    with open_project(repo) as again:
+        changes = bump.plan_bump(again, None, minimum_backend="0.2.0")
+        bump.apply(again, changes)
+    assert [(c.key, c.new) for c in changes.changes] == [
+        ("_minimum_core_version", "0.2.0"), ("project.dependencies[splitfam-core]", ">=0.2.0,<=0.3.0")]
+    with pytest.raises(bump.BumpError, match="newer than the frontend"):
+        with open_project(repo) as again:
+            bump.plan_bump(again, None, minimum_backend="0.4.0")
+
+
+def test_bump_refuses_going_back_and_writes_nothing(repo: Path, project: Project) -> None:
+    before = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
+    with pytest.raises(bump.BumpError, match="older than the current"):
+        bump.plan_bump(project, "0.0.9")
+    (repo / "plugin/pyproject.toml").write_text("[project]\nname = 'x'\n")  # a broken location, found mid-bump
+    with pytest.raises(LocationError, match="no key 'project.version'"):
+        bump.plan_bump(project, "0.2.0")
+    assert main(["release", "bump", "0.2.0", "--project", str(repo)]) == 2
+    after = {p: p.read_bytes() for p in repo.rglob("*") if p.is_file() and ".git" not in p.parts}
+    assert {p for p in after if after[p] != before[p]} == {repo / "plugin/pyproject.toml"}
+
+
+def test_inconsistent_stamp_is_named_with_its_fix(repo: Path, project: Project, tmp_path: Path) -> None:
+    stamp = repo / "core/version.bzl"
+    stamp.write_text(stamp.read_text().replace('"0.1.0"', '"0.1.1"'))
+    failed = checks_of(project, tmp_path)["versions:splitfam-core"]
+    assert failed.status == check.FAIL
+    assert "core/version.bzl:VERSION=0.1.1" in failed.detail and "_version=0.1.0" in failed.detail
+    assert failed.fix == "jaxrel release bump 0.1.0 --component splitfam-core"
+
+
+def test_backend_only_release_is_refused(repo: Path, project: Project, tmp_path: Path) -> None:
+    bump.apply(project, bump.plan_bump(project, "0.2.0", components=["splitfam-core"]))
+    with open_project(repo) as again:
+        made = plan.make_plan(again, "0.2.0", offline(tmp_path))
+        assert made.contents == "backend only"
+        found = {c.name: c for c in check.run_checks(again, made)}
+    refused = found["rule:backend-release-has-frontend-release"]
+    assert refused.status == check.FAIL and "needs a splitfam release of the same version" in refused.detail
+
+
+def test_pins_and_range_mismatches(repo: Path, project: Project, tmp_path: Path) -> None:
+    plugin = repo / "plugin/pyproject.toml"
+    plugin.write_text(plugin.read_text().replace("splitfam-core==0.1.0", "splitfam-core>=0.1.0"))
+    frontend = repo / "frontend/pyproject.toml"
+    frontend.write_text(frontend.read_text().replace("splitfam-core>=0.1.0,<=0.1.0", "splitfam-core>=0.1.0"))
+    found = checks_of(project, tmp_path)
+    assert found["pin:splitfam-cpu-plugin"].status == check.FAIL
+    assert "not exactly 0.1.0" in found["pin:splitfam-cpu-plugin"].detail
+    assert found["frontend-requires-backend-range"].status == check.FAIL
+    assert "not exactly >=0.1.0,<=0.1.0" in found["frontend-requires-backend-range"].detail
+
+
+def test_tag_checks(repo: Path, project: Project, tmp_path: Path) -> None:
+    git(repo, "tag", "v0.1.0")
+    assert checks_of(project, tmp_path)["tag-free"].status == check.PASS  # at HEAD: CI on the tag push
+    (repo / "CHANGELOG.md").write_text((repo / "CHANGELOG.md").read_text() + "\n")
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "later")
+    tag = checks_of(project, tmp_path)["tag-free"]
+    assert tag.status == check.FAIL and "already exists" in tag.detail
+
+
+@pytest.mark.parametrize(("text", "version", "found"), [
+    ("## 0.2.0\n", "0.2.0", True),
+    ("# jax 0.2.0 (Nov 2026)\n", "0.2.0", True),
+    ("## 0.2.0.1\n", "0.2.0", False),
+    ("## 10.2.0\n", "0.2.0", False),
+    ("- fixed in 0.2.0\n", "0.2.0", False),
+    ("0.2.0\n=====\n", "0.2.0", True),
+])
+def test_changelog_heading(text: str, version: str, found: bool) -> None:
+    assert check.changelog_has(text, version) is found
+
+
+def test_pins_exactly() -> None:
+    from packaging.specifiers import SpecifierSet
+    from packaging.version import Version
+
+    assert check.pins_exactly(SpecifierSet("==0.2.0"), Version("0.2.0"))
+    assert check.pins_exactly(SpecifierSet(">=0.2.0,<=0.2.0"), Version("0.2.0"))
+    assert not check.pins_exactly(SpecifierSet(">=0.2.0"), Version("0.2.0"))
+    assert not check.pins_exactly(SpecifierSet("==0.2.*"), Version("0.2.0"))
+    assert not check.pins_exactly(SpecifierSet("==0.1.0"), Version("0.2.0"))
+
+
+def test_cli_check_json_and_exit_code(repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    house = tmp_path / "house"
+    house.mkdir()
+    assert main(["release", "check", str(repo), "--index-url", house.as_uri(), "--json"]) == 0
+    import json
+
+    data = json.loads(capsys.readouterr().out)
+    assert data["ok"] and data["plan"]["upload_order"] == ["splitfam-core", "splitfam-cpu-plugin", "splitfam"]
+    (repo / "stray.txt").write_text("x")
+    assert main(["release", "check", str(repo), "--index-url", house.as_uri()]) == 1
+    assert "FAIL  git-clean" in capsys.readouterr().out

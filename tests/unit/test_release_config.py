@@ -1,0 +1,73 @@
+"""[tool.jaxrel.release]: components, roles, locations, and one-line errors for bad config."""
+
+from __future__ import annotations
+
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from jaxrel.family import ConfigError, family_from_config, jax_profile
+from jaxrel.release.config import Location, jax_release, release_from_config
+
+TEMPLATE = Path(__file__).resolve().parents[1] / "data" / "splitfam"
+
+
+def config() -> dict[str, Any]:
+    return tomllib.loads((TEMPLATE / "pyproject.toml").read_text())["tool"]["jaxrel"]
+
+
+def release(table: dict[str, Any]) -> Any:
+    return release_from_config(table, family_from_config(config()))
+
+
+def test_sample_family_components_in_upload_order() -> None:
+    parsed = release(config()["release"])
+    assert [(c.distribution, c.role, c.build) for c in parsed.components] == [
+        ("splitfam-core", "backend", "bazel"), ("splitfam-cpu-plugin", "plugin", "python"),
+        ("splitfam", "frontend", "python")]
+    core = parsed.component("backend")
+    assert core.targets == ("//core:wheel",)
+    assert [str(v) for v in core.versions] == ["core/splitfam_core/version.py:_version", "core/version.bzl:VERSION"]
+    assert parsed.frontend().minimum_backend == Location("frontend/splitfam/version.py", "_minimum_core_version")
+    assert parsed.tag_for("0.2.0") == "v0.2.0"
+    assert Location("pyproject.toml", "project.version").kind == "toml"
+    assert Location("core/version.bzl", "VERSION").kind == "assignment"
+
+
+def test_jax_profile_release_reads_jax_files() -> None:
+    parsed = jax_release()
+    assert parsed.frontend().minimum_backend == Location("jax/version.py", "_minimum_jaxlib_version")
+    assert parsed.backend().build == "external"
+    assert parsed.tag_for("0.5.0") == "jax-v0.5.0"
+    assert jax_profile().name == "jax"
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"tag": "release"}, "'tag' must be a string containing {version}"),
+    ({"colour": 1}, "unknown key 'colour'"),
+    ({"components": []}, "must be a table of components"),
+    ({"components": {}}, "no components"),
+    ({"components": {"splitfam": {"versions": ["nocolon"]}}}, "is not FILE:KEY"),
+    ({"components": {"splitfam": {"versions": ["/abs/v.py:_version"]}}}, "is not FILE:KEY"),
+    ({"components": {"splitfam": {"versions": ["../v.py:_version"]}}}, "is not FILE:KEY"),
+    ({"components": {"splitfam": {"versions": ["v.py:not-a-name"]}}}, "is not a variable name"),
+    ({"components": {"splitfam": {"versions": []}}}, "'versions' is empty"),
+    ({"components": {"splitfam": {"versions": ["v.py:_v"], "build": "make"}}}, "'build' must be one of"),
+    ({"components": {"splitfam-core": {"versions": ["v.py:_v"], "build": "bazel"}}}, "'targets' is empty"),
+    ({"components": {"splitfam-core": {"versions": ["v.py:_v"]}}}, "a backend release needs the frontend"),
+    ({"components": {"splitfam-core": {"versions": ["v.py:_v"], "minimum-backend": "v.py:_m"},
+                     "splitfam": {"versions": ["v.py:_v"]}}}, "'minimum-backend' belongs to the frontend"),
+    ({"components": {"splitfam": {"versions": ["v.py:_v"], "path": "../elsewhere"}}}, "'path' must be a directory"),
+])
+def test_bad_release_config_is_one_clear_line(change: dict[str, Any], message: str) -> None:
+    table = {**config()["release"], **change}
+    with pytest.raises(ConfigError) as raised:
+        release(table)
+    assert message in str(raised.value)
+    assert "\n" not in str(raised.value)
+
+
+def test_release_table_is_allowed_beside_a_profile() -> None:
+    assert family_from_config({"profile": "jax", "release": {}}).name == "jax"
