@@ -85,8 +85,9 @@ def compat(session: nox.Session) -> None:
 @nox.session
 def release(session: nox.Session) -> None:
     """The release steps CI runs (.github/workflows/release.yml), locally: ``-- ACTION [OPTIONS]`` runs
-    ``jaxrel release ACTION`` (plan, check, bump, build, verify, publish); with no arguments, plan, check,
-    build into ``build/release-dist`` (replaced), verify, and ``publish --dry-run``.
+    ``jaxrel release ACTION`` (plan, check, bump, build, verify, publish); with no arguments, a rehearsal:
+    plan, check (its failures shown, not fatal: a work tree is rarely release-ready), build into
+    ``build/release-dist`` (replaced), verify, and ``publish --dry-run``.
     Credentials for ``publish`` come from TWINE_USERNAME/TWINE_PASSWORD or the keyring, never arguments.
     """
     _uv_env(session)
@@ -99,7 +100,7 @@ def release(session: nox.Session) -> None:
     if dist.exists():
         shutil.rmtree(dist)
     session.run("jaxrel", "release", "plan")
-    session.run("jaxrel", "release", "check")
+    session.run("jaxrel", "release", "check", success_codes=[0, 1])
     session.run("jaxrel", "release", "build", "--output", str(dist))
     session.run("jaxrel", "release", "verify", str(dist))
     session.run("jaxrel", "release", "publish", str(dist), "--dry-run")

@@ -146,7 +146,7 @@ def _twine_failure(output: str, artifact: Artifact, repository: Repository, done
     if re.search(r"\b403\b|Invalid or non-existent authentication|Forbidden", text):
         return (f"{repository.describe()} rejected the credentials (HTTP 403) uploading {artifact.file}; {where}. "
                 f"Fix: set TWINE_USERNAME/{PASSWORD_ENV} (or a keyring entry) for this repository")
-    if re.search(r"\b401\b|Unauthorized|Password is required|non-interactive", text):
+    if re.search(r"\b401\b|Unauthorized|Credential not found|NonInteractive", text):
         return (f"{repository.describe()} needs credentials (HTTP 401) for {artifact.file}; {where}. "
                 f"Fix: set TWINE_USERNAME and {PASSWORD_ENV} in the environment, or store them in the keyring")
     if re.search(r"Connection ?refused|ConnectionError|Max retries|timed out|Name or service", text):

@@ -59,44 +59,49 @@ def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True)
 
 
-@pytest.fixture
-def splitfam_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Path]]:
-    """``make(name="splitfam") -> Path``: a new git repository holding splitfam 0.1.0, one commit on ``main``.
+def make_splitfam(tmp_path_factory: pytest.TempPathFactory, name: str = "splitfam") -> Path:
+    """A new git repository holding splitfam 0.1.0, one commit on ``main``.
 
     The repository is the template plus ``bazel/`` (jaxrel's rules) and
     ``frontend/splitfam/_guard.py`` (``jaxrel/guard.py``), a ``.gitignore``, and two
     ignored, uncommitted conveniences: ``user.bazelrc`` (read by the template's
     ``.bazelrc``) putting Bazel's output base in a temporary directory beside the
     repository, and ``build/tools`` linked to jaxrel's own build tools (bazelisk) when
-    they are installed. Each repository gets its own Bazel server, shut down at teardown.
+    they are installed. Callers shut its Bazel server down (:func:`bazel_shutdown`).
     """
+    repo = tmp_path_factory.mktemp(name)
+    output_base = tmp_path_factory.mktemp(f"{name}-bazel")
+    shutil.copytree(TEMPLATE, repo, dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__", "bazel-*", "build", "dist", "*.egg-info",
+                                                  "user.bazelrc"))
+    shutil.copytree(REPO / "bazel", repo / "bazel", ignore=shutil.ignore_patterns("node_modules", "__pycache__"))
+    shutil.copyfile(REPO / "jaxrel" / "guard.py", repo / "frontend" / "splitfam" / "_guard.py")
+    (repo / ".gitignore").write_text(GITIGNORE)
+    (repo / "user.bazelrc").write_text(
+        f"startup --output_base={output_base}\nstartup --max_idle_secs={BAZEL_MAX_IDLE_SECONDS}\n"
+    )
+    tools = REPO / LOCAL_BAZELISK.parents[2]  # build/tools
+    if os.access(REPO / LOCAL_BAZELISK, os.X_OK):
+        (repo / "build").mkdir()
+        (repo / "build" / "tools").symlink_to(tools, target_is_directory=True)
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "config", "user.name", "splitfam releaser")
+    _git(repo, "config", "user.email", "releaser@splitfam.invalid")
+    _git(repo, "config", "commit.gpgsign", "false")
+    _git(repo, "config", "tag.gpgsign", "false")
+    _git(repo, "add", "-A")
+    _git(repo, "commit", "-q", "-m", "splitfam 0.1.0")
+    return repo
+
+
+@pytest.fixture
+def splitfam_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[..., Path]]:
+    """``make(name="splitfam") -> Path``: :func:`make_splitfam`; each Bazel server is shut down at teardown."""
     made: list[Path] = []
 
     def make(name: str = "splitfam") -> Path:
-        repo = tmp_path_factory.mktemp(name)
-        output_base = tmp_path_factory.mktemp(f"{name}-bazel")
-        shutil.copytree(TEMPLATE, repo, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns("__pycache__", "bazel-*", "build", "dist", "*.egg-info",
-                                                      "user.bazelrc"))
-        shutil.copytree(REPO / "bazel", repo / "bazel", ignore=shutil.ignore_patterns("node_modules", "__pycache__"))
-        shutil.copyfile(REPO / "jaxrel" / "guard.py", repo / "frontend" / "splitfam" / "_guard.py")
-        (repo / ".gitignore").write_text(GITIGNORE)
-        (repo / "user.bazelrc").write_text(
-            f"startup --output_base={output_base}\nstartup --max_idle_secs={BAZEL_MAX_IDLE_SECONDS}\n"
-        )
-        tools = REPO / LOCAL_BAZELISK.parents[2]  # build/tools
-        if os.access(REPO / LOCAL_BAZELISK, os.X_OK):
-            (repo / "build").mkdir()
-            (repo / "build" / "tools").symlink_to(tools, target_is_directory=True)
-        made.append(repo)
-        _git(repo, "init", "-q", "-b", "main")
-        _git(repo, "config", "user.name", "splitfam releaser")
-        _git(repo, "config", "user.email", "releaser@splitfam.invalid")
-        _git(repo, "config", "commit.gpgsign", "false")
-        _git(repo, "config", "tag.gpgsign", "false")
-        _git(repo, "add", "-A")
-        _git(repo, "commit", "-q", "-m", "splitfam 0.1.0")
-        return repo
+        made.append(make_splitfam(tmp_path_factory, name))
+        return made[-1]
 
     yield make
     for repo in made:
