@@ -13,6 +13,7 @@ and the tag is free (or already points at HEAD, as in CI on a tag push).
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -23,9 +24,10 @@ from packaging.version import Version
 
 from jaxrel import policy
 from jaxrel.release import locations
-from jaxrel.release.config import Component
+from jaxrel.release.config import Component, Location
 from jaxrel.release.plan import Plan
-from jaxrel.release.project import Project
+from jaxrel.release.project import Project, Reading
+from jaxrel.wheels import inspect
 
 PASS, FAIL, NOT_APPLICABLE = "pass", "fail", "n/a"
 
@@ -49,10 +51,8 @@ def _versions_consistent(project: Project, plan: Plan) -> list[Check]:
         readings = [r for r in project.readings(component) if r.value is not None]
         values = {str(Version(r.value)) for r in readings if r.value is not None}
         if project.sdist is not None and component.role == "frontend":
-            from jaxrel.wheels import inspect
-
             declared = inspect(project.sdist, project.family).version
-            readings.append(locations_reading("PKG-INFO:Version", declared))
+            readings.append(Reading(Location("PKG-INFO", "Version"), declared))
             values.add(str(Version(declared)))
         where = ", ".join(f"{r.location}={r.value}" for r in readings)
         if len(values) == 1:
@@ -66,13 +66,14 @@ def _versions_consistent(project: Project, plan: Plan) -> list[Check]:
     return checks
 
 
-def locations_reading(text: str, value: str) -> Any:
-    """A reading of a location outside the configuration (an sdist's PKG-INFO)."""
-    from jaxrel.release.config import Location
-    from jaxrel.release.project import Reading
-
-    file, _, key = text.partition(":")
-    return Reading(Location(file, key), value)
+def _declared(project: Project, plan: Plan) -> Check:
+    """The tree declares the version being released (a tag must match the files)."""
+    lead = project.release.lead()
+    declared = project.version_of(lead)
+    if Version(declared) == Version(plan.version):
+        return Check("release-version", PASS, f"{lead.distribution} declares {plan.version}")
+    return Check("release-version", FAIL, f"releasing {plan.version}, but {lead.distribution} declares {declared}",
+                 f"jaxrel release bump {plan.version}, commit, and tag that commit")
 
 
 def _rules(project: Project, plan: Plan) -> list[Check]:
@@ -113,16 +114,12 @@ def _explain(rule: str, plan: Plan) -> str:
 def _requirements(project: Project, component: Component) -> tuple[list[Requirement] | None, str]:
     """The component's declared requirements (with extras' markers) and where they come from."""
     if project.sdist is not None and component.role == "frontend":
-        from jaxrel.wheels import inspect
-
         return [Requirement(r) for r in inspect(project.sdist, project.family).requires_dist], "PKG-INFO"
     if component.build != "python":
         return None, f"{component.distribution} is built by {component.build}; `release verify` checks its metadata"
     path = project.root / component.pyproject
     if not path.is_file():
         return None, f"{component.pyproject} does not exist"
-    import tomllib
-
     table = tomllib.loads(path.read_text(encoding="utf-8")).get("project", {})
     if "dependencies" in table.get("dynamic", []) or "dependencies" not in table:
         return None, f"{component.pyproject} computes its dependencies at build time; `release verify` checks them"
@@ -307,8 +304,8 @@ def run_checks(project: Project, plan: Plan) -> list[Check]:
         consistency = _versions_consistent(project, plan)
     except locations.LocationError as error:
         return [Check("versions", FAIL, str(error))]
-    return [*consistency, *_rules(project, plan), _frontend_range(project, plan), *_pins(project, plan),
-            _unreleased(plan), _changelog(project, plan), *_git(project, plan)]
+    return [*consistency, _declared(project, plan), *_rules(project, plan), _frontend_range(project, plan),
+            *_pins(project, plan), _unreleased(plan), _changelog(project, plan), *_git(project, plan)]
 
 
 def render(checks: list[Check], plan: Plan) -> str:

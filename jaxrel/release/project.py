@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
+from jaxrel import policy
 from jaxrel.family import PROFILES, ConfigError, Family, family_from_config, resolve_family
 from jaxrel.release import locations
 from jaxrel.release.config import BUILTIN, Component, Location, ReleaseConfig, release_from_config
@@ -35,8 +36,12 @@ class Project:
     sdist: Path | None = None  # set when the tree is an unpacked source distribution
 
     def readings(self, component: Component) -> list[Reading]:
-        """Every declared version location of ``component`` and its value."""
-        return [Reading(location, locations.read(self.root, location)) for location in component.versions]
+        """Every declared version location of ``component`` and its value (each a PEP 440 version)."""
+        readings = [Reading(location, locations.read(self.root, location)) for location in component.versions]
+        for reading in readings:
+            if reading.value is not None:
+                policy.parse_version(reading.value, str(reading.location))
+        return readings
 
     def version_of(self, component: Component) -> str:
         """The component's version: its first set location (consistency is a check of its own)."""

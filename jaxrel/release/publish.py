@@ -80,7 +80,7 @@ def redact(text: str) -> str:
 
 
 def pypirc_path() -> Path:
-    return Path(os.environ.get("TWINE_CONFIG_FILE") or Path.home() / ".pypirc")
+    return Path.home() / ".pypirc"
 
 
 def resolve_repository(name: str | None, url: str | None, index_url: str | None) -> Repository:
@@ -109,7 +109,7 @@ def resolve_repository(name: str | None, url: str | None, index_url: str | None)
 
 
 @contextmanager
-def _config_without_passwords() -> Iterator[Path]:
+def config_without_passwords() -> Iterator[Path]:
     """A copy of ``~/.pypirc`` with every password removed, for twine's ``--config-file``."""
     source = configparser.RawConfigParser()
     source.read(pypirc_path())
@@ -199,7 +199,7 @@ def publish(
     if dry_run:
         result.outcomes += [Outcome(a.file, a.distribution, "would upload", a.sha256) for a in pending]
         return verification, result
-    with _config_without_passwords() as config:
+    with config_without_passwords() as config:
         for number, artifact in enumerate(pending, 1):
             progress(f"[{number}/{len(pending)}] uploading {artifact.file} ({artifact.size / 1024:.1f} KiB)")
             done = _upload(directory / artifact.file, repository, config)

@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from packaging.tags import parse_tag
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 from packaging.version import Version
 
@@ -93,8 +94,6 @@ def _filename_matches(path: Path, info: ArtifactInfo) -> list[str]:
 
 
 def _expand(tag: str) -> list[str]:
-    from packaging.tags import parse_tag
-
     return [str(t) for t in parse_tag(tag)]
 
 

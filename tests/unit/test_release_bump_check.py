@@ -202,3 +202,21 @@ def test_cli_check_json_and_exit_code(repo: Path, tmp_path: Path, capsys: pytest
     (repo / "stray.txt").write_text("x")
     assert main(["release", "check", str(repo), "--index-url", house.as_uri()]) == 1
     assert "FAIL  git-clean" in capsys.readouterr().out
+
+
+def test_malformed_version_in_a_file_is_one_line(repo: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    stamp = repo / "core/version.bzl"
+    stamp.write_text(stamp.read_text().replace('"0.1.0"', '"banana"'))
+    for verb in ("plan", "check", "bump"):
+        args = ["release", verb, *(["0.2.0", "--project", str(repo)] if verb == "bump" else
+                                   [str(repo)] if verb == "check" else ["--project", str(repo)])]
+        assert main(args) == 2
+        error = capsys.readouterr().err
+        assert error.count("\n") == 1 and "core/version.bzl:VERSION 'banana' is not a PEP 440 version" in error
+
+
+def test_a_tag_that_the_files_do_not_declare_is_refused(project: Project, tmp_path: Path) -> None:
+    found = checks_of(project, tmp_path, version="0.5.0")
+    assert found["release-version"].status == check.FAIL
+    assert found["release-version"].detail == "releasing 0.5.0, but splitfam declares 0.1.0"
+    assert checks_of(project, tmp_path)["release-version"].status == check.PASS

@@ -1,0 +1,52 @@
+"""Where publish uploads and lists, and that twine never sees a password from ~/.pypirc."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from jaxrel.release import publish
+
+PYPIRC = """[distutils]
+index-servers = private
+
+[private]
+repository = http://127.0.0.1:9/legacy/
+username = releaser
+password = from-the-file
+"""
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".pypirc").write_text(PYPIRC)
+    return tmp_path
+
+
+def test_repository_url_lists_its_simple_index() -> None:
+    repository = publish.resolve_repository(None, "http://127.0.0.1:8080/", None)
+    assert (repository.url, repository.index_url) == ("http://127.0.0.1:8080/", "http://127.0.0.1:8080/simple/")
+    assert publish.resolve_repository(None, "http://h/", "http://i/simple/").index_url == "http://i/simple/"
+
+
+def test_named_repository_from_pypirc(home: Path) -> None:
+    repository = publish.resolve_repository("private", None, None)
+    assert (repository.name, repository.index_url) == ("private", "http://127.0.0.1:9/simple/")
+    with pytest.raises(publish.PublishError, match="no repository 'elsewhere' in .*pypirc"):
+        publish.resolve_repository("elsewhere", None, None)
+
+
+@pytest.mark.parametrize(("name", "url"), [(None, None), ("private", "http://h/")])
+def test_exactly_one_target(name: str | None, url: str | None) -> None:
+    with pytest.raises(publish.PublishError, match="exactly one of"):
+        publish.resolve_repository(name, url, None)
+
+
+def test_twine_gets_the_pypirc_without_passwords(home: Path) -> None:
+    with publish.config_without_passwords() as config:
+        text = config.read_text()
+        assert "repository = http://127.0.0.1:9/legacy/" in text and "username = releaser" in text
+        assert "from-the-file" not in text and "password" not in text
+    assert not config.exists()
