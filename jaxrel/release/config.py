@@ -58,7 +58,7 @@ class Location:
         if not sep or not file or not key or path.is_absolute() or ".." in path.parts:
             raise ConfigError(f"[{where}] {text!r} is not FILE:KEY with FILE relative to the project root "
                               "(e.g. \"mylib/version.py:_version\" or \"pyproject.toml:project.version\")")
-        if not file.endswith(".toml") and not all(part.isidentifier() for part in [key]):
+        if not file.endswith(".toml") and not key.isidentifier():
             raise ConfigError(f"[{where}] {text!r}: {key!r} is not a variable name")
         return cls(file, key)
 

@@ -74,8 +74,10 @@ class PublishResult:
 def redact(text: str) -> str:
     """``text`` without the password from the environment or any ``user:password@`` in a URL."""
     secret = os.environ.get(PASSWORD_ENV, "")
-    if secret:
+    if len(secret) >= 6:
         text = text.replace(secret, "***")
+    elif secret:  # too short to replace inside words ("b" in "unreachable"): only where it stands alone
+        text = re.sub(rf"(?<![\w-]){re.escape(secret)}(?![\w-])", "***", text)
     return re.sub(r"(://[^/\s:@]+):[^@\s/]+@", r"\1:***@", text)
 
 
@@ -133,8 +135,10 @@ def index_hashes(repository: Repository, artifacts: list[Artifact]) -> dict[str,
             try:
                 files = index.listing(distribution).files
             except IndexClientError as error:
+                reason = re.search(r"\((.*?)\)", str(error))
                 raise PublishError(f"cannot list {distribution} on {redact(repository.index_url)} "
-                                   f"({redact(str(error))}); nothing was uploaded: check --index-url") from None
+                                   f"({redact(reason.group(1) if reason else str(error))}); nothing was uploaded. "
+                                   "Fix: start or reach the index, or pass --index-url") from None
             found.update({f.filename: f.sha256 for f in files})
     return found
 

@@ -50,3 +50,11 @@ def test_twine_gets_the_pypirc_without_passwords(home: Path) -> None:
         assert "repository = http://127.0.0.1:9/legacy/" in text and "username = releaser" in text
         assert "from-the-file" not in text and "password" not in text
     assert not config.exists()
+
+
+def test_redact_scrubs_the_password_and_url_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(publish.PASSWORD_ENV, "s3cret-token")
+    text = "POST http://releaser:s3cret-token@127.0.0.1:1/ failed; token s3cret-token; https://u:p@h/x"
+    assert publish.redact(text) == "POST http://releaser:***@127.0.0.1:1/ failed; token ***; https://u:***@h/x"
+    monkeypatch.setenv(publish.PASSWORD_ENV, "b")  # a short secret is replaced where it stands alone only
+    assert publish.redact("unreachable; password b") == "unreachable; password ***"
