@@ -5,7 +5,8 @@
   skipped (a rerun after an interruption finishes the job, no duplicates); one with other
   bytes stops the release before anything is uploaded.
 * Order is the manifest's: backend, plugins, extensions, then the frontend, so the index
-  never holds a frontend whose backend is missing.
+  never holds a frontend whose backend is missing; a frontend released alone is refused
+  unless the index already holds a backend it admits.
 * Credentials come only from the environment (``TWINE_USERNAME``/``TWINE_PASSWORD``) or the
   keyring: twine gets a copy of ``~/.pypirc`` without passwords, and every line of output is
   scrubbed of the password before it is shown.
@@ -25,10 +26,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from packaging.version import Version
+
 from jaxrel.family import Family
 from jaxrel.index import Index, IndexClientError, pip_default_index
 from jaxrel.release.manifest import Artifact
 from jaxrel.release.verify import Verification, verify_dist
+from jaxrel.wheels import inspect
 
 PASSWORD_ENV = "TWINE_PASSWORD"
 
@@ -143,6 +147,27 @@ def index_hashes(repository: Repository, artifacts: list[Artifact]) -> dict[str,
     return found
 
 
+def _frontend_without_backend(directory: Path, artifacts: list[Artifact], family: Family,
+                              repository: Repository) -> str | None:
+    """Refuse a frontend whose required backend is neither on the index nor in this release."""
+    backend = family.backend.distribution
+    ours = [Version(a.version) for a in artifacts if a.role == "backend"]
+    for artifact in (a for a in artifacts if a.role == "frontend" and a.kind == "wheel"):
+        required = inspect(directory / artifact.file, family, sha256=artifact.sha256).requirements_on(backend)
+        if required is None or any(required.contains(v, prereleases=True) for v in ours):
+            continue
+        with tempfile.TemporaryDirectory(prefix="jaxrel-listing-") as cache:
+            try:
+                listed = Index([repository.index_url], cache=Path(cache), refresh=True).listing(backend).versions()
+            except IndexClientError:
+                listed = []
+        if not any(required.contains(v, prereleases=True) for v in listed):
+            return (f"{artifact.distribution} {artifact.version} requires {backend}{required}, and neither "
+                    f"{repository.describe()} nor this release holds one; nothing was uploaded. Fix: publish "
+                    f"{backend} first (a frontend must never be on the index without its backend)")
+    return None
+
+
 def _twine_failure(output: str, artifact: Artifact, repository: Repository, done: int, total: int) -> str:
     text = redact(output)
     where = f"{done} of {total} files uploaded"
@@ -195,6 +220,11 @@ def publish(
         result.error = (f"{clash.file} is already on {repository.describe()} with different bytes (sha256 "
                         f"{(on_index[clash.file] or 'unknown')[:16]}…, ours {clash.sha256[:16]}…); nothing was "
                         "uploaded. Fix: release a new version (jaxrel release bump); a published file never changes")
+        result.outcomes = [Outcome(a.file, a.distribution, "not uploaded", a.sha256) for a in artifacts]
+        return verification, result
+    orphan = _frontend_without_backend(directory, artifacts, family, repository) if repository.index_url else None
+    if orphan:
+        result.error = orphan
         result.outcomes = [Outcome(a.file, a.distribution, "not uploaded", a.sha256) for a in artifacts]
         return verification, result
     pending = [a for a in artifacts if a.file not in on_index]

@@ -173,3 +173,18 @@ def test_dry_run_shows_exactly_what_would_upload(
     assert [(f["file"], f["action"]) for f in result["files"]] == [(first.file, "already on the index")] + [
         (a.file, "would upload") for a in manifest.read(dist).artifacts[1:]]
     assert pypiserver.files() == [first.file]
+
+
+def test_frontend_without_its_backend_is_never_published(
+    built: tuple[Path, Path], dist: Path, pypiserver: PypiServer
+) -> None:
+    listing = json.loads((dist / manifest.NAME).read_text())
+    for artifact in listing["artifacts"]:
+        if artifact["role"] != "frontend":
+            (dist / artifact["file"]).unlink()
+    listing["artifacts"] = [a for a in listing["artifacts"] if a["role"] == "frontend"]
+    (dist / manifest.NAME).write_text(json.dumps(listing))
+    done = jaxrel_publish(built[0], dist, pypiserver)
+    assert done.returncode == 1
+    assert "splitfam 0.1.0 requires splitfam-core<=0.1.0,>=0.1.0, and neither" in done.stdout
+    assert pypiserver.files() == []
