@@ -1,4 +1,5 @@
-"""Replace text files in one step: never a half-written file (standard library only)."""
+"""Read text files exactly and replace them in one step: never a half-written file, never a
+line end changed behind the caller's back (standard library only)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,12 @@ import os
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
+
+
+def read_exactly(path: Path) -> str:
+    """``path`` as UTF-8 text with its line ends as they are (``read_text`` would turn CRLF into LF)."""
+    with open(path, encoding="utf-8", newline="") as handle:
+        return handle.read()
 
 
 def write_atomically(path: Path, text: str) -> None:

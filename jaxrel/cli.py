@@ -17,6 +17,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from jaxrel import __version__, compat, doctor, gatecover, gatereport, gates, policy, releasedata, report, xla
+from jaxrel.atomic import read_exactly
 from jaxrel.build import BuildError, build
 from jaxrel.envs import EnvError
 from jaxrel.family import ConfigError, Family, resolve_family
@@ -25,6 +26,7 @@ from jaxrel.index import Index, IndexClientError
 from jaxrel.matrix import BackendFilter, Matrix, MatrixError
 from jaxrel.pythons import PythonNotFound, python_for, supported_tags
 from jaxrel.release import commands as release_commands
+from jaxrel.release.publish import redact
 from jaxrel.wheels import WheelError
 
 EXIT_OK, EXIT_INCOMPATIBLE, EXIT_BAD_INPUT = 0, 1, 2
@@ -327,8 +329,7 @@ def _fix_gates(tree: Path, judgements: list[gates.Judgement], *, write: bool, sh
         by_file.setdefault(judgement.gate.file, []).append(judgement)
     fixes = {}
     for file, group in sorted(by_file.items()):
-        with open(tree / file, encoding="utf-8", newline="") as handle:  # keep CRLF line ends as they are
-            original = handle.read()
+        original = read_exactly(tree / file)  # CRLF line ends kept as they are
         fixes[file] = (original, gatefix.fix_source(original, group))
     for file, (original, fix) in fixes.items():
         if show_diff and fix.source != original:
@@ -455,7 +456,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             compat.CompatError, MatrixError, PythonNotFound, EnvError, BuildError, xla.PinError,
             gatereport.MinimumNotFound, *release_commands.ERRORS) as error:
         verb = f"release {args.action}" if args.verb == "release" else args.verb
-        print(f"jaxrel {verb}: error: {release_commands.publish.redact(str(error))}", file=sys.stderr)
+        print(f"jaxrel {verb}: error: {redact(str(error))}", file=sys.stderr)
         return EXIT_BAD_INPUT
 
 

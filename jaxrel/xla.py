@@ -18,8 +18,9 @@ from pathlib import Path
 from packaging.tags import Tag
 
 from jaxrel import releasedata
-from jaxrel.atomic import write_atomically
+from jaxrel.atomic import read_exactly, write_atomically
 from jaxrel.index import IndexFile, Listing
+from jaxrel.sourcespan import line_starts, span
 
 RULE = "xla_ffi"
 FIELDS = ("commit", "backend", "backend_version", "wheel", "sha256")
@@ -54,9 +55,7 @@ def _locate(source: bytes, where: str, name: str = "xla") -> _Located:
         tree = ast.parse(source, filename=where)
     except SyntaxError as error:
         raise PinError(f"{where}:{error.lineno}: cannot parse ({error.msg}); fix the syntax first") from None
-    line_starts = [0]
-    for line in source.splitlines(keepends=True):
-        line_starts.append(line_starts[-1] + len(line))
+    starts = line_starts(source)
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == RULE):
             continue
@@ -70,9 +69,7 @@ def _locate(source: bytes, where: str, name: str = "xla") -> _Located:
             if not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
                 raise PinError(f"{where}:{node.lineno}: {RULE}(name = {name!r}) needs {field} as a string literal; "
                                f"write {field} = \"...\" in the call")
-            assert value.end_lineno is not None and value.end_col_offset is not None
-            spans[field] = (line_starts[value.lineno - 1] + value.col_offset,
-                            line_starts[value.end_lineno - 1] + value.end_col_offset)
+            spans[field] = span(starts, value)
             values[field] = value.value
         return _Located(XlaPin(**values), spans)
     raise PinError(f"{where}: no {RULE}(name = {name!r}, ...) call; add one (see bazel/xla.bzl)")
@@ -100,7 +97,7 @@ def rewrite(source: str, pin: XlaPin, where: str = "WORKSPACE", name: str = "xla
 
 def write_pin(workspace: Path, pin: XlaPin, name: str = "xla") -> bool:
     """Rewrite ``workspace`` in place (atomically); ``False`` when it already held ``pin``."""
-    source = workspace.read_bytes().decode("utf-8")  # as is: read_text would turn CRLF line ends into LF
+    source = read_exactly(workspace)
     updated = rewrite(source, pin, str(workspace), name)
     if updated == source:
         return False

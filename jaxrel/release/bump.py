@@ -18,7 +18,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from jaxrel import policy
-from jaxrel.atomic import write_all_atomically
+from jaxrel.atomic import read_exactly, write_all_atomically
 from jaxrel.release import locations
 from jaxrel.release.config import Component
 from jaxrel.release.project import Project
@@ -48,7 +48,7 @@ class Bump:
 
     def text(self, root: Path, file: str) -> str:
         if file not in self.texts:
-            self.originals[file] = self.texts[file] = (root / file).read_text(encoding="utf-8")
+            self.originals[file] = self.texts[file] = read_exactly(root / file)
         return self.texts[file]
 
     def diff(self) -> str:

@@ -16,7 +16,9 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
+from jaxrel.atomic import read_exactly
 from jaxrel.release.config import Location
+from jaxrel.sourcespan import line_starts, span
 
 UNSET = None  # an assignment of None (jax's ``_release_version`` in a checkout)
 
@@ -26,9 +28,8 @@ class LocationError(ValueError):
 
 
 def _file(root: Path, location: Location) -> str:
-    path = root / location.file
     try:
-        return path.read_text(encoding="utf-8")
+        return read_exactly(root / location.file)
     except FileNotFoundError:
         raise LocationError(f"{location}: {location.file} does not exist; fix the path in "
                             "[tool.jaxrel.release] or restore the file") from None
@@ -81,15 +82,6 @@ def read(root: Path, location: Location) -> str | None:
     return read_text(_file(root, location), location)
 
 
-def _replace_span(text: str, node: ast.expr, literal: str) -> str:
-    data = text.encode("utf-8")
-    lines = data.splitlines(keepends=True)
-    assert node.end_lineno is not None and node.end_col_offset is not None
-    start = sum(len(line) for line in lines[:node.lineno - 1]) + node.col_offset
-    end = sum(len(line) for line in lines[:node.end_lineno - 1]) + node.end_col_offset
-    return (data[:start] + literal.encode("utf-8") + data[end:]).decode("utf-8")
-
-
 def rewrite(text: str, location: Location, version: str) -> str:
     """``text`` with the string at ``location`` replaced by ``version`` (quotes kept)."""
     if location.kind == "toml":
@@ -108,7 +100,9 @@ def rewrite(text: str, location: Location, version: str) -> str:
         raise LocationError(f"{location}: not a string literal in {location.file}; cannot move it")
     source = ast.get_source_segment(text, node) or '""'
     quote = "'" if source.lstrip("rbuRBU")[:1] == "'" else '"'
-    return _replace_span(text, node, f"{quote}{version}{quote}")
+    data = text.encode("utf-8")
+    start, end = span(line_starts(data), node)
+    return (data[:start] + f"{quote}{version}{quote}".encode() + data[end:]).decode("utf-8")
 
 
 def requirement_on(pyproject: str, distribution: str) -> tuple[int, Requirement] | None:

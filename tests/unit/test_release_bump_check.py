@@ -220,3 +220,12 @@ def test_a_tag_that_the_files_do_not_declare_is_refused(project: Project, tmp_pa
     assert found["release-version"].status == check.FAIL
     assert found["release-version"].detail == "releasing 0.5.0, but splitfam declares 0.1.0"
     assert checks_of(project, tmp_path)["release-version"].status == check.PASS
+
+
+def test_bump_keeps_crlf_line_ends(repo: Path) -> None:
+    stamp = repo / "core/version.bzl"
+    stamp.write_bytes(stamp.read_bytes().replace(b"\n", b"\r\n"))
+    with open_project(repo) as project:
+        bump.apply(project, bump.plan_bump(project, "0.2.0"))
+    data = stamp.read_bytes()
+    assert b'VERSION = "0.2.0"\r\n' in data and data.count(b"\n") == data.count(b"\r\n")
