@@ -21,6 +21,7 @@ from jaxrel import policy
 from jaxrel.atomic import read_exactly, write_all_atomically
 from jaxrel.release import locations
 from jaxrel.release.config import Component
+from jaxrel.release.pins import frontend_range
 from jaxrel.release.project import Project
 
 
@@ -152,8 +153,7 @@ def _move_frontend_range(bump: Bump, project: Project, moved: dict[str, str], mi
     if policy.release_key(Version(minimum)) > policy.release_key(Version(frontend_version)):
         raise BumpError(f"the minimum {backend} {minimum} would be newer than the frontend {frontend_version}; "
                         "lower --minimum-backend")
-    upper = policy.release_text(Version(frontend_version))
-    _set_requirement(bump, project, frontend, backend, f">={minimum},<={upper}")
+    _set_requirement(bump, project, frontend, backend, frontend_range(minimum, frontend_version))
 
 
 def _repin_plugins(bump: Bump, project: Project, moved: dict[str, str]) -> None:

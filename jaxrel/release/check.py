@@ -18,13 +18,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
-from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from jaxrel import policy
 from jaxrel.release import locations
 from jaxrel.release.config import Component, Location
+from jaxrel.release.pins import frontend_range, is_frontend_range, pins_exactly
 from jaxrel.release.plan import Plan
 from jaxrel.release.project import Project, Reading
 from jaxrel.wheels import inspect
@@ -137,17 +137,6 @@ def _unconditional(requirement: Requirement) -> bool:
     return requirement.marker is None or "extra" not in str(requirement.marker)
 
 
-def pins_exactly(specifier: SpecifierSet, version: Version) -> bool:
-    """``specifier`` admits ``version`` and none of its neighbours (an exact pin, however spelled)."""
-    release = list(version.release)
-    neighbours = [Version(".".join(map(str, [*release[:-1], release[-1] + 1]))),
-                  Version(".".join(map(str, [*release, 1])))]
-    if release[-1] > 0:
-        neighbours.append(Version(".".join(map(str, [*release[:-1], release[-1] - 1]))))
-    return specifier.contains(version, prereleases=True) and not any(
-        specifier.contains(n, prereleases=True) for n in neighbours)
-
-
 def _frontend_range(project: Project, plan: Plan) -> Check:
     name = "frontend-requires-backend-range"
     frontend = project.release.frontend()
@@ -158,15 +147,12 @@ def _frontend_range(project: Project, plan: Plan) -> Check:
     if requirements is None:
         return Check(name, NOT_APPLICABLE, f"cannot read the frontend's requirements: {source}")
     found = [r for r in requirements if canonicalize_name(r.name) == canonicalize_name(backend) and _unconditional(r)]
-    wanted = f">={plan.minimum_backend},<={policy.release_text(Version(plan.version))}"
+    wanted = frontend_range(plan.minimum_backend or "0", plan.version)
     fix = f"require \"{backend}{wanted}\" (jaxrel release bump {plan.version} rewrites it)"
     if len(found) != 1:
         return Check(name, FAIL, f"{source}: {len(found)} unconditional requirements on {backend}, expected one", fix)
     specifier = found[0].specifier
-    bounds = {(s.operator, str(Version(s.version))) for s in specifier}
-    expected = {(">=", str(Version(plan.minimum_backend or "0"))),
-                ("<=", str(Version(policy.release_text(Version(plan.version)))))}
-    if bounds != expected:
+    if not is_frontend_range(specifier, plan.minimum_backend or "0", plan.version):
         return Check(name, FAIL, f"{source}: the frontend requires {backend}{specifier}, not exactly {wanted}", fix)
     return Check(name, PASS, f"{source}: {backend}{specifier} is exactly [minimum, release]")
 

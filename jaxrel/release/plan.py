@@ -16,6 +16,7 @@ from packaging.version import Version
 from jaxrel import policy
 from jaxrel.index import Index, IndexClientError
 from jaxrel.release.config import Component
+from jaxrel.release.pins import frontend_range
 from jaxrel.release.project import Project
 
 
@@ -121,8 +122,8 @@ def _rules(project: Project, plan: Plan) -> list[str]:
     if project.release.frontend() is None:
         return [f"{p.distribution} must admit {backend} {plan.backend_version or '(the latest release)'}"
                 for p in plan.components if p.in_release]
-    rules = [f"{frontend} requires {backend} >={plan.minimum_backend},<={policy.release_text(Version(plan.version))}"
-             f" (the minimum, up to the release itself)"]
+    rules = [f"{frontend} requires {backend} {frontend_range(plan.minimum_backend or '?', plan.version)}"
+             " (the minimum, up to the release itself)"]
     rules.append(f"the minimum {backend} {plan.minimum_backend} must be a released {backend}")
     if any(p.role == "backend" and p.in_release for p in plan.components):
         rules.append(f"a {backend} release needs a {frontend} release of the same version (both {plan.version})")

@@ -21,11 +21,10 @@ from packaging.tags import parse_tag
 from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
 from packaging.version import Version
 
-from jaxrel import policy
 from jaxrel.family import Family
 from jaxrel.index import sha256_of
-from jaxrel.release.check import pins_exactly
 from jaxrel.release.manifest import Artifact, Manifest, ManifestError, read
+from jaxrel.release.pins import frontend_range, is_frontend_range, pins_exactly
 from jaxrel.wheels import ArtifactInfo, WheelError, inspect, verify_record
 
 ARTIFACT_SUFFIXES = (".whl", ".tar.gz", ".zip")
@@ -100,15 +99,12 @@ def _expand(tag: str) -> list[str]:
 def _pins(info: ArtifactInfo, artifact: Artifact, family: Family, backend_version: Version | None) -> list[str]:
     backend = family.backend.distribution
     on_backend = info.requirements_on(backend)
-    version = Version(info.version)
     if artifact.role == "frontend":
         if info.minimum_backend is None:
             return [f"cannot read the minimum {backend} from {family.frontend.version_file} in the archive"]
-        upper = policy.release_text(version)
-        bounds = {(s.operator, str(Version(s.version))) for s in on_backend or []}
-        if bounds != {(">=", str(Version(info.minimum_backend))), ("<=", str(Version(upper)))}:
+        if not is_frontend_range(on_backend, info.minimum_backend, info.version):
             return [f"Requires-Dist {backend}{on_backend or ' (none)'} is not exactly "
-                    f">={info.minimum_backend},<={upper}"]
+                    f"{frontend_range(info.minimum_backend, info.version)}"]
     if artifact.role == "plugin" and backend_version is not None:
         spec = family.plugin_for(info.name)
         pinned = spec is not None and spec.pinned

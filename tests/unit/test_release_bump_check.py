@@ -14,7 +14,7 @@ import pytest
 
 from jaxrel.cli import main
 from jaxrel.index import Index
-from jaxrel.release import bump, check, plan
+from jaxrel.release import bump, check, pins, plan
 from jaxrel.release.locations import LocationError
 from jaxrel.release.project import Project, open_project
 
@@ -184,11 +184,11 @@ def test_pins_exactly() -> None:
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
 
-    assert check.pins_exactly(SpecifierSet("==0.2.0"), Version("0.2.0"))
-    assert check.pins_exactly(SpecifierSet(">=0.2.0,<=0.2.0"), Version("0.2.0"))
-    assert not check.pins_exactly(SpecifierSet(">=0.2.0"), Version("0.2.0"))
-    assert not check.pins_exactly(SpecifierSet("==0.2.*"), Version("0.2.0"))
-    assert not check.pins_exactly(SpecifierSet("==0.1.0"), Version("0.2.0"))
+    assert pins.pins_exactly(SpecifierSet("==0.2.0"), Version("0.2.0"))
+    assert pins.pins_exactly(SpecifierSet(">=0.2.0,<=0.2.0"), Version("0.2.0"))
+    assert not pins.pins_exactly(SpecifierSet(">=0.2.0"), Version("0.2.0"))
+    assert not pins.pins_exactly(SpecifierSet("==0.2.*"), Version("0.2.0"))
+    assert not pins.pins_exactly(SpecifierSet("==0.1.0"), Version("0.2.0"))
 
 
 def test_cli_check_json_and_exit_code(repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -1,0 +1,32 @@
+"""What the policy asks of declared requirements (no I/O): the frontend requires exactly
+``>=minimum,<=release`` of the backend (as jax's ``setup.py`` writes it), and a pinned plugin
+admits exactly the backend's version, however the pin is spelled."""
+
+from __future__ import annotations
+
+from packaging.specifiers import SpecifierSet
+from packaging.version import Version
+
+from jaxrel import policy
+
+
+def frontend_range(minimum: str, frontend_version: str) -> str:
+    """The specifier a frontend at ``frontend_version`` puts on the backend: ``>=minimum,<=X.Y.Z``."""
+    return f">={minimum},<={policy.release_text(Version(frontend_version))}"
+
+
+def is_frontend_range(specifier: SpecifierSet | None, minimum: str, frontend_version: str) -> bool:
+    """``specifier`` is exactly :func:`frontend_range` (in any order, versions compared as versions)."""
+    bounds = {(s.operator, Version(s.version)) for s in specifier or []}
+    return bounds == {(s.operator, Version(s.version)) for s in SpecifierSet(frontend_range(minimum, frontend_version))}
+
+
+def pins_exactly(specifier: SpecifierSet, version: Version) -> bool:
+    """``specifier`` admits ``version`` and none of its neighbours (an exact pin, however spelled)."""
+    release = list(version.release)
+    neighbours = [Version(".".join(map(str, [*release[:-1], release[-1] + 1]))),
+                  Version(".".join(map(str, [*release, 1])))]
+    if release[-1] > 0:
+        neighbours.append(Version(".".join(map(str, [*release[:-1], release[-1] - 1]))))
+    return specifier.contains(version, prereleases=True) and not any(
+        specifier.contains(n, prereleases=True) for n in neighbours)
