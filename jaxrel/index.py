@@ -82,7 +82,7 @@ class IndexFile:
 
     @property
     def version(self) -> Version:
-        return _name_and_version(self.filename)[1]
+        return name_and_version(self.filename)[1]
 
     @property
     def tags(self) -> frozenset[Tag]:
@@ -140,7 +140,7 @@ class _LinkParser(HTMLParser):
             self.links.append(dict(attrs))
 
 
-def _name_and_version(filename: str) -> tuple[str, Version]:
+def name_and_version(filename: str) -> tuple[str, Version]:
     """The project name and version a wheel or sdist filename carries."""
     if filename.endswith(".whl"):
         name, version, _, _ = parse_wheel_filename(filename)
@@ -151,7 +151,7 @@ def _name_and_version(filename: str) -> tuple[str, Version]:
 
 def _parse_filename_ok(filename: str) -> bool:
     try:
-        _name_and_version(filename)
+        name_and_version(filename)
         return True
     except (InvalidWheelFilename, InvalidSdistFilename):
         return False
@@ -285,7 +285,7 @@ class Index:
             found_any = found_any or files is not None
             self._merge(merged, files or [])
         for house in self.wheelhouses:
-            self._merge(merged, [f for f in scan_wheelhouse(house) if _name_and_version(f.filename)[0] == name],
+            self._merge(merged, [f for f in scan_wheelhouse(house) if name_and_version(f.filename)[0] == name],
                         wheelhouse=True)
         return Listing(name, sorted(merged.values(), key=lambda f: (f.version, f.filename)))
 

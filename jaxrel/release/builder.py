@@ -17,10 +17,11 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
-from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from jaxrel import build as bazel
+from jaxrel.index import name_and_version
 from jaxrel.release.config import Component
 from jaxrel.release.manifest import Artifact, Manifest
 from jaxrel.release.plan import Plan
@@ -56,14 +57,6 @@ def _bazel_build(project: Project, component: Component, into: Path, python: str
         raise ReleaseBuildError(f"{component.distribution}: {error}") from None
 
 
-def _identify(path: Path) -> tuple[str, Version]:
-    if path.name.endswith(".whl"):
-        name, version, _, _ = parse_wheel_filename(path.name)
-    else:
-        name, version = parse_sdist_filename(path.name)
-    return str(name), version
-
-
 def build_release(project: Project, plan: Plan, output: Path, *, python: str | None = None,
                   progress: Progress = lambda line: None) -> Manifest:
     """Build the plan's components into ``output`` (which must be empty or absent)."""
@@ -86,7 +79,7 @@ def build_release(project: Project, plan: Plan, output: Path, *, python: str | N
             else:
                 _bazel_build(project, component, into, python, progress)
             for path in sorted(into.iterdir()):
-                name, version = _identify(path)
+                name, version = name_and_version(path.name)
                 if name != canonicalize_name(component.distribution) or version != Version(plan.version):
                     raise ReleaseBuildError(f"{component.distribution}: built {path.name}, expected "
                                             f"{component.distribution} {plan.version}; check its declared versions "

@@ -18,11 +18,11 @@ from pathlib import Path
 from typing import Any
 
 from packaging.tags import parse_tag
-from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel_filename
+from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
 from jaxrel.family import Family
-from jaxrel.index import sha256_of
+from jaxrel.index import name_and_version, sha256_of
 from jaxrel.release.manifest import Artifact, Manifest, ManifestError, read
 from jaxrel.release.pins import frontend_range, is_frontend_range, pins_exactly
 from jaxrel.wheels import ArtifactInfo, WheelError, inspect, verify_record
@@ -79,12 +79,11 @@ def twine_check(path: Path) -> str | None:
 def _filename_matches(path: Path, info: ArtifactInfo) -> list[str]:
     problems = []
     if path.name.endswith(".whl"):
-        name, version, _, tags = parse_wheel_filename(path.name)
+        tags = {str(t) for t in parse_wheel_filename(path.name)[3]}
         declared = {tag for text in info.tags for tag in _expand(text)}
-        if {str(t) for t in tags} != declared:
-            problems.append(f"filename tags {sorted(str(t) for t in tags)} differ from WHEEL's {sorted(declared)}")
-    else:
-        name, version = parse_sdist_filename(path.name)
+        if tags != declared:
+            problems.append(f"filename tags {sorted(tags)} differ from WHEEL's {sorted(declared)}")
+    name, version = name_and_version(path.name)
     if name != canonicalize_name(info.name):
         problems.append(f"filename names {name}, METADATA names {info.name}")
     if version != Version(info.version):
