@@ -8,7 +8,7 @@ released and whether V is already there.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 from packaging.version import Version
@@ -68,16 +68,6 @@ def artifacts_of(component: Component) -> str:
     return "built outside jaxrel"
 
 
-def released_versions(index: Index, distribution: str) -> list[Version]:
-    """Final releases of ``distribution`` on ``index`` with at least one file, oldest first."""
-    listing = index.listing(distribution)
-    return [v for v in listing.versions() if policy.is_final(v)]
-
-
-def _on_index(index: Index, distribution: str, version: str) -> bool:
-    return Version(version) in index.listing(distribution).versions()
-
-
 def make_plan(project: Project, version: str | None = None, index: Index | None = None) -> Plan:
     """The plan for a release at ``version`` (default: the frontend's declared version)."""
     release = project.release
@@ -94,10 +84,12 @@ def make_plan(project: Project, version: str | None = None, index: Index | None 
     released: list[Version] | None = None
     index_error = None
     if index is not None:
-        try:
-            released = released_versions(index, project.family.backend.distribution)
-            planned = [Planned(**{**asdict(p), "on_index": _on_index(index, p.distribution, target)}) if p.in_release
-                       else p for p in planned]
+        backend_name = project.family.backend.distribution
+        try:  # each listing fetched once: the backend's releases, and whether V is already there
+            listed = {name: index.listing(name).versions()
+                      for name in dict.fromkeys([backend_name, *(p.distribution for p in planned if p.in_release)])}
+            released = [v for v in listed[backend_name] if policy.is_final(v)]
+            planned = [replace(p, on_index=wanted in listed[p.distribution]) if p.in_release else p for p in planned]
         except IndexClientError as error:
             index_error = str(error)
     plural = {"plugin": "plugins", "extension": "extensions"}
