@@ -29,7 +29,7 @@ from typing import Any
 from packaging.version import Version
 
 from jaxrel.family import Family
-from jaxrel.index import Index, IndexClientError, pip_default_index
+from jaxrel.index import Index, IndexClientError, Listing, pip_default_index
 from jaxrel.release.manifest import Artifact
 from jaxrel.release.verify import Verification, verify_dist
 from jaxrel.wheels import inspect
@@ -130,21 +130,22 @@ def config_without_passwords() -> Iterator[Path]:
         os.unlink(name)
 
 
+def _listing(repository: Repository, distribution: str) -> Listing:
+    """``distribution`` on the repository's index, read fresh (a stale cached listing would lie)."""
+    with tempfile.TemporaryDirectory(prefix="jaxrel-listing-") as cache:
+        try:
+            return Index([repository.index_url], cache=Path(cache), refresh=True, timeout=30).listing(distribution)
+        except IndexClientError as error:
+            reason = re.search(r"\((.*?)\)", str(error))
+            raise PublishError(f"cannot list {distribution} on {redact(repository.index_url)} "
+                               f"({redact(reason.group(1) if reason else str(error))}); nothing was uploaded. "
+                               "Fix: start or reach the index, or pass --index-url") from None
+
+
 def index_hashes(repository: Repository, artifacts: list[Artifact]) -> dict[str, str | None]:
     """Filename → sha256 of each of the release's files already on the index."""
-    with tempfile.TemporaryDirectory(prefix="jaxrel-listing-") as cache:
-        index = Index([repository.index_url], cache=Path(cache), refresh=True, timeout=30)
-        found: dict[str, str | None] = {}
-        for distribution in dict.fromkeys(a.distribution for a in artifacts):
-            try:
-                files = index.listing(distribution).files
-            except IndexClientError as error:
-                reason = re.search(r"\((.*?)\)", str(error))
-                raise PublishError(f"cannot list {distribution} on {redact(repository.index_url)} "
-                                   f"({redact(reason.group(1) if reason else str(error))}); nothing was uploaded. "
-                                   "Fix: start or reach the index, or pass --index-url") from None
-            found.update({f.filename: f.sha256 for f in files})
-    return found
+    return {file.filename: file.sha256 for distribution in dict.fromkeys(a.distribution for a in artifacts)
+            for file in _listing(repository, distribution).files}
 
 
 def _frontend_without_backend(directory: Path, artifacts: list[Artifact], family: Family,
@@ -156,12 +157,7 @@ def _frontend_without_backend(directory: Path, artifacts: list[Artifact], family
         required = inspect(directory / artifact.file, family, sha256=artifact.sha256).requirements_on(backend)
         if required is None or any(required.contains(v, prereleases=True) for v in ours):
             continue
-        with tempfile.TemporaryDirectory(prefix="jaxrel-listing-") as cache:
-            try:
-                listed = Index([repository.index_url], cache=Path(cache), refresh=True).listing(backend).versions()
-            except IndexClientError:
-                listed = []
-        if not any(required.contains(v, prereleases=True) for v in listed):
+        if not any(required.contains(v, prereleases=True) for v in _listing(repository, backend).versions()):
             return (f"{artifact.distribution} {artifact.version} requires {backend}{required}, and neither "
                     f"{repository.describe()} nor this release holds one; nothing was uploaded. Fix: publish "
                     f"{backend} first (a frontend must never be on the index without its backend)")
