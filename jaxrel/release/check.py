@@ -27,7 +27,6 @@ from jaxrel.release.config import Component, Location
 from jaxrel.release.pins import frontend_range, is_frontend_range, pins_exactly
 from jaxrel.release.plan import Plan
 from jaxrel.release.project import Project, Reading
-from jaxrel.wheels import inspect
 
 PASS, FAIL, NOT_APPLICABLE = "pass", "fail", "n/a"
 
@@ -50,8 +49,8 @@ def _versions_consistent(project: Project, plan: Plan) -> list[Check]:
     for component in project.release.components:
         readings = [r for r in project.readings(component) if r.value is not None]
         values = {str(Version(r.value)) for r in readings if r.value is not None}
-        if project.sdist is not None and component.role == "frontend":
-            declared = inspect(project.sdist, project.family).version
+        if project.sdist_metadata is not None and component.role == "frontend":
+            declared = project.sdist_metadata.version
             readings.append(Reading(Location("PKG-INFO", "Version"), declared))
             values.add(str(Version(declared)))
         where = ", ".join(f"{r.location}={r.value}" for r in readings)
@@ -113,8 +112,8 @@ def _explain(rule: str, plan: Plan) -> str:
 
 def _requirements(project: Project, component: Component) -> tuple[list[Requirement] | None, str]:
     """The component's declared requirements (with extras' markers) and where they come from."""
-    if project.sdist is not None and component.role == "frontend":
-        return [Requirement(r) for r in inspect(project.sdist, project.family).requires_dist], "PKG-INFO"
+    if project.sdist_metadata is not None and component.role == "frontend":
+        return [Requirement(r) for r in project.sdist_metadata.requires_dist], "PKG-INFO"
     if component.build != "python":
         return None, f"{component.distribution} is built by {component.build}; `release verify` checks its metadata"
     path = project.root / component.pyproject

@@ -9,6 +9,7 @@ import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from tempfile import TemporaryDirectory
 
@@ -16,6 +17,7 @@ from jaxrel import policy
 from jaxrel.family import PROFILES, ConfigError, Family, family_from_config, resolve_family
 from jaxrel.release import locations
 from jaxrel.release.config import BUILTIN, Component, Location, ReleaseConfig, release_from_config
+from jaxrel.wheels import ArtifactInfo, inspect
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,11 @@ class Project:
         raise locations.LocationError(
             f"{component.distribution}: every version location is unset ({', '.join(map(str, component.versions))})"
         )
+
+    @cached_property
+    def sdist_metadata(self) -> ArtifactInfo | None:
+        """What the sdist's PKG-INFO declares (read once); ``None`` for a checkout."""
+        return None if self.sdist is None else inspect(self.sdist, self.family)
 
     def minimum_backend(self) -> str | None:
         """The frontend's declared minimum backend."""
