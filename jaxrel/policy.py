@@ -236,7 +236,7 @@ def verdict(
 
 
 def _minimum_released(
-    backend: str, minimum: Version, released: Iterable[Version] | None
+    backend: str, minimum: Version, released: Iterable[Version] | None, complete: bool = False
 ) -> list[Violation]:
     if not is_final(minimum):
         return [Violation(
@@ -248,8 +248,10 @@ def _minimum_released(
     if released is None:
         return []
     released = sorted(set(released))
-    if not released or minimum < released[0] or any(release_key(v) == release_key(minimum) for v in released):
-        return []  # known release, or older than the release data reaches
+    if any(release_key(v) == release_key(minimum) for v in released):
+        return []
+    if not complete and (not released or minimum < released[0]):
+        return []  # older than partial release data reaches: cannot tell
     older = [v for v in released if v < minimum]
     suggestion = f"the nearest older known release is {older[-1]}" if older else "none is older"
     return [Violation(
@@ -267,8 +269,12 @@ def check_release(
     backend_version: Version | None,
     minimum_backend: Version,
     released_backends: Iterable[Version],
+    released_complete: bool = False,
 ) -> list[Violation]:
     """Rules for a release plan (rules 2–4 of DESIGN.md).
+
+    ``released_complete``: ``released_backends`` is every release there is (an index listing),
+    so a minimum older than all of them is not released either (partial release data forgives it).
 
     A backend release needs a frontend release of the same version; the minimum must
     be released; and the frontend must support the latest backend release (minimum
@@ -285,7 +291,7 @@ def check_release(
             f"at the same time (planned: {frontend} {frontend_version or 'none'}).",
             f"release {frontend} {backend_version} together with {backend} {backend_version}",
         ))
-    violations.extend(_minimum_released(backend, minimum_backend, released))
+    violations.extend(_minimum_released(backend, minimum_backend, released, released_complete))
     if frontend_version is not None and released:
         latest = released[-1]
         if not release_key(minimum_backend) <= release_key(latest) <= release_key(frontend_version):

@@ -179,6 +179,16 @@ def plan(frontend, backend, minimum, released=RELEASED):
     )]
 
 
+def test_minimum_older_than_the_data_counts_only_when_the_data_is_complete():
+    def rules(complete: bool) -> list[str]:
+        return [v.rule for v in policy.check_release(
+            frontend="jax", backend="jaxlib", frontend_version=V("0.5.1"), backend_version=None,
+            minimum_backend=V("0.4.30"), released_backends=RELEASED, released_complete=complete)]
+
+    assert rules(complete=False) == []  # release data that starts at 0.4.35 cannot tell
+    assert rules(complete=True) == ["minimum-is-released"]  # an index listing can
+
+
 def test_frontend_alone_may_be_released():
     assert plan("0.5.1", None, "0.5.0") == []
 
