@@ -17,7 +17,7 @@ import venv
 from pathlib import Path
 
 import pytest
-from conftest import PypiServer
+from splitfam_support import PypiServer
 
 from jaxrel.build import BuildError, find_launcher
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from conftest import PypiServer, bazel_shutdown, make_splitfam
+from splitfam_support import PypiServer, bazel_shutdown, make_splitfam
 
 from jaxrel.build import BuildError, find_launcher
 from jaxrel.family import load_family
