@@ -4,7 +4,7 @@ Run: ``python benchmarks/gates.py [--repeat N] [--json]`` (or ``nox -s bench -- 
 The newest jax release's sdist comes through jaxrel's index client (sha256-verified, cached)
 and is unpacked once under ``build/bench/gates/``. Each round, in this process, times:
 
-1. the scan (:func:`jaxrel.gates.find_gates`: every ``.py`` file read, candidates parsed with
+1. the scan (:func:`jaxrel.gates.judge.find_gates`: every ``.py`` file read, candidates parsed with
    ``ast``; files whose syntax this interpreter cannot parse re-read by the newest Python here);
 2. the judgement of every gate over the supported releases;
 3. both together, as ``jaxrel gates SRC`` spends them (the CLI adds its own start-up).
@@ -28,9 +28,12 @@ sys.path.insert(0, str(ROOT))
 
 from packaging.version import Version  # noqa: E402
 
-from jaxrel import gatefind, gatereport, gates, policy  # noqa: E402
+from jaxrel import policy
+from jaxrel.compat.index import Index  # noqa: E402
 from jaxrel.family import jax_profile  # noqa: E402
-from jaxrel.index import Index  # noqa: E402
+from jaxrel.gates import find as gatefind
+from jaxrel.gates import judge as gates  # noqa: E402
+from jaxrel.gates import report as gatereport
 
 TARGET_S = 3.0
 

@@ -3,7 +3,7 @@
 Run (from any directory): ``python benchmarks/guard.py [--env DIR] [--repeat N] [--json]``.
 An environment with the newest jax and jaxlib installable on this interpreter (0.10.2 on
 Python 3.11) and this checkout of jaxrel (not editable) is made with
-:func:`jaxrel.envs.create` (``build/bench/guard-env``; reused while current).
+:func:`jaxrel.compat.envs.create` (``build/bench/guard-env``; reused while current).
 Each measurement is a fresh process of its Python, timed by ``perf_counter_ns`` inside:
 
 1. ``import jaxrel.guard`` + ``check(...)`` with the jax profile's arguments (the first
@@ -26,7 +26,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from jaxrel import envs  # noqa: E402
+from jaxrel.compat import envs  # noqa: E402
 from jaxrel.family import jax_profile  # noqa: E402
 from jaxrel.guard import read_assignment, read_version_file  # noqa: E402
 

@@ -26,9 +26,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
+from jaxrel.compat.index import sha256_of  # noqa: E402
 from jaxrel.gating import assigned_int  # noqa: E402
 from jaxrel.guard import assigned_string, ffi_api_in  # noqa: E402
-from jaxrel.index import sha256_of  # noqa: E402
 
 DATA = ROOT / "jaxrel" / "data" / "jax.json"
 PLATFORMS = ["manylinux2014_x86_64", "manylinux_2_27_x86_64", "manylinux_2_28_x86_64"]

@@ -16,7 +16,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from jaxrel.index import Index  # noqa: E402
+from jaxrel.compat.index import Index  # noqa: E402
 
 PROJECTS = ("jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt")
 KEEP = re.compile(r"-(cp31[123]-cp31[123]|py3-none)-(manylinux\w*x86_64|any)\.whl$")

@@ -18,7 +18,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from jaxrel import policy
-from jaxrel.atomic import read_exactly, write_all_atomically
+from jaxrel._util.atomic import read_exactly, write_all_atomically
 from jaxrel.release import locations
 from jaxrel.release.config import Component
 from jaxrel.release.pins import frontend_range

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jaxrel.index import Index
+from jaxrel.compat.index import Index
 from jaxrel.release import builder, bump, check, plan, publish, verify
 from jaxrel.release.locations import LocationError
 from jaxrel.release.manifest import ManifestError

@@ -3,7 +3,7 @@
 A :class:`~jaxrel.release.config.Location` is a dotted key in a TOML file (rewritten with
 tomlkit, so comments and layout stay) or a top-level string assignment in a Python or
 Starlark file (rewritten by replacing only the literal's bytes). Callers write the results
-with :func:`jaxrel.atomic.write_all_atomically`.
+with :func:`jaxrel._util.atomic.write_all_atomically`.
 """
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from typing import Any
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 
-from jaxrel.atomic import read_exactly
+from jaxrel._util.atomic import read_exactly
+from jaxrel._util.literals import line_starts, span
 from jaxrel.release.config import Location
-from jaxrel.sourcespan import line_starts, span
 
 UNSET = None  # an assignment of None (jax's ``_release_version`` in a checkout)
 

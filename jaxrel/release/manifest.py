@@ -11,7 +11,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from jaxrel.index import sha256_of
+from jaxrel.compat.index import sha256_of
 
 NAME = "manifest.json"
 SCHEMA = 1

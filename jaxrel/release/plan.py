@@ -14,7 +14,7 @@ from typing import Any
 from packaging.version import Version
 
 from jaxrel import policy
-from jaxrel.index import Index, IndexClientError
+from jaxrel.compat.index import Index, IndexClientError
 from jaxrel.release.config import Component
 from jaxrel.release.pins import frontend_range
 from jaxrel.release.project import Project

@@ -28,11 +28,11 @@ from typing import Any
 
 from packaging.version import Version
 
+from jaxrel.compat.index import Index, IndexClientError, Listing, pip_default_index
+from jaxrel.compat.wheels import inspect
 from jaxrel.family import Family
-from jaxrel.index import Index, IndexClientError, Listing, pip_default_index
 from jaxrel.release.manifest import Artifact
 from jaxrel.release.verify import Verification, verify_dist
-from jaxrel.wheels import inspect
 
 PASSWORD_ENV = "TWINE_PASSWORD"
 

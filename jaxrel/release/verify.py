@@ -21,11 +21,11 @@ from packaging.tags import parse_tag
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
+from jaxrel.compat.index import name_and_version, sha256_of
+from jaxrel.compat.wheels import ArtifactInfo, WheelError, inspect, verify_record
 from jaxrel.family import Family
-from jaxrel.index import name_and_version, sha256_of
 from jaxrel.release.manifest import Artifact, Manifest, ManifestError, read
 from jaxrel.release.pins import frontend_range, is_frontend_range, pins_exactly
-from jaxrel.wheels import ArtifactInfo, WheelError, inspect, verify_record
 
 ARTIFACT_SUFFIXES = (".whl", ".tar.gz", ".zip")
 

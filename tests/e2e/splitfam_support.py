@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxrel.build import LOCAL_BAZELISK, BuildError, find_launcher
+from jaxrel.extension.bazel import LOCAL_BAZELISK, BuildError, find_launcher
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO / "tests" / "data" / "splitfam"

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxrel.build import BuildError, find_launcher
-from jaxrel.pipconfig import pip_command
+from jaxrel.compat.pipconfig import pip_command
+from jaxrel.extension.bazel import BuildError, find_launcher
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -17,9 +17,9 @@ import pytest
 
 from jaxrel import policy
 from jaxrel.cli import main
-from jaxrel.gates import VERDICTS
-from jaxrel.index import Index
-from jaxrel.pythons import find_pythons
+from jaxrel.compat.index import Index
+from jaxrel.compat.pythons import find_pythons
+from jaxrel.gates.judge import VERDICTS
 
 pytestmark = pytest.mark.integration
 

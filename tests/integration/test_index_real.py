@@ -16,12 +16,12 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from jaxrel import releasedata
-from jaxrel.compat import matrix_for
+from jaxrel.compat.index import Index, IndexClientError, sha256_of
+from jaxrel.compat.matrix import FrontendSpec, installable_versions
+from jaxrel.compat.pythons import find_pythons, supported_tags
+from jaxrel.compat.runner import matrix_for
+from jaxrel.compat.wheels import WheelError, inspect
 from jaxrel.family import jax_profile
-from jaxrel.index import Index, IndexClientError, sha256_of
-from jaxrel.matrix import FrontendSpec, installable_versions
-from jaxrel.pythons import find_pythons, supported_tags
-from jaxrel.wheels import WheelError, inspect
 
 pytestmark = pytest.mark.integration
 FAMILY = jax_profile()

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxrel import envs
+from jaxrel.compat import envs
 
 pytestmark = pytest.mark.integration
 

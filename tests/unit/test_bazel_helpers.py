@@ -1,4 +1,4 @@
-"""The helpers behind the Bazel build: bazel/wheel_builder.py, bazel/xla_ffi_fetch.py and jaxrel.build's pure parts."""
+"""The helpers behind the Bazel build: bazel/wheel_builder.py, bazel/xla_ffi_fetch.py and jaxrel.extension.bazel."""
 
 from __future__ import annotations
 
@@ -17,9 +17,10 @@ from types import ModuleType
 
 import pytest
 
-from jaxrel import build, guard, releasedata
+from jaxrel import guard, releasedata
+from jaxrel.compat.wheels import inspect, verify_record
+from jaxrel.extension import bazel as build
 from jaxrel.family import jax_profile
-from jaxrel.wheels import inspect, verify_record
 
 REPO = Path(__file__).resolve().parents[2]
 RELEASE_DATA = REPO / "jaxrel" / "data" / "jax.json"

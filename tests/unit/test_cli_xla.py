@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxrel import xla
 from jaxrel.cli import main
+from jaxrel.extension import xla
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -1,4 +1,4 @@
-"""Coverage of live gates by a compat matrix (jaxrel.gatecover) and ``jaxrel gates --matrix``."""
+"""Coverage of live gates by a compat matrix (jaxrel.gates.cover) and ``jaxrel gates --matrix``."""
 
 from __future__ import annotations
 
@@ -8,9 +8,10 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from jaxrel import gatecover, gates
 from jaxrel.cli import main
 from jaxrel.family import jax_profile
+from jaxrel.gates import cover as gatecover
+from jaxrel.gates import judge as gates
 
 # jax 0.10.2 with minimum jaxlib 0.10.1: jaxlib_extension_version 452 (0.10.1), 467 (0.10.2), per jax.json.
 VERSION_FILE = '_version = "0.10.2"\n_minimum_jaxlib_version = "0.10.1"\n'

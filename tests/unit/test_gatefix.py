@@ -22,8 +22,8 @@ from packaging.version import Version
 
 from jaxrel.cli import main
 from jaxrel.family import jax_profile
-from jaxrel.gatefix import FileFix, fix_source, write_atomically
-from jaxrel.gates import Judgement, Releases, find_gates, judge_all
+from jaxrel.gates.fix import FileFix, fix_source, write_atomically
+from jaxrel.gates.judge import Judgement, Releases, find_gates, judge_all
 
 MINIMUM, VERSION = "0.10.1", "0.10.2"
 VERSION_PY = f'_version = "{VERSION}"\n_minimum_jaxlib_version = "{MINIMUM}"\n'

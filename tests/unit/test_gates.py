@@ -1,4 +1,4 @@
-"""api-version gates: the finder (jaxrel.gatefind), the judge (jaxrel.gates), the report and ``jaxrel gates``.
+"""api-version gates: the finder (jaxrel.gates.find), the judge (jaxrel.gates.judge), the report and ``jaxrel gates``.
 
 The fixture tree ``tests/data/gates_tree`` holds every spelling of a gate; it is only parsed, never
 imported (no ``test_`` file names, and ``tests/data`` is no test package). Its declared minimum is
@@ -19,10 +19,13 @@ from typing import Any, NamedTuple
 import pytest
 from packaging.version import Version
 
-from jaxrel import cli, gatefind, gatereport, gates
+from jaxrel import cli
+from jaxrel.compat.pythons import find_pythons
 from jaxrel.family import jax_profile
-from jaxrel.gates import Comparison, Gate, Releases, evaluate, judge
-from jaxrel.pythons import find_pythons
+from jaxrel.gates import find as gatefind
+from jaxrel.gates import judge as gates
+from jaxrel.gates import report as gatereport
+from jaxrel.gates.judge import Comparison, Gate, Releases, evaluate, judge
 
 REPO = Path(__file__).resolve().parents[2]
 TREE = REPO / "tests" / "data" / "gates_tree"
@@ -248,7 +251,7 @@ def test_gatefind_main_in_a_subprocess_matches_scan() -> None:
     files = list(gatefind.python_files(str(TREE)))
     request = {"root": str(TREE), "files": files, "names": NAMES,
                "raw": [[stem, variable, number] for (stem, variable), number in RAW.items()]}
-    done = subprocess.run([sys.executable, "-m", "jaxrel.gatefind", json.dumps(request)], cwd=REPO,
+    done = subprocess.run([sys.executable, "-m", "jaxrel.gates.find", json.dumps(request)], cwd=REPO,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     in_process = gatefind.scan(str(TREE), files, NAMES, RAW)

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from packaging.tags import Tag
 
+from jaxrel.compat.index import Index, IndexClientError, IndexFile, parse_html, parse_json, sha256_of
+from jaxrel.compat.wheels import WheelError, inspect, verify_record
 from jaxrel.family import jax_profile
-from jaxrel.index import Index, IndexClientError, IndexFile, parse_html, parse_json, sha256_of
-from jaxrel.wheels import WheelError, inspect, verify_record
 
 HTML = """<!DOCTYPE html><html><body>
 <a href="../../files/jaxlib-0.5.3-cp312-cp312-manylinux2014_x86_64.whl#sha256=AB12"

@@ -10,10 +10,10 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from jaxrel import policy
+from jaxrel.compat.index import IndexFile, Listing
+from jaxrel.compat.matrix import FrontendSpec, MatrixError, build_matrix, installable_versions
+from jaxrel.compat.pythons import supported_tags
 from jaxrel.family import jax_profile
-from jaxrel.index import IndexFile, Listing
-from jaxrel.matrix import FrontendSpec, MatrixError, build_matrix, installable_versions
-from jaxrel.pythons import supported_tags
 
 DATA = Path(__file__).parents[1] / "data" / "listings.json"
 LINUX = ["manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 from packaging.tags import Tag
 
-from jaxrel import releasedata, xla
-from jaxrel.index import IndexFile, Listing
+from jaxrel import releasedata
+from jaxrel.compat.index import IndexFile, Listing
+from jaxrel.extension import xla
 
 REPO = Path(__file__).resolve().parents[2]
 KNOWN_COMMIT = "5a9e73cbd92530cac2ac36f4736a774b2412afe2"  # jaxlib 0.10.2, data/jax_xla_commits.json

@@ -25,12 +25,14 @@ from typing import Any
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
-from jaxrel import build, doctor, envs, policy
+from jaxrel import doctor, policy
+from jaxrel.compat import envs
+from jaxrel.compat.index import Index, IndexClientError
+from jaxrel.compat.matrix import BackendFilter, Cell, FrontendSpec, Matrix, MatrixError, build_matrix
+from jaxrel.compat.pythons import find_pythons, python_for
+from jaxrel.compat.wheels import ArtifactInfo, inspect
+from jaxrel.extension import bazel as build
 from jaxrel.family import Family
-from jaxrel.index import Index, IndexClientError
-from jaxrel.matrix import BackendFilter, Cell, FrontendSpec, Matrix, MatrixError, build_matrix
-from jaxrel.pythons import find_pythons, python_for
-from jaxrel.wheels import ArtifactInfo, inspect
 
 Progress = Callable[[str], None]
 REPO = Path(__file__).resolve().parents[1]

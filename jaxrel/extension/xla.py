@@ -18,9 +18,9 @@ from pathlib import Path
 from packaging.tags import Tag
 
 from jaxrel import releasedata
-from jaxrel.atomic import read_exactly, write_atomically
-from jaxrel.index import IndexFile, Listing
-from jaxrel.sourcespan import line_starts, span
+from jaxrel._util.atomic import read_exactly, write_atomically
+from jaxrel._util.literals import line_starts, span
+from jaxrel.compat.index import IndexFile, Listing
 
 RULE = "xla_ffi"
 FIELDS = ("commit", "backend", "backend_version", "wheel", "sha256")

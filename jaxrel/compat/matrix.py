@@ -20,8 +20,8 @@ from packaging.tags import Tag
 from packaging.version import Version
 
 from jaxrel import policy
+from jaxrel.compat.index import Listing
 from jaxrel.family import Family
-from jaxrel.index import Listing
 
 BackendFilter = Container[Version] | SpecifierSet  # a set of versions or a specifier
 

@@ -25,8 +25,8 @@ from typing import TypeVar
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
 
-from jaxrel.atomic import write_atomically
-from jaxrel.gates import Judgement
+from jaxrel._util.atomic import write_atomically
+from jaxrel.gates.judge import Judgement
 
 __all__ = ["FileFix", "fix_source", "write_atomically"]
 

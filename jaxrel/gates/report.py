@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel.family import Family
-from jaxrel.gates import VERDICTS, Judgement
+from jaxrel.gates.judge import VERDICTS, Judgement
 from jaxrel.guard import read_assignment, read_version_file
 
 

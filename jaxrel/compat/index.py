@@ -38,7 +38,7 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
-from jaxrel.pipconfig import pip_command, pip_index_config
+from jaxrel.compat.pipconfig import pip_command, pip_index_config
 
 LISTING_TTL = 3600.0  # seconds a cached listing is trusted without refresh
 ACCEPT = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01"

@@ -24,10 +24,10 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
+from jaxrel.compat.index import cache_root, sha256_of
 from jaxrel.family import Family
 from jaxrel.gating import assigned_int
 from jaxrel.guard import assigned_string, ffi_api_in
-from jaxrel.index import cache_root, sha256_of
 
 SCHEMA = 1  # bump when ArtifactInfo gains fields, so stale cache entries are re-read
 

@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from jaxrel.compat import CellResult
-from jaxrel.matrix import Matrix
+from jaxrel.compat.matrix import Matrix
+from jaxrel.compat.runner import CellResult
 
 HEADERS = ("cell", "expected", "observed", "passed", "failed", "skipped", "extension", "time", "result")
 EXTENSION_TESTS = "test_extension"  # the compat suite's module that exercises the built extension wheel

@@ -16,18 +16,24 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
-from jaxrel import __version__, compat, doctor, gatecover, gatereport, gates, policy, releasedata, report, xla
-from jaxrel.atomic import read_exactly
-from jaxrel.build import BuildError, build
-from jaxrel.envs import EnvError
+from jaxrel import __version__, doctor, policy, releasedata
+from jaxrel._util.atomic import read_exactly
+from jaxrel.compat import report
+from jaxrel.compat import runner as compat
+from jaxrel.compat.envs import EnvError
+from jaxrel.compat.index import Index, IndexClientError
+from jaxrel.compat.matrix import BackendFilter, Matrix, MatrixError
+from jaxrel.compat.pythons import PythonNotFound, python_for, supported_tags
+from jaxrel.compat.wheels import WheelError
+from jaxrel.extension import xla
+from jaxrel.extension.bazel import BuildError, build
 from jaxrel.family import ConfigError, Family, resolve_family
+from jaxrel.gates import cover as gatecover
+from jaxrel.gates import judge as gates
+from jaxrel.gates import report as gatereport
 from jaxrel.guard import canonical_name
-from jaxrel.index import Index, IndexClientError
-from jaxrel.matrix import BackendFilter, Matrix, MatrixError
-from jaxrel.pythons import PythonNotFound, python_for, supported_tags
 from jaxrel.release import commands as release_commands
 from jaxrel.release.publish import redact
-from jaxrel.wheels import WheelError
 
 EXIT_OK, EXIT_INCOMPATIBLE, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -322,7 +328,7 @@ def _fix_gates(tree: Path, judgements: list[gates.Judgement], *, write: bool, sh
     """``--fix`` / ``--diff``: rewrite every decided gate, file by file; list what is refused."""
     import difflib
 
-    from jaxrel import gatefix  # needs libcst (jaxrel[gates])
+    from jaxrel.gates import fix as gatefix  # needs libcst (jaxrel[gates])
 
     by_file: dict[str, list[gates.Judgement]] = {}
     for judgement in judgements:

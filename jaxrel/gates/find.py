@@ -1,10 +1,10 @@
 """Find api-version gates in Python source (standard library only, so any interpreter can run it).
 
 A frontend may use syntax newer than the interpreter running jaxrel (jax 0.12 needs Python
-3.12), so :mod:`jaxrel.gates` runs this module in a newer interpreter for files the current
+3.12), so :mod:`jaxrel.gates.judge` runs this module in a newer interpreter for files the current
 one cannot parse::
 
-    python3.12 -m jaxrel.gatefind '{"root": ..., "files": [...], "names": {...}, "raw": [...]}'
+    python3.12 -m jaxrel.gates.find '{"root": ..., "files": [...], "names": {...}, "raw": [...]}'
 
 Each gate is a JSON-ready dict: where it is (``file``, ``line``, ``col``, ``end_line``,
 ``end_col``), how it is used (``kind``: if, elif, while, ternary, assert, skip-decorator,

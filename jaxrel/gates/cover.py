@@ -1,7 +1,7 @@
 """Which sides of each live gate a compat matrix exercises, and which release would cover a missing side.
 
 A cell exercises a gate's side when the cell is expected to run (``accepted``) and its backend
-release makes the gate's condition true or false (:func:`jaxrel.gates.evaluate` on that
+release makes the gate's condition true or false (:func:`jaxrel.gates.judge.evaluate` on that
 release's API numbers). Pure: the matrix comes in as its JSON (``jaxrel matrix --format json``,
 or the ``matrix`` of a compat ``report.json``).
 """
@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from jaxrel.gates import Judgement, Releases, evaluate
+from jaxrel.gates.judge import Judgement, Releases, evaluate
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ A *gate* is code that branches on the backend's API number, however it is spelle
     from jax._src.lib import jaxlib_extension_version as v
     @unittest.skipIf(v < 300 or not ok, "needs a newer jaxlib")
 
-:func:`find_gates` parses every ``.py`` file with ``ast`` (:mod:`jaxrel.gatefind`; files this
+:func:`find_gates` parses every ``.py`` file with ``ast`` (:mod:`jaxrel.gates.find`; files this
 interpreter cannot parse are re-read by the newest Python found here). :func:`judge` decides
 each comparison for the supported backend releases (minimum .. newest, API numbers measured
 from the real wheels) and evaluates the whole condition in three-valued logic. A gate is
@@ -33,9 +33,9 @@ from typing import Any
 
 from packaging.version import Version
 
-from jaxrel import gatefind
+from jaxrel.compat.pythons import find_pythons
 from jaxrel.family import Family
-from jaxrel.pythons import find_pythons
+from jaxrel.gates import find as gatefind
 
 VERDICTS = ("always-true", "always-false", "live", "ahead", "unknown")
 Condition = dict[str, Any]
@@ -114,7 +114,7 @@ def _scan_with_newer_python(tree: Path, files: list[str], names: dict[str, str],
     newest = list(pythons.values())[-1]  # find_pythons sorts by version
     request = json.dumps({"root": str(tree), "files": files, "names": names, "raw": raw})
     package_parent = str(Path(gatefind.__file__).resolve().parents[1])
-    done = subprocess.run([newest.executable, "-c", "import sys; from jaxrel.gatefind import main; sys.exit(main())",
+    done = subprocess.run([newest.executable, "-c", "import sys; from jaxrel.gates.find import main; sys.exit(main())",
                            request], capture_output=True, text=True, env={"PYTHONPATH": package_parent},
                           timeout=600)
     if done.returncode != 0:

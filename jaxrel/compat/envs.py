@@ -1,6 +1,6 @@
 """Fresh Python environments with real wheels: uv when available (fast), venv + pip otherwise.
 
-uv is given pip's index configuration (:mod:`jaxrel.pipconfig`) and shares its
+uv is given pip's index configuration (:mod:`jaxrel.compat.pipconfig`) and shares its
 download cache between environments, so a wheel is fetched once per machine.
 """
 
@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from jaxrel.pipconfig import pip_index_config
+from jaxrel.compat.pipconfig import pip_index_config
 
 
 class EnvError(RuntimeError):

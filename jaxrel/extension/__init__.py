@@ -1,0 +1,1 @@
+"""C++ extension wheels: the Bazel driver and the XLA pin."""

@@ -1,0 +1,1 @@
+"""Api-version gates in a frontend's source: find (ast), judge, fix (libcst), cover, report."""
