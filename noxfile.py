@@ -78,7 +78,7 @@ def compat(session: nox.Session) -> None:
     """
     _uv_env(session)
     _build_tools(session)  # the cells include the XLA FFI extension, built with Bazel
-    session.install("-e", ".[envs]")  # editable: the runner finds tests/compat and WORKSPACE beside the package
+    session.install(".[envs]")  # the compat suite ships inside jaxrel; WORKSPACE is found from the working directory
     session.run("jaxrel", "compat", *session.posargs)
 
 

@@ -15,13 +15,16 @@ from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from jaxrel import policy
+from jaxrel._util.literals import read_assignment, read_ffi_api, read_version_file
+from jaxrel.errors import BadInput
 from jaxrel.family import Family, Package
 from jaxrel.gating import read_api_number
-from jaxrel.guard import canonical_name, read_assignment, read_ffi_api, read_version_file
 
 
-class InterpreterError(RuntimeError):
+class InterpreterError(BadInput):
     """The environment to inspect cannot be reached (bad ``--python``)."""
 
 
@@ -69,9 +72,9 @@ def _distributions(path: list[str]) -> dict[str, Installed]:
     found: dict[str, Installed] = {}
     for dist in metadata.distributions(path=path):
         name = dist.metadata["Name"]
-        if name and canonical_name(name) not in found:
-            found[canonical_name(name)] = Installed(
-                canonical_name(name), dist.version, str(dist.locate_file(""))
+        if name and canonicalize_name(name) not in found:
+            found[canonicalize_name(name)] = Installed(
+                canonicalize_name(name), dist.version, str(dist.locate_file(""))
             )
     return found
 
@@ -94,10 +97,10 @@ def inspect(family: Family, python: str | None = None, path: list[str] | None = 
     path = interpreter_sys_path if path is None else path
     env = Environment(python=executable, python_version=version)
     installed = _distributions(path)
-    env.frontend = installed.get(canonical_name(family.frontend.distribution)) or _source_install(
+    env.frontend = installed.get(canonicalize_name(family.frontend.distribution)) or _source_install(
         family.frontend, path
     )
-    env.backend = installed.get(canonical_name(family.backend.distribution)) or _source_install(
+    env.backend = installed.get(canonicalize_name(family.backend.distribution)) or _source_install(
         family.backend, path
     )
     env.plugins = [dist for name, dist in sorted(installed.items()) if family.plugin_for(name)]

@@ -31,21 +31,23 @@ Every error is one line naming the file, the key and the fix (:class:`ConfigErro
 
 from __future__ import annotations
 
+import fnmatch
 import tomllib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from jaxrel import releasedata
+from jaxrel import policy, releasedata
+from jaxrel.errors import BadInput
 from jaxrel.gating import ApiGate
 from jaxrel.guard import Plugin as GuardPlugin
-from jaxrel.guard import canonical_name, glob_match
 
 
-class ConfigError(ValueError):
+class ConfigError(BadInput):
     """A family declaration is missing, malformed or names an unknown key."""
 
 
@@ -110,6 +112,15 @@ class PluginSpec:
 
 
 @dataclass(frozen=True)
+class PinSet:
+    """Pins sorted by role: the frontend (if given), the backend, the plugins."""
+
+    frontend: policy.Pin | None
+    backend: policy.Pin
+    plugins: tuple[policy.Pin, ...]
+
+
+@dataclass(frozen=True)
 class Family:
     """A split-wheel family and its known release data.
 
@@ -135,10 +146,46 @@ class Family:
 
     def plugin_for(self, distribution: str) -> PluginSpec | None:
         """The plugin spec whose pattern matches ``distribution``."""
-        name = canonical_name(distribution)
+        name = canonicalize_name(distribution)
         for plugin in self.plugins:
-            if glob_match(name, canonical_name(plugin.distribution)):
+            if fnmatch.fnmatchcase(name, canonicalize_name(plugin.distribution)):
                 return plugin
+        return None
+
+    def sort_pins(self, pins: Sequence[tuple[str, str]]) -> PinSet:
+        """Sort ``(name, version)`` pairs into this family's frontend, backend and plugins.
+
+        A name outside the family, a missing backend, or a distribution given twice is bad input.
+        """
+        frontend: policy.Pin | None = None
+        backend: policy.Pin | None = None
+        plugins: list[policy.Pin] = []
+        seen: dict[str, str] = {}
+        for name, version in pins:
+            pin = policy.Pin(canonicalize_name(name), policy.parse_version(version, name))
+            if pin.name in seen:
+                raise BadInput(f"{pin.name} is pinned twice ({seen[pin.name]} and {version}); give one version")
+            seen[pin.name] = version
+            if pin.name == canonicalize_name(self.frontend.distribution):
+                frontend = pin
+            elif pin.name == canonicalize_name(self.backend.distribution):
+                backend = pin
+            elif self.plugin_for(pin.name):
+                plugins.append(pin)
+            else:
+                known = [self.frontend.distribution, self.backend.distribution, *(p.distribution for p in self.plugins)]
+                raise BadInput(f"{name!r} is not part of family {self.name!r} (known: {', '.join(known)})")
+        if backend is None:
+            raise BadInput(f"give the backend version: {self.backend.distribution}==VERSION")
+        return PinSet(frontend, backend, tuple(plugins))
+
+    def declared_minimum(self, frontend: policy.Pin | None) -> Version | None:
+        """The minimum backend the release data says ``frontend`` declares; ``None`` when unknown."""
+        if frontend is None:
+            return None
+        for version, minimum in self.frontend_minimums.items():
+            if policy.parse_version(version) == frontend.version:
+                return policy.parse_version(minimum)
         return None
 
     def plugin_sets(self) -> dict[str, tuple[str, ...]]:

@@ -26,13 +26,14 @@ import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
+from jaxrel.errors import Refused
 from jaxrel.guard import backend_version, canonical_name, installed_distributions, release_of
 
 T = TypeVar("T")
 Releases = Mapping[str, int]
 
 
-class ApiVersionError(RuntimeError):
+class ApiVersionError(Refused):
     """The installed backend's API number is below what a code path needs."""
 
 

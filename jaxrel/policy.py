@@ -32,14 +32,33 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
-from jaxrel.guard import allowed_range, requirement
+from jaxrel.errors import BadInput
+
+__all__ = [
+    "Pin", "Rule", "Verdict", "VersionError", "Violation", "check_release", "is_final", "parse_version",
+    "release_key", "release_text", "verdict",
+]
 
 
-class VersionError(ValueError):
+class Rule(StrEnum):
+    """The rule ids, as printed by ``verdict``/``doctor`` and written to JSON."""
+
+    BACKEND_AT_LEAST_MINIMUM = "backend-at-least-minimum"
+    BACKEND_NOT_NEWER_THAN_FRONTEND = "backend-not-newer-than-frontend"
+    MINIMUM_NOT_NEWER_THAN_FRONTEND = "minimum-not-newer-than-frontend"
+    MINIMUM_IS_RELEASED = "minimum-is-released"
+    BACKEND_INSTALLED = "backend-installed"
+    PLUGIN_MATCHES_BACKEND = "plugin-matches-backend"
+    BACKEND_RELEASE_HAS_FRONTEND_RELEASE = "backend-release-has-frontend-release"
+    FRONTEND_SUPPORTS_LATEST_BACKEND = "frontend-supports-latest-backend"
+
+
+class VersionError(BadInput):
     """A version string that cannot take part in the rules."""
 
 
@@ -58,7 +77,7 @@ class Pin:
 class Violation:
     """One broken rule: its id, what is wrong, and the command that fixes it."""
 
-    rule: str
+    rule: Rule
     message: str
     fix: str | None = None
 
@@ -68,8 +87,8 @@ class Verdict:
     """The outcome of applying the rules to one set of pins."""
 
     violations: tuple[Violation, ...]
-    checked: tuple[str, ...]
-    skipped: dict[str, str] = field(default_factory=dict)
+    checked: tuple[Rule, ...]
+    skipped: dict[Rule, str] = field(default_factory=dict)
     allowed_backend: str | None = None
     alternatives: tuple[str, ...] = ()
     warnings: tuple[Violation, ...] = ()  # release-rule findings; they do not make a set incompatible
@@ -128,6 +147,19 @@ def is_final(version: Version) -> bool:
     return not (version.is_prerelease or version.local)
 
 
+def requirement(distribution: str, minimum: str | None, maximum: str | None) -> str:
+    """A quoted pip requirement bounding ``distribution`` to ``[minimum, maximum]``."""
+    bounds = [f">={minimum}" if minimum else "", f"<={maximum}" if maximum else ""]
+    return f'"{distribution}{",".join(b for b in bounds if b)}"'
+
+
+def allowed_range(backend: str, minimum: str | None, maximum: str | None) -> str:
+    """Human text for the allowed backend range (release numbers only)."""
+    low = f"{minimum} <= " if minimum else ""
+    high = f" <= {maximum}" if maximum else ""
+    return f"{low}{backend}{high} (release numbers; rc/dev/post/local suffixes ignored)"
+
+
 def _pip_range(backend: str, minimum: Version | None, frontend: Version | None) -> str:
     return "pip install " + requirement(
         backend, str(minimum) if minimum else None, release_text(frontend) if frontend else None
@@ -162,35 +194,35 @@ def verdict(
         release_text(frontend.version) if frontend else None,
     )
     if backend is None:
-        missing = Violation("backend-installed", f"{name} is not installed; {consumer} needs {allowed}.", fix)
-        return Verdict((missing,), ("backend-installed",), {}, allowed)
+        missing = Violation(Rule.BACKEND_INSTALLED, f"{name} is not installed; {consumer} needs {allowed}.", fix)
+        return Verdict((missing,), (Rule.BACKEND_INSTALLED,), {}, allowed)
     violations: list[Violation] = []
-    checked: list[str] = []
-    skipped: dict[str, str] = {}
+    checked: list[Rule] = []
+    skipped: dict[Rule, str] = {}
     b = release_key(backend.version)
     f = release_key(frontend.version) if frontend else None
     m = release_key(minimum_backend) if minimum_backend else None
     alternatives: list[str] = []
 
     if m is None:
-        skipped["backend-at-least-minimum"] = "no minimum backend given"
+        skipped[Rule.BACKEND_AT_LEAST_MINIMUM] = "no minimum backend given"
     else:
-        checked.append("backend-at-least-minimum")
+        checked.append(Rule.BACKEND_AT_LEAST_MINIMUM)
         if b < m:
             violations.append(Violation(
-                "backend-at-least-minimum",
+                Rule.BACKEND_AT_LEAST_MINIMUM,
                 f"{backend.name} is version {backend.version}, but {consumer} requires {allowed}.",
                 fix,
             ))
 
     if f is None:
-        skipped["backend-not-newer-than-frontend"] = "no frontend given"
+        skipped[Rule.BACKEND_NOT_NEWER_THAN_FRONTEND] = "no frontend given"
     else:
-        checked.append("backend-not-newer-than-frontend")
+        checked.append(Rule.BACKEND_NOT_NEWER_THAN_FRONTEND)
         if b > f:
             assert frontend is not None
             violations.append(Violation(
-                "backend-not-newer-than-frontend",
+                Rule.BACKEND_NOT_NEWER_THAN_FRONTEND,
                 f"{backend.name} version {backend.version} is newer than {consumer} allows: "
                 f"it requires {allowed}.",
                 fix,
@@ -198,12 +230,12 @@ def verdict(
             alternatives.append(f"pip install --upgrade {frontend.name} {backend.name}")
 
     if m is None or f is None:
-        skipped["minimum-not-newer-than-frontend"] = "needs both a frontend and a minimum backend"
+        skipped[Rule.MINIMUM_NOT_NEWER_THAN_FRONTEND] = "needs both a frontend and a minimum backend"
     else:
-        checked.append("minimum-not-newer-than-frontend")
+        checked.append(Rule.MINIMUM_NOT_NEWER_THAN_FRONTEND)
         if m > f:
             violations.append(Violation(
-                "minimum-not-newer-than-frontend",
+                Rule.MINIMUM_NOT_NEWER_THAN_FRONTEND,
                 f"the minimum {backend.name} {minimum_backend} is newer than {consumer}; "
                 f"no {backend.name} can satisfy {allowed}.",
                 f"lower the minimum {backend.name} to at most {release_text(frontend.version)}"
@@ -212,22 +244,22 @@ def verdict(
 
     warnings: list[Violation] = []
     if minimum_backend is None:
-        skipped["minimum-is-released"] = "no minimum backend given"
+        skipped[Rule.MINIMUM_IS_RELEASED] = "no minimum backend given"
     else:
-        checked.append("minimum-is-released")
+        checked.append(Rule.MINIMUM_IS_RELEASED)
         warnings.extend(_minimum_released(backend.name, minimum_backend, released_backends))
 
     exempt = set(exempt_plugins)
     if not plugins:
-        skipped["plugin-matches-backend"] = "no plugins"
+        skipped[Rule.PLUGIN_MATCHES_BACKEND] = "no plugins"
     else:
-        checked.append("plugin-matches-backend")
+        checked.append(Rule.PLUGIN_MATCHES_BACKEND)
         mismatched = [p for p in plugins if p.name not in exempt and release_key(p.version) != b]
         if mismatched:
             aligned = " ".join(f'"{p.name}=={release_text(backend.version)}"' for p in mismatched)
             listing = ", ".join(str(p) for p in mismatched)
             violations.append(Violation(
-                "plugin-matches-backend",
+                Rule.PLUGIN_MATCHES_BACKEND,
                 f"{listing} installed, but plugins must have the same release number as "
                 f"{backend}; a mismatched plugin is skipped, fails later or crashes.",
                 f"pip install {aligned}",
@@ -240,7 +272,7 @@ def _minimum_released(
 ) -> list[Violation]:
     if not is_final(minimum):
         return [Violation(
-            "minimum-is-released",
+            Rule.MINIMUM_IS_RELEASED,
             f"the minimum {backend} {minimum} is not a release; frontends at HEAD are tested "
             f"against released {backend} wheels.",
             f"set the minimum {backend} to a released version (e.g. {release_text(minimum)} once released)",
@@ -255,7 +287,7 @@ def _minimum_released(
     older = [v for v in released if v < minimum]
     suggestion = f"the nearest older known release is {older[-1]}" if older else "none is older"
     return [Violation(
-        "minimum-is-released",
+        Rule.MINIMUM_IS_RELEASED,
         f"the minimum {backend} {minimum} is not a known {backend} release ({suggestion}).",
         f"set the minimum {backend} to a released version" + (f" such as {older[-1]}" if older else ""),
     )]
@@ -271,7 +303,8 @@ def check_release(
     released_backends: Iterable[Version],
     released_complete: bool = False,
 ) -> list[Violation]:
-    """Rules for a release plan (rules 2–4 of DESIGN.md).
+    """Rules for a release plan: a backend release comes with its frontend release, the minimum is
+    released, the frontend supports the latest backend release and the next.
 
     ``released_complete``: ``released_backends`` is every release there is (an index listing),
     so a minimum older than all of them is not released either (partial release data forgives it).
@@ -286,7 +319,7 @@ def check_release(
         frontend_version is None or release_key(frontend_version) != release_key(backend_version)
     ):
         violations.append(Violation(
-            "backend-release-has-frontend-release",
+            Rule.BACKEND_RELEASE_HAS_FRONTEND_RELEASE,
             f"releasing {backend} {backend_version} needs a {frontend} release of the same version "
             f"at the same time (planned: {frontend} {frontend_version or 'none'}).",
             f"release {frontend} {backend_version} together with {backend} {backend_version}",
@@ -296,7 +329,7 @@ def check_release(
         latest = released[-1]
         if not release_key(minimum_backend) <= release_key(latest) <= release_key(frontend_version):
             violations.append(Violation(
-                "frontend-supports-latest-backend",
+                Rule.FRONTEND_SUPPORTS_LATEST_BACKEND,
                 f"{frontend} {frontend_version} must support the latest {backend} release {latest} "
                 f"and the next one, but it admits {backend} {minimum_backend} to "
                 f"{release_text(frontend_version)}.",
@@ -304,7 +337,7 @@ def check_release(
             ))
     if frontend_version is not None and release_key(minimum_backend) > release_key(frontend_version):
         violations.append(Violation(
-            "minimum-not-newer-than-frontend",
+            Rule.MINIMUM_NOT_NEWER_THAN_FRONTEND,
             f"the minimum {backend} {minimum_backend} is newer than {frontend} {frontend_version}.",
             f"set the minimum {backend} to at most {release_text(frontend_version)}",
         ))

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jaxrel.compat.pipconfig import pip_index_config
+from jaxrel.errors import EnvironmentFailure
 
 
-class EnvError(RuntimeError):
+class EnvError(EnvironmentFailure):
     """Creating or filling an environment failed; the message says which step and why."""
 
 

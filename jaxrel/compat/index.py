@@ -39,13 +39,14 @@ from packaging.utils import (
 from packaging.version import Version
 
 from jaxrel.compat.pipconfig import pip_command, pip_index_config
+from jaxrel.errors import EnvironmentFailure
 
 LISTING_TTL = 3600.0  # seconds a cached listing is trusted without refresh
 ACCEPT = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01"
 Progress = Callable[[str], None]
 
 
-class IndexClientError(RuntimeError):
+class IndexClientError(EnvironmentFailure):
     """An index cannot be read, a file cannot be fetched, or a hash does not match."""
 
 

@@ -21,12 +21,13 @@ from packaging.version import Version
 
 from jaxrel import policy
 from jaxrel.compat.index import Listing
+from jaxrel.errors import BadInput
 from jaxrel.family import Family
 
 BackendFilter = Container[Version] | SpecifierSet  # a set of versions or a specifier
 
 
-class MatrixError(ValueError):
+class MatrixError(BadInput):
     """The matrix cannot be built (no backend admitted, unknown plugin set, …)."""
 
 

@@ -19,8 +19,10 @@ from pathlib import Path
 from packaging import tags as packaging_tags
 from packaging.tags import Tag
 
+from jaxrel.errors import EnvironmentFailure
 
-class PythonNotFound(LookupError):
+
+class PythonNotFound(EnvironmentFailure):
     """No working interpreter for a requested version."""
 
 

@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import shutil
 import sys
-import tarfile
 import time
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Sequence
@@ -22,21 +21,21 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
-from jaxrel import doctor, policy
+import jaxrel
+from jaxrel import doctor
 from jaxrel.compat import envs
-from jaxrel.compat.index import Index, IndexClientError
-from jaxrel.compat.matrix import BackendFilter, Cell, FrontendSpec, Matrix, MatrixError, build_matrix
-from jaxrel.compat.pythons import find_pythons, python_for
-from jaxrel.compat.wheels import ArtifactInfo, inspect
-from jaxrel.extension import bazel as build
+from jaxrel.compat.frontend import CompatError, PreparedFrontend
+from jaxrel.compat.index import IndexClientError
+from jaxrel.compat.matrix import Cell, Matrix
+from jaxrel.compat.pythons import python_for
+from jaxrel.compat.wheels import write_wheel
+from jaxrel.extension import bazel
 from jaxrel.family import Family
 
 Progress = Callable[[str], None]
-REPO = Path(__file__).resolve().parents[1]
-DEFAULT_SUITE = REPO / "tests" / "compat"
+DEFAULT_SUITE = Path(__file__).resolve().parent / "suite"  # package data: ships in jaxrel's wheel
 
 GUARD_PROBE = """
 import json, sys
@@ -61,20 +60,6 @@ with warnings.catch_warnings(record=True) as caught:
 print(json.dumps({{"version": frontend.__version__, "sum": value, "devices": devices,
                   "warnings": [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]}}))
 """
-
-
-class CompatError(RuntimeError):
-    """The run cannot start: no frontend, no interpreter, no suite."""
-
-
-@dataclass
-class PreparedFrontend:
-    """The frontend every cell installs: a wheel built or downloaded once per run."""
-
-    spec: FrontendSpec
-    wheel: Path | None  # None until built (an sdist inspected for the matrix only)
-    info: ArtifactInfo
-    source_tree: Path | None = None
 
 
 @dataclass
@@ -117,140 +102,9 @@ class Options:
     keyword: str | None = None
     frontend_tests: Sequence[str] = ()
     use_uv: bool | None = None
-    extensions: bool = True  # build this repo's Bazel wheels (the XLA FFI extension) and add them to cells
+    extensions: bool = True  # build the workspace's Bazel wheels (e.g. an XLA FFI extension) and add them to cells
+    workspace: Path | None = None  # the user's Bazel workspace (None: none, extensions are skipped with a reason)
     progress: Progress = field(default=lambda message: print(message, file=sys.stderr, flush=True))
-
-
-# -- the frontend ------------------------------------------------------------------------------
-
-
-def build_wheel(source: Path, out: Path) -> Path:
-    """Build a wheel from a source tree (``uv build``, else ``pip wheel``) into ``out``; returns it."""
-    if out.exists():
-        shutil.rmtree(out)
-    out.mkdir(parents=True)
-    uv = envs.find_uv()
-    command = ([uv, "build", "--wheel", "--quiet", "--out-dir", str(out), str(source)] if uv
-               else [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)])
-    envs.run_step(command, envs.uv_environment(), f"building a wheel of {source}")
-    wheels = sorted(out.glob("*.whl"))
-    if len(wheels) != 1:
-        raise CompatError(f"building {source} gave {len(wheels)} wheels in {out}; expected one")
-    return wheels[0]
-
-
-def _unpack_sdist(sdist: Path, into: Path) -> Path:
-    if into.exists():
-        shutil.rmtree(into)
-    into.mkdir(parents=True)
-    with tarfile.open(sdist) as archive:
-        archive.extractall(into, filter="data")
-    tops = [p for p in into.iterdir() if p.is_dir()]
-    if len(tops) != 1:
-        raise CompatError(f"{sdist.name}: expected one top-level directory, found {len(tops)}")
-    return tops[0]
-
-
-def frontend_spec(family: Family, info: ArtifactInfo, source: str) -> FrontendSpec:
-    """The frontend as its built or released metadata declares it."""
-    declared = info.requirements_on(family.backend.distribution)
-    minimum = info.minimum_backend
-    if minimum is None and declared is not None:
-        lower = [s.version for s in declared if s.operator in (">=", "==")]
-        minimum = lower[0] if lower else None
-    if minimum is None:
-        raise CompatError(
-            f"{info.filename}: declares no minimum {family.backend.distribution} (no "
-            f"{family.frontend.minimum_backend_variable} in {family.frontend.version_file}, no Requires-Dist bound); "
-            "set minimum-backend in [tool.jaxrel.frontend]"
-        )
-    policy.parse_version(minimum, f"minimum {family.backend.distribution} declared by {info.filename}")
-    return FrontendSpec(info.name, info.version, minimum, source,
-                        str(declared) if declared is not None else None, info.requires_python)
-
-
-def prepare_frontend(
-    family: Family, index: Index, workdir: Path, *, source: Path | None = None, requirement: str | None = None,
-    build: bool = True,
-) -> PreparedFrontend:
-    """Build (source tree, or the newest release's sdist by default) or download (``NAME==V``) the frontend.
-
-    With ``build=False`` a released sdist is only inspected (enough to build the matrix).
-    """
-    name = family.frontend.distribution
-    if source is not None:
-        if not (source / family.frontend.version_file).exists():
-            raise CompatError(f"{source}: no {family.frontend.version_file}; --frontend-src must be a "
-                              f"{name} source tree (a git checkout or an unpacked sdist)")
-        wheel = build_wheel(source, workdir / "frontend-dist")
-        info = inspect(wheel, family, use_cache=False)
-        return PreparedFrontend(frontend_spec(family, info, f"source {source}"), wheel, info, source)
-    listing = index.listing(name)
-    if requirement is not None:
-        wanted_name, _, version = requirement.partition("==")
-        if canonicalize_name(wanted_name) != canonicalize_name(name) or not version:
-            raise CompatError(f"--frontend {requirement!r}: expected {name}==VERSION")
-        policy.parse_version(version, f"--frontend {name} version")
-        files = listing.files_for(version)
-        if not files:
-            raise CompatError(f"{name} {version} is not on the index ({', '.join(index.describe())}); "
-                              f"newest: {listing.versions()[-1] if listing.versions() else 'none'}")
-        wheel_file = next((f for f in files if f.is_wheel and f.yanked is None and "py3-none-any" in f.filename), None)
-        if wheel_file is not None:
-            wheel = index.download(wheel_file)
-            info = inspect(wheel, family, sha256=wheel_file.sha256)
-            return PreparedFrontend(frontend_spec(family, info, f"wheel {wheel.name}"), wheel, info)
-        sdist_file = listing.sdist(version)
-        if sdist_file is None:
-            raise CompatError(f"{name} {version} has neither a pure wheel nor an sdist on the index")
-        label = f"sdist {sdist_file.filename}"
-    else:
-        finals = [v for v in listing.versions() if policy.is_final(v) and listing.sdist(v)]
-        if not finals:
-            raise CompatError(f"no {name} release with an sdist on {', '.join(index.describe())}")
-        sdist_file = listing.sdist(finals[-1])
-        assert sdist_file is not None
-        label = f"sdist {sdist_file.filename} (newest release, built from source as the HEAD stand-in)"
-    sdist = index.download(sdist_file)
-    if not build:
-        info = inspect(sdist, family, sha256=sdist_file.sha256)
-        return PreparedFrontend(frontend_spec(family, info, label), None, info)
-    tree = _unpack_sdist(sdist, workdir / "frontend-src")
-    wheel = build_wheel(tree, workdir / "frontend-dist")
-    info = inspect(wheel, family, use_cache=False)
-    return PreparedFrontend(frontend_spec(family, info, label), wheel, info, tree)
-
-
-# -- the matrix ---------------------------------------------------------------------------------
-
-
-def matrix_for(
-    family: Family, index: Index, spec: FrontendSpec, *, pythons: Sequence[str] = (),
-    backends: BackendFilter | None = None, plugin_sets: Sequence[str] = (), plugins_on: str = "newest",
-) -> Matrix:
-    """The matrix from the index's listings; with no ``pythons``, the oldest interpreter here that works."""
-    projects = [family.backend.distribution, *{d for s in plugin_sets for d in family.plugin_sets().get(s, ())}]
-    listings = {project: index.listing(project) for project in projects}
-
-    def build(chosen: Sequence[str]) -> Matrix:
-        tags = {version: python_for(version).tags() for version in chosen}
-        return build_matrix(family, spec, listings, tags, backends=backends, plugin_sets=plugin_sets,
-                            plugins_on=plugins_on)
-
-    if pythons:
-        return build(pythons)
-    required = SpecifierSet(spec.requires_python or "")
-    candidates = [v for v in find_pythons() if required.contains(v + ".0", prereleases=True)]
-    for version in candidates:
-        try:
-            return build([version])
-        except MatrixError:
-            continue
-    raise CompatError(
-        f"no interpreter here runs {spec.name} {spec.version} with an admitted {family.backend.distribution} "
-        f"(Requires-Python {spec.requires_python or 'any'}; found {', '.join(candidates) or 'none'}); "
-        "install one (e.g. pyenv install 3.12) or pass --python"
-    )
 
 
 # -- one cell -------------------------------------------------------------------------------------
@@ -378,29 +232,36 @@ def _run_suites(env: envs.Env, cell: Cell, front: PreparedFrontend, result: Cell
 
 
 def jaxrel_wheel(workdir: Path) -> Path:
-    """jaxrel itself as a wheel, built once per run, so cells can call its guard and gating."""
-    if not (REPO / "pyproject.toml").exists():
-        raise CompatError(f"jaxrel's source tree is not at {REPO}; install jaxrel editable (pip install -e .)")
-    return build_wheel(REPO, workdir / "jaxrel-dist")
+    """The running jaxrel packed as a wheel (built once per run), so cells can call its guard and gating.
+
+    Packed from the installed package's files, not from a source tree: jaxrel installed from
+    its wheel runs the main job as well as a checkout does.
+    """
+    package = Path(jaxrel.__file__).resolve().parent
+    files = {path.relative_to(package.parent).as_posix(): path.read_bytes()
+             for path in sorted(package.rglob("*"))
+             if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc"}
+    return write_wheel(workdir / "jaxrel-dist", "jaxrel", jaxrel.__version__, files)
 
 
 def extension_wheels(pythons: Sequence[str], options: Options) -> dict[str, list[Path] | str]:
-    """Python version → the wheels this repository's Bazel workspace builds for it, or why there are none.
+    """Python version → the wheels the user's Bazel workspace builds for it, or why there are none.
 
     Bazel builds incrementally, so wheels already built cost a no-op build.
     """
     if not options.extensions:
         return {python: "not requested (--no-extension)" for python in pythons}
-    if not (REPO / "WORKSPACE").exists():
-        return {python: f"no Bazel workspace at {REPO}" for python in pythons}
+    if options.workspace is None:
+        return {python: "no Bazel workspace (none at or above the working directory; pass --workspace DIR)"
+                for python in pythons}
     found: dict[str, list[Path] | str] = {}
     for python in pythons:
         out = options.workdir / "extensions" / f"py{python}"
         shutil.rmtree(out, ignore_errors=True)
-        options.progress(f"extension: building for Python {python} with Bazel …")
+        options.progress(f"extension: building for Python {python} with Bazel in {options.workspace} …")
         try:
-            built = build.build(REPO, python=python_for(python).executable, output=out)
-        except build.BuildError as error:
+            built = bazel.build(options.workspace, python=python_for(python).executable, output=out)
+        except bazel.BuildError as error:
             found[python] = f"not built: {error}"
             options.progress(f"extension: {found[python]}")
             continue

@@ -14,6 +14,7 @@ import csv
 import hashlib
 import io
 import json
+import shutil
 import tarfile
 import zipfile
 from dataclasses import asdict, dataclass, field
@@ -24,15 +25,15 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
+from jaxrel._util.literals import assigned_int, assigned_string, ffi_api_in
 from jaxrel.compat.index import cache_root, sha256_of
+from jaxrel.errors import BadInput
 from jaxrel.family import Family
-from jaxrel.gating import assigned_int
-from jaxrel.guard import assigned_string, ffi_api_in
 
 SCHEMA = 1  # bump when ArtifactInfo gains fields, so stale cache entries are re-read
 
 
-class WheelError(ValueError):
+class WheelError(BadInput):
     """An archive that is not a valid wheel/sdist, or whose contents do not match its RECORD."""
 
 
@@ -206,3 +207,34 @@ def _read(archive: _Archive, family: Family, digest: str) -> ArtifactInfo:
         requires_python=str(metadata.requires_python) if metadata.requires_python else None,
         api_numbers=api_numbers, xla_ffi_api=ffi_api, minimum_backend=minimum,
     )
+
+
+def write_wheel(out: Path, name: str, version: str, files: dict[str, bytes]) -> Path:
+    """Write a pure-Python wheel (``py3-none-any``) of ``files`` (archive path → bytes) into a fresh ``out``.
+
+    METADATA, WHEEL and RECORD are generated; entries are sorted and dated 1980 so equal
+    inputs give equal bytes.
+    """
+    stem = f"{name.replace('-', '_')}-{version}"
+    dist_info = f"{stem}.dist-info"
+    members = dict(files)
+    members[f"{dist_info}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
+    members[f"{dist_info}/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: jaxrel\nRoot-Is-Purelib: true\n"
+                                     b"Tag: py3-none-any\n")
+
+    def digest(data: bytes) -> str:
+        raw = hashlib.sha256(data).digest()
+        return "sha256=" + base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
+
+    record = [f"{path},{digest(data)},{len(data)}" for path, data in sorted(members.items())]
+    members[f"{dist_info}/RECORD"] = ("\n".join([*record, f"{dist_info}/RECORD,,"]) + "\n").encode()
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    wheel = out / f"{stem}-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w", zipfile.ZIP_DEFLATED) as archive:
+        for path, data in sorted(members.items()):
+            info = zipfile.ZipInfo(path, date_time=(1980, 1, 1, 0, 0, 0))
+            info.external_attr = 0o644 << 16
+            archive.writestr(info, data, zipfile.ZIP_DEFLATED)
+    return wheel

@@ -21,12 +21,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from jaxrel.errors import EnvironmentFailure
+
 WHEEL_RULE = "py_wheel_file"  # bazel/wheel.bzl
 LOCAL_BAZELISK = Path("build/tools/node_modules/.bin/bazelisk")  # scripts/install_build_tools.sh puts it here
 INSTALL_HINT = "run scripts/install_build_tools.sh (or nox -s build), which installs Bazel and bazelisk"
 
 
-class BuildError(RuntimeError):
+class BuildError(EnvironmentFailure):
     """Bazel is missing or the build failed; the message is one line naming the fix."""
 
 
@@ -37,6 +39,14 @@ class BuildResult:
     wheels: list[Path]
     seconds: float
     command: list[str] = field(default_factory=list)
+
+
+def find_workspace(start: Path) -> Path | None:
+    """The nearest directory at or above ``start`` holding a ``WORKSPACE`` file, or ``None``."""
+    for directory in (start.resolve(), *start.resolve().parents):
+        if (directory / "WORKSPACE").is_file():
+            return directory
+    return None
 
 
 def find_launcher(workspace: Path) -> list[str]:

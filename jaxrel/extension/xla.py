@@ -21,12 +21,13 @@ from jaxrel import releasedata
 from jaxrel._util.atomic import read_exactly, write_atomically
 from jaxrel._util.literals import line_starts, span
 from jaxrel.compat.index import IndexFile, Listing
+from jaxrel.errors import BadInput
 
 RULE = "xla_ffi"
 FIELDS = ("commit", "backend", "backend_version", "wheel", "sha256")
 
 
-class PinError(ValueError):
+class PinError(BadInput):
     """The pin cannot be read, made or written; the message names the fix."""
 
 
@@ -143,3 +144,14 @@ def pin_for(profile: str, backend: str, version: str, listing: Listing, preferre
         raise PinError(f"--commit {chosen!r} is not a full 40-hex-digit git commit")
     return XlaPin(commit=chosen, backend=backend, backend_version=version, wheel=wheel.filename,
                   sha256=wheel.sha256)
+
+
+def pin_facts(profile: str, pin: XlaPin) -> dict[str, str | None]:
+    """What a pin means for extensions: its XLA FFI API and the first backend release providing it."""
+    try:
+        row = releasedata.builtin(profile).get(pin.backend, {}).get(pin.backend_version, {})
+    except OSError:
+        row = {}
+    api = row.get("xla_ffi_api")
+    minimum = releasedata.first_release_with_ffi_api(profile, pin.backend, api) if api else None
+    return {"xla_ffi_api": api, "minimum_backend": minimum}

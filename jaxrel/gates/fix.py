@@ -17,18 +17,20 @@ simplification that would drop code with side effects.
 from __future__ import annotations
 
 import ast
+import difflib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TypeVar
 
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
 
-from jaxrel._util.atomic import write_atomically
+from jaxrel._util.atomic import read_exactly, write_all_atomically, write_atomically
 from jaxrel.gates.judge import Judgement
 
-__all__ = ["FileFix", "fix_source", "write_atomically"]
+__all__ = ["FileFix", "TreeFix", "fix_source", "fix_tree", "write_atomically"]
 
 DECIDED = {"always-true": True, "always-false": False}
 
@@ -359,3 +361,43 @@ def fix_source(source: str, judgements: Sequence[Judgement]) -> FileFix:
         rewritten = rewritten.visit(_DropImports(dropped))
     changed += [f"import {name}: no longer used, removed" for name in sorted(dropped)]
     return FileFix(rewritten.code, changed, refused)
+
+
+@dataclass
+class TreeFix:
+    """Every file of a tree with decided gates: its source as read and its :class:`FileFix`."""
+
+    root: Path
+    files: dict[str, tuple[str, FileFix]]
+
+    @property
+    def changed(self) -> dict[str, str]:
+        """Relative path → new source, for the files the fix rewrites."""
+        return {file: fix.source for file, (original, fix) in self.files.items() if fix.source != original}
+
+    @property
+    def refused(self) -> int:
+        return sum(len(fix.refused) for _, fix in self.files.values())
+
+    def diff(self) -> str:
+        """A unified diff of every rewrite (``a/FILE`` → ``b/FILE``)."""
+        return "".join(line for file, (original, fix) in self.files.items() if fix.source != original
+                       for line in difflib.unified_diff(original.splitlines(keepends=True),
+                                                        fix.source.splitlines(keepends=True),
+                                                        f"a/{file}", f"b/{file}"))
+
+    def write(self) -> None:
+        """Write every rewritten file, all or none."""
+        write_all_atomically({self.root / file: source for file, source in self.changed.items()})
+
+
+def fix_tree(root: Path, judgements: Sequence[Judgement]) -> TreeFix:
+    """Rewrite every decided gate of ``judgements`` (gates of the tree at ``root``), file by file."""
+    by_file: dict[str, list[Judgement]] = {}
+    for judgement in judgements:
+        by_file.setdefault(judgement.gate.file, []).append(judgement)
+    files = {}
+    for file, group in sorted(by_file.items()):
+        original = read_exactly(root / file)  # CRLF line ends kept as they are
+        files[file] = (original, fix_source(original, group))
+    return TreeFix(root, files)

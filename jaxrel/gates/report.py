@@ -7,12 +7,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from jaxrel._util.literals import read_assignment, read_version_file
+from jaxrel.errors import BadInput
 from jaxrel.family import Family
 from jaxrel.gates.judge import VERDICTS, Judgement
-from jaxrel.guard import read_assignment, read_version_file
 
 
-class MinimumNotFound(LookupError):
+class MinimumNotFound(BadInput):
     """The tree declares no minimum backend; the message names the fix."""
 
 

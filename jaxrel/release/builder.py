@@ -21,6 +21,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from jaxrel.compat.index import name_and_version
+from jaxrel.errors import EnvironmentFailure
 from jaxrel.extension import bazel
 from jaxrel.release.config import Component
 from jaxrel.release.manifest import Artifact, Manifest
@@ -30,7 +31,7 @@ from jaxrel.release.project import Project
 Progress = Callable[[str], None]
 
 
-class ReleaseBuildError(RuntimeError):
+class ReleaseBuildError(EnvironmentFailure):
     """A component failed to build, or built the wrong thing; ``dist/`` was not touched."""
 
 

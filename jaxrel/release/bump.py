@@ -19,13 +19,14 @@ from packaging.version import Version
 
 from jaxrel import policy
 from jaxrel._util.atomic import read_exactly, write_all_atomically
+from jaxrel.errors import BadInput
 from jaxrel.release import locations
 from jaxrel.release.config import Component
 from jaxrel.release.pins import frontend_range
 from jaxrel.release.project import Project
 
 
-class BumpError(ValueError):
+class BumpError(BadInput):
     """A bump that cannot be made; nothing was written."""
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 import tomllib
 from dataclasses import asdict, dataclass
+from enum import StrEnum
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
@@ -28,7 +29,16 @@ from jaxrel.release.pins import frontend_range, is_frontend_range, pins_exactly
 from jaxrel.release.plan import Plan
 from jaxrel.release.project import Project, Reading
 
-PASS, FAIL, NOT_APPLICABLE = "pass", "fail", "n/a"
+
+class Status(StrEnum):
+    """A check's outcome."""
+
+    PASS = "pass"
+    FAIL = "fail"
+    NOT_APPLICABLE = "n/a"
+
+
+PASS, FAIL, NOT_APPLICABLE = Status.PASS, Status.FAIL, Status.NOT_APPLICABLE
 
 
 @dataclass(frozen=True)
@@ -36,7 +46,7 @@ class Check:
     """One check's outcome."""
 
     name: str
-    status: str  # PASS | FAIL | NOT_APPLICABLE
+    status: Status
     detail: str
     fix: str | None = None
 

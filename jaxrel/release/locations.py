@@ -18,12 +18,13 @@ from packaging.utils import canonicalize_name
 
 from jaxrel._util.atomic import read_exactly
 from jaxrel._util.literals import line_starts, span
+from jaxrel.errors import BadInput
 from jaxrel.release.config import Location
 
 UNSET = None  # an assignment of None (jax's ``_release_version`` in a checkout)
 
 
-class LocationError(ValueError):
+class LocationError(BadInput):
     """A declared version location that is missing, unreadable or not a string."""
 
 

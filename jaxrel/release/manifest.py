@@ -12,12 +12,13 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel.compat.index import sha256_of
+from jaxrel.errors import BadInput
 
 NAME = "manifest.json"
 SCHEMA = 1
 
 
-class ManifestError(ValueError):
+class ManifestError(BadInput):
     """A missing or malformed manifest."""
 
 

@@ -28,16 +28,16 @@ from typing import Any
 
 from packaging.version import Version
 
+from jaxrel._util.text import PASSWORD_ENV, redact
 from jaxrel.compat.index import Index, IndexClientError, Listing, pip_default_index
 from jaxrel.compat.wheels import inspect
+from jaxrel.errors import Refused
 from jaxrel.family import Family
 from jaxrel.release.manifest import Artifact
 from jaxrel.release.verify import Verification, verify_dist
 
-PASSWORD_ENV = "TWINE_PASSWORD"
 
-
-class PublishError(RuntimeError):
+class PublishError(Refused):
     """The release cannot be (fully) published; the message says what was uploaded and the fix."""
 
 
@@ -73,16 +73,6 @@ class PublishResult:
     def to_json(self) -> dict[str, Any]:
         return {"repository": self.repository, "dry_run": self.dry_run, "ok": self.error is None,
                 "error": self.error, "files": [asdict(o) for o in self.outcomes]}
-
-
-def redact(text: str) -> str:
-    """``text`` without the password from the environment or any ``user:password@`` in a URL."""
-    secret = os.environ.get(PASSWORD_ENV, "")
-    if len(secret) >= 6:
-        text = text.replace(secret, "***")
-    elif secret:  # too short to replace inside words ("b" in "unreachable"): only where it stands alone
-        text = re.sub(rf"(?<![\w-]){re.escape(secret)}(?![\w-])", "***", text)
-    return re.sub(r"(://[^/\s:@]+):[^@\s/]+@", r"\1:***@", text)
 
 
 def pypirc_path() -> Path:

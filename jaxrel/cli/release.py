@@ -1,55 +1,44 @@
-"""The ``jaxrel release`` verbs: plan, check, bump, build, verify, publish (thin over the modules).
+"""``jaxrel release plan|check|bump|build|verify|publish``: the release scripts CI runs (thin over jaxrel.release).
 
 Exit codes as for every verb: 0 success, 1 the release is refused (a failed check or
-verification, a publish that stopped), 2 bad input.
+verification, a publish that stopped), 2 bad input, 3 the index or a build failed.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
 
+from jaxrel.cli._common import emit, say
 from jaxrel.compat.index import Index
 from jaxrel.release import builder, bump, check, plan, publish, verify
-from jaxrel.release.locations import LocationError
-from jaxrel.release.manifest import ManifestError
 from jaxrel.release.project import open_project
 
-ERRORS = (LocationError, bump.BumpError, builder.ReleaseBuildError, ManifestError, publish.PublishError)
-EXIT_OK, EXIT_REFUSED = 0, 1
-
-
-def _say(line: str) -> None:
-    print(publish.redact(line), file=sys.stderr, flush=True)
-
-
-def _print(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
-    print(json.dumps(data, indent=2) if args.json else text)
+HELP = "Release scripts: plan, check, bump, build, verify, publish."
 
 
 def _index(args: argparse.Namespace) -> Index:
-    return Index.from_pip(args.index_url, refresh=True, progress=_say)
+    return Index.from_pip(args.index_url, refresh=True, progress=say)
 
 
-def cmd_plan(args: argparse.Namespace) -> int:
+def run_plan(args: argparse.Namespace) -> int:
     with open_project(Path(args.project), args.family) as project:
         result = plan.make_plan(project, args.version, _index(args))
-        _print(args, result.to_json(), plan.render(result))
-    return EXIT_OK
+        emit(args, result.to_json(), plan.render(result))
+    return 0
 
 
-def cmd_check(args: argparse.Namespace) -> int:
+def run_check(args: argparse.Namespace) -> int:
     with open_project(Path(args.source), args.family) as project:
         result = plan.make_plan(project, args.version, _index(args))
         checks = check.run_checks(project, result)
-        _print(args, check.to_json(checks, result), check.render(checks, result))
-    return EXIT_REFUSED if any(c.status == check.FAIL for c in checks) else EXIT_OK
+        emit(args, check.to_json(checks, result), check.render(checks, result))
+    return 1 if any(c.status == check.Status.FAIL for c in checks) else 0
 
 
-def cmd_bump(args: argparse.Namespace) -> int:
+def run_bump(args: argparse.Namespace) -> int:
     kind = "rc" if args.rc else "nightly" if args.nightly else "release"
     if kind == "release" and args.version is None and args.minimum_backend is None:
         raise bump.BumpError("give a VERSION, --rc, --nightly or --minimum-backend")
@@ -64,46 +53,46 @@ def cmd_bump(args: argparse.Namespace) -> int:
         text = "\n".join([f"{verb} {len(changes.changes)} value(s):"]
                          + [f"  {c.file}:{c.key}  {c.old} → {c.new}" for c in changes.changes]
                          + ([changes.diff()] if args.dry_run and changes.diff() else []))
-        _print(args, {"dry_run": args.dry_run, "changes": [vars(c) for c in changes.changes]}, text)
-    return EXIT_OK
+        emit(args, {"dry_run": args.dry_run, "changes": [vars(c) for c in changes.changes]}, text)
+    return 0
 
 
-def cmd_build(args: argparse.Namespace) -> int:
+def run_build(args: argparse.Namespace) -> int:
     with open_project(Path(args.project), args.family) as project:
         result = plan.make_plan(project, args.version, None)
         output = Path(args.output)
-        manifest = builder.build_release(project, result, output, python=args.python, progress=_say)
+        manifest = builder.build_release(project, result, output, python=args.python, progress=say)
         text = "\n".join([f"built {manifest.family} {manifest.version} into {output}/ ({len(manifest.artifacts)} "
                           "files, manifest.json):"]
                          + [f"  {a.file}  {a.sha256[:16]}…  {a.size / 1024:.1f} KiB" for a in manifest.artifacts])
-        _print(args, manifest.to_json(), text)
-    return EXIT_OK
+        emit(args, manifest.to_json(), text)
+    return 0
 
 
-def cmd_verify(args: argparse.Namespace) -> int:
+def run_verify(args: argparse.Namespace) -> int:
     with open_project(Path(args.project), args.family) as project:
         result = verify.verify_dist(Path(args.dist), project.family)
-    _print(args, result.to_json(), verify.render(result, Path(args.dist)))
-    return EXIT_OK if result.ok else EXIT_REFUSED
+    emit(args, result.to_json(), verify.render(result, Path(args.dist)))
+    return 0 if result.ok else 1
 
 
-def cmd_publish(args: argparse.Namespace) -> int:
+def run_publish(args: argparse.Namespace) -> int:
     if args.repository is None and args.repository_url is None and args.dry_run:
         repository = publish.Repository(None, None, "")  # a dry run without an index: everything would upload
     else:
         repository = publish.resolve_repository(args.repository, args.repository_url, args.index_url)
     with open_project(Path(args.project), args.family) as project:
         verification, result = publish.publish(Path(args.dist), project.family, repository, dry_run=args.dry_run,
-                                               progress=_say)
+                                               progress=say)
     if not verification.ok and not args.json:
         print(verify.render(verification, Path(args.dist)), file=sys.stderr)
-    _print(args, result.to_json(), publish.render(result))
-    return EXIT_REFUSED if result.error else EXIT_OK
+    emit(args, result.to_json(), publish.render(result))
+    return 1 if result.error else 0
 
 
-def add_parser(verbs: Any) -> None:
+def add(verbs: Any) -> None:
     """Add ``release`` and its actions to the ``jaxrel`` parser's sub-commands."""
-    release = verbs.add_parser("release", help="Release scripts: plan, check, bump, build, verify, publish.",
+    release = verbs.add_parser("release", help=HELP,
                                description="Release scripts CI runs, in order: check, build, verify, publish.")
     actions = release.add_subparsers(dest="action", required=True)
 
@@ -121,18 +110,18 @@ def add_parser(verbs: Any) -> None:
         sub.add_argument("--index-url", metavar="URL", help="list releases on this index only (default: pip's)")
 
     sub = action("plan", "What a release at VERSION contains, the rules that apply, what is built and uploaded.",
-                 cmd_plan)
+                 run_plan)
     sub.add_argument("--version", metavar="V", help="the release version (default: the frontend's declared one)")
     index_option(sub)
 
-    sub = action("check", "Pre-flight: refuse a bad release (each failure one line with its fix).", cmd_check,
+    sub = action("check", "Pre-flight: refuse a bad release (each failure one line with its fix).", run_check,
                  project=False)
     sub.add_argument("source", nargs="?", default=".", metavar="DIR|SDIST",
                      help="the project root, or a .tar.gz sdist (default: .)")
     sub.add_argument("--version", metavar="V", help="the release version (default: the frontend's declared one)")
     index_option(sub)
 
-    sub = action("bump", "Move versions in every declared file at once (release, --rc, --nightly).", cmd_bump)
+    sub = action("bump", "Move versions in every declared file at once (release, --rc, --nightly).", run_bump)
     sub.add_argument("version", nargs="?", metavar="VERSION", help="the new version, or the base for --rc/--nightly")
     kind = sub.add_mutually_exclusive_group()
     kind.add_argument("--rc", action="store_true", help="the next release candidate: X.Y.ZrcN")
@@ -143,16 +132,16 @@ def add_parser(verbs: Any) -> None:
     sub.add_argument("--allow-older", action="store_true", help="allow moving a version backwards")
     sub.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
 
-    sub = action("build", "Build every component of the release into one directory with manifest.json.", cmd_build)
+    sub = action("build", "Build every component of the release into one directory with manifest.json.", run_build)
     sub.add_argument("--version", metavar="V", help="the release version (default: the frontend's declared one)")
     sub.add_argument("--output", default="dist", metavar="DIR", help="an empty or new directory (default: dist)")
     sub.add_argument("--python", metavar="PATH", help="the interpreter Bazel builds compiled wheels for")
 
     sub = action("verify", "Verify built artifacts: manifest hashes, RECORD, twine check, names, policy pins.",
-                 cmd_verify)
+                 run_verify)
     sub.add_argument("dist", nargs="?", default="dist", metavar="DIR", help="default: dist")
 
-    sub = action("publish", "Verify, then upload what the index lacks, backend first; resumable.", cmd_publish)
+    sub = action("publish", "Verify, then upload what the index lacks, backend first; resumable.", run_publish)
     sub.add_argument("dist", nargs="?", default="dist", metavar="DIR", help="default: dist")
     target = sub.add_mutually_exclusive_group()
     target.add_argument("--repository", metavar="NAME", help="a repository named in ~/.pypirc (or pypi)")

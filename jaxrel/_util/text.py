@@ -1,0 +1,42 @@
+"""Text for people: credentials redacted, aligned tables, the last lines of a program's output."""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Sequence
+
+PASSWORD_ENV = "TWINE_PASSWORD"
+
+
+def redact(text: str) -> str:
+    """``text`` without the password from the environment or any ``user:password@`` in a URL."""
+    secret = os.environ.get(PASSWORD_ENV, "")
+    if len(secret) >= 6:
+        text = text.replace(secret, "***")
+    elif secret:  # too short to replace inside words ("b" in "unreachable"): only where it stands alone
+        text = re.sub(rf"(?<![\w-]){re.escape(secret)}(?![\w-])", "***", text)
+    return re.sub(r"(://[^/\s:@]+):[^@\s/]+@", r"\1:***@", text)
+
+
+def table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, indent: str = "") -> str:
+    """A plain-text table: columns padded to their widest cell, a rule under the header."""
+    cells = [[str(h) for h in headers], *([str(c) for c in row] for row in rows)]
+    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
+    lines = [indent + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
+    lines.insert(1, indent + "  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A Markdown table (``|`` in cells escaped)."""
+    def line(row: Sequence[object]) -> str:
+        return "| " + " | ".join(str(c).replace("|", "\\|") for c in row) + " |"
+
+    return "\n".join([line(headers), "|" + "---|" * len(headers), *(line(row) for row in rows)])
+
+
+def tail(output: str | None, lines: int = 3, *, separator: str = " | ") -> str:
+    """The last ``lines`` non-empty lines of a program's output on one line (``"no output"`` if none)."""
+    kept = [line.strip() for line in (output or "").strip().splitlines() if line.strip()][-lines:]
+    return separator.join(kept) or "no output"

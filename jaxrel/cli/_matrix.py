@@ -1,0 +1,89 @@
+"""What ``matrix`` and ``compat`` share: their options and the family, index, frontend and matrix they build."""
+
+from __future__ import annotations
+
+import argparse
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
+
+from jaxrel.cli._common import UsageError, index_options, say
+from jaxrel.compat import frontend as frontends
+from jaxrel.compat.index import Index
+from jaxrel.compat.matrix import BackendFilter, Matrix
+from jaxrel.compat.planning import matrix_for
+from jaxrel.family import Family, resolve_family
+
+
+@dataclass
+class MatrixInputs:
+    family: Family
+    index: Index
+    frontend: frontends.PreparedFrontend
+    matrix: Matrix
+
+
+def add_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--frontend", metavar="NAME==V", help="a released frontend (default: the newest release's "
+                     "sdist, built from source as the HEAD stand-in)")
+    sub.add_argument("--frontend-src", metavar="PATH", help="a frontend source tree (e.g. a jax git checkout)")
+    sub.add_argument("--python", action="append", default=[], metavar="3.N[,3.M]",
+                     help="interpreters for the cells (default: the oldest one here that the frontend supports)")
+    sub.add_argument("--backends", metavar="SPEC", help="only these backend releases: >=0.11.2 or 0.12.0,0.11.2")
+    sub.add_argument("--plugins", default=None, metavar="SET[,SET]",
+                     help="hardware plugin sets to add (default: the family's first, cuda12 for jax; 'none')")
+    sub.add_argument("--plugins-on", choices=("newest", "all"), default="newest",
+                     help="add plugin sets to the newest admitted backend only (default) or to every one")
+    index_options(sub)
+    sub.add_argument("--workdir", default="build/compat", metavar="DIR", help="downloads, envs, reports")
+
+
+def backend_filter(text: str | None) -> BackendFilter | None:
+    """``--backends``: a specifier (``>=0.11.2``) or comma-separated versions (``0.12.0,0.11.2``)."""
+    if not text:
+        return None
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    try:
+        return {Version(item) for item in items}
+    except InvalidVersion:
+        pass
+    try:
+        return SpecifierSet(text)
+    except InvalidSpecifier:
+        raise UsageError(f"--backends {text!r}: expected a specifier (>=0.11.2) or versions (0.12.0,0.11.2)") from None
+
+
+def plugin_sets(family: Family, text: str | None) -> list[str]:
+    """``--plugins``: the sets named, ``none``, or by default the family's first set."""
+    if text is None:
+        return list(family.plugin_sets())[:1]
+    if text.strip() in ("", "none"):
+        return []
+    names = [name.strip() for name in text.split(",") if name.strip()]
+    unknown = [name for name in names if name not in family.plugin_sets()]
+    if unknown:
+        raise UsageError(f"--plugins: no plugin set {', '.join(unknown)} in family {family.name!r} "
+                         f"(known: {', '.join(family.plugin_sets()) or 'none'}; or 'none')")
+    return names
+
+
+def inputs(args: argparse.Namespace, *, build: bool) -> MatrixInputs:
+    """The family, index, frontend and matrix of one ``matrix``/``compat`` invocation."""
+    if args.frontend and args.frontend_src:
+        raise UsageError("pass --frontend NAME==V or --frontend-src PATH, not both")
+    family = resolve_family(args.family)
+    sets = plugin_sets(family, args.plugins)
+    index = Index.from_pip(args.index_url, args.wheelhouse, refresh=args.refresh, progress=say)
+    workdir = Path(args.workdir).resolve()
+    front = frontends.prepare_frontend(
+        family, index, workdir, source=Path(args.frontend_src).resolve() if args.frontend_src else None,
+        requirement=args.frontend, build=build or bool(args.frontend_src),
+    )
+    pythons = [p.strip() for item in args.python for p in item.split(",") if p.strip()]
+    matrix = matrix_for(family, index, front.spec, pythons=pythons, backends=backend_filter(args.backends),
+                        plugin_sets=sets, plugins_on=args.plugins_on)
+    if getattr(args, "cell", None):
+        matrix = matrix.select(args.cell)
+    return MatrixInputs(family, index, front, matrix)

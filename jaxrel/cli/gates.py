@@ -1,0 +1,100 @@
+"""``jaxrel gates``: find, judge, cover and fix api-version gates in a frontend's source tree."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from jaxrel import policy
+from jaxrel.cli._common import UsageError, add_common, say
+from jaxrel.family import resolve_family
+from jaxrel.gates import cover, judge, report
+
+HELP = "Find and judge api-version gates (if jaxlib_extension_version >= N) in a source tree."
+
+
+def add(verbs: Any) -> None:
+    sub = add_common(verbs.add_parser("gates", help=HELP, description=HELP))
+    sub.add_argument("src", metavar="SRC", help="the frontend's source tree (e.g. an unpacked jax sdist)")
+    sub.add_argument("--min-backend", metavar="V", help="the minimum backend (default: the tree's version file)")
+    sub.add_argument("--markdown", action="store_true", help="print a Markdown report")
+    sub.add_argument("--fix", action="store_true", help="rewrite always-true/always-false gates in place")
+    sub.add_argument("--diff", action="store_true", help="show the rewrite as a unified diff, write nothing")
+    sub.add_argument("--matrix", metavar="JSON", help="a compat matrix (jaxrel matrix --format json, or a "
+                     "report.json): which sides of each live gate its cells exercise")
+    sub.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    family = resolve_family(args.family)
+    tree = Path(args.src)
+    if not tree.is_dir():
+        raise UsageError(f"{tree} is not a directory; pass a frontend source tree")
+    try:
+        declared, version, path = report.declared_minimum(tree, family)
+        source = str(path)
+    except report.MinimumNotFound:
+        if not args.min_backend:
+            raise
+        declared, version, source = "", None, ""
+    minimum = args.min_backend or declared
+    source = "--min-backend" if args.min_backend else source
+    found, failed = judge.find_gates(tree, family)
+    maximum = policy.parse_version(version, "the tree's version") if version else None
+    releases = judge.Releases.from_family(family, policy.parse_version(minimum, "minimum backend"), maximum)
+    if not releases.supported:
+        raise UsageError(f"no known {family.backend.distribution} release between {minimum} and {version or 'now'}")
+    judgements = judge.judge_all(found, releases)
+    header = (f"{tree}: {family.frontend.distribution} {version or '(version unknown)'}, minimum "
+              f"{family.backend.distribution} {minimum} ({source}); supported releases "
+              f"{releases.supported[0]}..{releases.supported[-1]}")
+    if args.fix or args.diff:
+        return _fix(tree, judgements, write=args.fix, show_diff=args.diff)
+    coverage = _coverage(args.matrix, judgements, releases) if args.matrix else None
+    if args.json:
+        out = report.to_json(judgements, minimum, source, failed)
+        if coverage is not None:
+            out["coverage"] = [c.to_json() for c in coverage]
+        print(json.dumps(out, indent=2))
+    elif args.markdown:
+        print(report.markdown(judgements, header))
+    else:
+        print(report.text(judgements, header))
+    if coverage is not None and not args.json:
+        print(f"coverage of live gates by {args.matrix}:")
+        for item in coverage:
+            print(f"  {item.judgement.gate.file}:{item.judgement.gate.line}: {item.describe()}")
+    for file, reason in failed.items():
+        say(f"jaxrel gates: warning: {file} not scanned: {reason}")
+    return 0
+
+
+def _coverage(path: str, judgements: list[judge.Judgement], releases: judge.Releases) -> list[cover.Coverage]:
+    try:
+        matrix = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, ValueError) as error:
+        raise UsageError(f"--matrix {path}: cannot read a matrix JSON ({error}); "
+                         "write one with jaxrel matrix --format json") from None
+    return cover.cover(judgements, releases, cover.matrix_cells(matrix))
+
+
+def _fix(tree: Path, judgements: list[judge.Judgement], *, write: bool, show_diff: bool) -> int:
+    """``--fix`` / ``--diff``: rewrite every decided gate; list what is refused."""
+    from jaxrel.gates import fix  # needs libcst (jaxrel[gates])
+
+    fixed = fix.fix_tree(tree, judgements)
+    if show_diff:
+        sys.stdout.write(fixed.diff())
+    for file, (_, file_fix) in fixed.files.items():
+        for change in file_fix.changed:
+            say(f"{file}:{change}")
+        for refusal in file_fix.refused:
+            say(f"{file}:{refusal} (refused)")
+    if write:
+        fixed.write()
+    say(f"jaxrel gates: {'rewrote' if write else 'would rewrite'} {len(fixed.changed)} files; "
+        f"{fixed.refused} decided gates refused")
+    return 0

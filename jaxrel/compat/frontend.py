@@ -1,0 +1,132 @@
+"""The frontend every cell installs: built out of tree from a source tree or a released sdist, or downloaded."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+import tarfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+
+from jaxrel import policy
+from jaxrel.compat import envs
+from jaxrel.compat.index import Index
+from jaxrel.compat.matrix import FrontendSpec
+from jaxrel.compat.wheels import ArtifactInfo, inspect
+from jaxrel.errors import BadInput
+from jaxrel.family import Family
+
+
+class CompatError(BadInput):
+    """The run cannot start: no frontend, no interpreter, no suite."""
+
+
+@dataclass
+class PreparedFrontend:
+    """The frontend every cell installs: a wheel built or downloaded once per run."""
+
+    spec: FrontendSpec
+    wheel: Path | None  # None until built (an sdist inspected for the matrix only)
+    info: ArtifactInfo
+    source_tree: Path | None = None
+
+
+def build_wheel(source: Path, out: Path) -> Path:
+    """Build a wheel from a source tree (``uv build``, else ``pip wheel``) into ``out``; returns it."""
+    if out.exists():
+        shutil.rmtree(out)
+    out.mkdir(parents=True)
+    uv = envs.find_uv()
+    command = ([uv, "build", "--wheel", "--quiet", "--out-dir", str(out), str(source)] if uv
+               else [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)])
+    envs.run_step(command, envs.uv_environment(), f"building a wheel of {source}")
+    wheels = sorted(out.glob("*.whl"))
+    if len(wheels) != 1:
+        raise CompatError(f"building {source} gave {len(wheels)} wheels in {out}; expected one")
+    return wheels[0]
+
+
+def _unpack_sdist(sdist: Path, into: Path) -> Path:
+    if into.exists():
+        shutil.rmtree(into)
+    into.mkdir(parents=True)
+    with tarfile.open(sdist) as archive:
+        archive.extractall(into, filter="data")
+    tops = [p for p in into.iterdir() if p.is_dir()]
+    if len(tops) != 1:
+        raise CompatError(f"{sdist.name}: expected one top-level directory, found {len(tops)}")
+    return tops[0]
+
+
+def frontend_spec(family: Family, info: ArtifactInfo, source: str) -> FrontendSpec:
+    """The frontend as its built or released metadata declares it."""
+    declared = info.requirements_on(family.backend.distribution)
+    minimum = info.minimum_backend
+    if minimum is None and declared is not None:
+        lower = [s.version for s in declared if s.operator in (">=", "==")]
+        minimum = lower[0] if lower else None
+    if minimum is None:
+        raise CompatError(
+            f"{info.filename}: declares no minimum {family.backend.distribution} (no "
+            f"{family.frontend.minimum_backend_variable} in {family.frontend.version_file}, no Requires-Dist bound); "
+            "set minimum-backend in [tool.jaxrel.frontend]"
+        )
+    policy.parse_version(minimum, f"minimum {family.backend.distribution} declared by {info.filename}")
+    return FrontendSpec(info.name, info.version, minimum, source,
+                        str(declared) if declared is not None else None, info.requires_python)
+
+
+def prepare_frontend(
+    family: Family, index: Index, workdir: Path, *, source: Path | None = None, requirement: str | None = None,
+    build: bool = True,
+) -> PreparedFrontend:
+    """Build (source tree, or the newest release's sdist by default) or download (``NAME==V``) the frontend.
+
+    With ``build=False`` a released sdist is only inspected (enough to build the matrix).
+    """
+    name = family.frontend.distribution
+    if source is not None:
+        if not (source / family.frontend.version_file).exists():
+            raise CompatError(f"{source}: no {family.frontend.version_file}; --frontend-src must be a "
+                              f"{name} source tree (a git checkout or an unpacked sdist)")
+        wheel = build_wheel(source, workdir / "frontend-dist")
+        info = inspect(wheel, family, use_cache=False)
+        return PreparedFrontend(frontend_spec(family, info, f"source {source}"), wheel, info, source)
+    listing = index.listing(name)
+    if requirement is not None:
+        wanted_name, _, version = requirement.partition("==")
+        if canonicalize_name(wanted_name) != canonicalize_name(name) or not version:
+            raise CompatError(f"--frontend {requirement!r}: expected {name}==VERSION")
+        policy.parse_version(version, f"--frontend {name} version")
+        files = listing.files_for(version)
+        if not files:
+            raise CompatError(f"{name} {version} is not on the index ({', '.join(index.describe())}); "
+                              f"newest: {listing.versions()[-1] if listing.versions() else 'none'}")
+        wheel_file = next((f for f in files if f.is_wheel and f.yanked is None and "py3-none-any" in f.filename), None)
+        if wheel_file is not None:
+            wheel = index.download(wheel_file)
+            info = inspect(wheel, family, sha256=wheel_file.sha256)
+            return PreparedFrontend(frontend_spec(family, info, f"wheel {wheel.name}"), wheel, info)
+        sdist_file = listing.sdist(version)
+        if sdist_file is None:
+            raise CompatError(f"{name} {version} has neither a pure wheel nor an sdist on the index")
+        label = f"sdist {sdist_file.filename}"
+    else:
+        finals = [v for v in listing.versions() if policy.is_final(v) and listing.sdist(v)]
+        if not finals:
+            raise CompatError(f"no {name} release with an sdist on {', '.join(index.describe())}")
+        sdist_file = listing.sdist(finals[-1])
+        assert sdist_file is not None
+        label = f"sdist {sdist_file.filename} (newest release, built from source as the HEAD stand-in)"
+    sdist = index.download(sdist_file)
+    if not build:
+        info = inspect(sdist, family, sha256=sdist_file.sha256)
+        return PreparedFrontend(frontend_spec(family, info, label), None, info)
+    tree = _unpack_sdist(sdist, workdir / "frontend-src")
+    wheel = build_wheel(tree, workdir / "frontend-dist")
+    info = inspect(wheel, family, use_cache=False)
+    return PreparedFrontend(frontend_spec(family, info, label), wheel, info, tree)
+
+
