@@ -121,8 +121,8 @@ def bench(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff and mypy."""
+    """ruff (with a complexity bound) on everything, ``mypy --strict`` on the jaxrel package."""
     _uv_env(session)
-    session.install("ruff", "mypy", "packaging", "pytest", "hypothesis", "nox", "uv", "tomlkit")
+    session.install("-e", ".[dev]")
     session.run("ruff", "check", "jaxrel", "tests", "benchmarks", "scripts", "noxfile.py")
     session.run("mypy", "jaxrel")

@@ -315,7 +315,7 @@ class _Reader:
             raise self.error(where, f"{key!r} is not a PEP 440 version: {value!r} (e.g. \"0.4.30\")") from None
         if "!" in value:
             raise self.error(where, f"{key!r} has an epoch ({value!r}); jax's version check cannot compare epochs")
-        return value
+        return str(value)
 
     def package(self, value: Any, where: str, keys: set[str]) -> dict[str, str | None]:
         table = self.table(value, where, keys)

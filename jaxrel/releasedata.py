@@ -44,13 +44,16 @@ def xla_commits(profile: str, backend: str) -> dict[str, str]:
     return commits
 
 
-def _release_key(version: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in version.split("."))
+def _api_key(api: str) -> tuple[int, ...]:
+    """An XLA FFI API version (``MAJOR.MINOR``, not a release) as comparable ints."""
+    return tuple(int(part) for part in api.split("."))
 
 
 def first_release_with_ffi_api(profile: str, backend: str, api: str) -> str | None:
     """The lowest backend release whose XLA FFI API is at least ``api`` (``"0.3"``); ``None`` if none."""
-    wanted = _release_key(api)
+    from jaxrel import policy  # packaging: not for the runtime gating that also reads this data
+
+    wanted = _api_key(api)
     providing = [version for version, row in builtin(profile).get(backend, {}).items()
-                 if row.get("xla_ffi_api") and _release_key(row["xla_ffi_api"]) >= wanted]
-    return min(providing, key=_release_key, default=None)
+                 if row.get("xla_ffi_api") and _api_key(row["xla_ffi_api"]) >= wanted]
+    return min(providing, key=lambda v: policy.release_key(policy.parse_version(v)), default=None)

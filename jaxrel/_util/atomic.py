@@ -1,9 +1,10 @@
-"""Read text files exactly and replace them in one step: never a half-written file, never a
-line end changed behind the caller's back (standard library only)."""
+"""Read text files exactly and replace files in one step: never a half-written file, never a
+line end changed behind the caller's back, and several files all or none (standard library only)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from collections.abc import Mapping
 from pathlib import Path
@@ -15,25 +16,79 @@ def read_exactly(path: Path) -> str:
         return handle.read()
 
 
+def _stage(path: Path, data: bytes) -> str:
+    """Write ``data`` to a new file beside ``path`` (same permissions as ``path`` if it exists); its name."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            out.write(data)
+        if path.exists():
+            os.chmod(temporary, path.stat().st_mode & 0o777)
+    except BaseException:
+        os.unlink(temporary)
+        raise
+    return temporary
+
+
+def write_bytes_atomically(path: Path, data: bytes) -> None:
+    """Replace (or create) ``path`` with ``data`` in one rename."""
+    os.replace(_stage(path, data), path)
+
+
 def write_atomically(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` (UTF-8, line ends as given), keeping its permissions."""
     write_all_atomically({path: text})
 
 
+def copy_atomically(source: Path, directory: Path) -> Path:
+    """Copy ``source`` into ``directory`` under its own name in one rename; the new path."""
+    target = directory / source.name
+    handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{source.name}.")
+    os.close(handle)
+    try:
+        shutil.copyfile(source, temporary)
+        os.replace(temporary, target)
+    except BaseException:
+        if os.path.exists(temporary):
+            os.unlink(temporary)
+        raise
+    return target
+
+
 def write_all_atomically(contents: Mapping[Path, str]) -> None:
-    """Replace several files: every new content is staged beside its target before any rename,
-    so a failure while staging (disk full, permissions) changes nothing."""
+    """Replace several text files, all or none.
+
+    Every new content is staged beside its target first, so a failure while staging (disk
+    full, permissions, a read-only directory) changes nothing. Each original is kept as a
+    hard link until every rename is done; a failure or an interruption (Ctrl-C) between
+    renames puts the originals back before the error propagates.
+    """
     staged: list[tuple[str, Path]] = []
+    backups: list[tuple[str, Path]] = []
+    done: list[Path] = []
     try:
         for path, text in contents.items():
-            handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-            staged.append((temporary, path))
-            with os.fdopen(handle, "w", encoding="utf-8", newline="") as out:
-                out.write(text)
-            os.chmod(temporary, path.stat().st_mode & 0o777)
+            staged.append((_stage(path, text.encode("utf-8")), path))
+        for _, path in staged:
+            if path.exists():
+                handle, backup = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.orig.")
+                os.close(handle)
+                os.unlink(backup)
+                os.link(path, backup)
+                backups.append((backup, path))
         for temporary, path in staged:
             os.replace(temporary, path)
+            done.append(path)
+    except BaseException:
+        originals = {path: backup for backup, path in backups}
+        for path in done:
+            if path in originals:
+                os.replace(originals[path], path)
+            else:
+                path.unlink()  # it did not exist before
+        raise
     finally:
-        for temporary, _ in staged:
-            if os.path.exists(temporary):
-                os.unlink(temporary)
+        for name, _ in (*staged, *backups):
+            if os.path.exists(name):
+                os.unlink(name)

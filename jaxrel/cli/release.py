@@ -97,7 +97,7 @@ def add(verbs: Any) -> None:
     actions = release.add_subparsers(dest="action", required=True)
 
     def action(name: str, help: str, run: Any, project: bool = True) -> argparse.ArgumentParser:
-        sub = actions.add_parser(name, help=help, description=help)
+        sub: argparse.ArgumentParser = actions.add_parser(name, help=help, description=help)
         if project:
             sub.add_argument("--project", default=".", metavar="DIR", help="the project root (default: .)")
         sub.add_argument("--family", default=None, metavar="NAME|PYPROJECT",

@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from packaging.version import Version
+
 from jaxrel import policy
 from jaxrel.cli._common import add_common, emit, parse_pin
 from jaxrel.family import resolve_family
@@ -22,6 +24,7 @@ def add(verbs: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     family = resolve_family(args.family)
     pins = family.sort_pins([parse_pin(text) for text in args.pins])
+    minimum: Version | None
     if args.min_backend is not None:
         minimum, source = policy.parse_version(args.min_backend, "--min-backend"), "--min-backend"
     else:

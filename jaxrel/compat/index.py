@@ -17,7 +17,6 @@ import os
 import shutil
 import ssl
 import subprocess
-import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -38,6 +37,7 @@ from packaging.utils import (
 )
 from packaging.version import Version
 
+from jaxrel._util.atomic import write_bytes_atomically
 from jaxrel.compat.pipconfig import pip_command, pip_index_config
 from jaxrel.errors import EnvironmentFailure
 
@@ -221,15 +221,8 @@ def scan_wheelhouse(directory: Path) -> list[IndexFile]:
             changed = True
         files.append(IndexFile(path.name, path.resolve().as_uri(), f"wheelhouse {directory}", sha256=digest))
     if changed:
-        _write_atomic(hashes_path, json.dumps(known).encode())
+        write_bytes_atomically(hashes_path, json.dumps(known).encode())
     return files
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with tempfile.NamedTemporaryFile(dir=path.parent, delete=False, prefix=".tmp-") as handle:
-        handle.write(data)
-    os.replace(handle.name, path)
 
 
 def pip_default_index(python: str | None = None) -> str:
@@ -324,7 +317,7 @@ class Index:
                 return self._read_cached(cached)
             raise
         record = None if files is None else [asdict(f) for f in files]
-        _write_atomic(cached, json.dumps({"page": page, "files": record}).encode())
+        write_bytes_atomically(cached, json.dumps({"page": page, "files": record}).encode())
         return files
 
     @staticmethod

@@ -103,7 +103,8 @@ class Matrix:
 
 
 def _key(version: Version | str) -> tuple[int, ...]:
-    return policy.release_key(Version(str(version)))
+    """:func:`jaxrel.policy.release_key` of a version or its text."""
+    return policy.release_key(version if isinstance(version, Version) else policy.parse_version(version))
 
 
 def installable_versions(listing: Listing, python: str, tags: Sequence[Tag]) -> list[Version]:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from jaxrel._util.atomic import write_all_atomically
 from jaxrel.compat.matrix import Matrix
 from jaxrel.compat.runner import CellResult
 
@@ -126,6 +127,6 @@ def write(directory: Path, matrix: Matrix, results: Sequence[CellResult]) -> tup
     """Write ``report.json`` and ``report.md`` into ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
     json_path, md_path = directory / "report.json", directory / "report.md"
-    json_path.write_text(json.dumps(to_json(matrix, results), indent=1) + "\n")
-    md_path.write_text(markdown(matrix, results))
+    write_all_atomically({json_path: json.dumps(to_json(matrix, results), indent=1) + "\n",
+                          md_path: markdown(matrix, results)})
     return json_path, md_path

@@ -25,6 +25,7 @@ from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
+from jaxrel._util.atomic import write_bytes_atomically
 from jaxrel._util.literals import assigned_int, assigned_string, ffi_api_in
 from jaxrel.compat.index import cache_root, sha256_of
 from jaxrel.errors import BadInput
@@ -170,7 +171,7 @@ def inspect(path: Path, family: Family, *, sha256: str | None = None, use_cache:
     finally:
         archive.close()
     cached.parent.mkdir(parents=True, exist_ok=True)
-    cached.write_text(json.dumps(asdict(info)))
+    write_bytes_atomically(cached, json.dumps(asdict(info)).encode())
     return info
 
 

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from jaxrel._util.atomic import copy_atomically
 from jaxrel.errors import EnvironmentFailure
 
 WHEEL_RULE = "py_wheel_file"  # bazel/wheel.bzl
@@ -133,7 +134,7 @@ def build(
     if not built:
         raise BuildError(f"bazel built no wheel for {' '.join(targets)}; name {WHEEL_RULE} targets with --wheels")
     output.mkdir(parents=True, exist_ok=True)
-    copied = [_copy_atomically(wheel, output) for wheel in built]
+    copied = [copy_atomically(wheel, output) for wheel in built]
     return BuildResult(wheels=copied, seconds=seconds, command=command)
 
 
@@ -148,17 +149,3 @@ def _run_streaming(command: list[str], cwd: Path, progress: Callable[[str], None
         if progress is not None and line.strip():
             progress(line)
     return None if process.wait() == 0 else lines
-
-
-def _copy_atomically(source: Path, directory: Path) -> Path:
-    target = directory / source.name
-    handle, temporary = tempfile.mkstemp(dir=directory, prefix=f".{source.name}.")
-    os.close(handle)
-    try:
-        shutil.copyfile(source, temporary)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, target)
-    except BaseException:
-        os.unlink(temporary)
-        raise
-    return target

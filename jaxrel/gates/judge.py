@@ -33,6 +33,7 @@ from typing import Any
 
 from packaging.version import Version
 
+from jaxrel import policy
 from jaxrel.compat.pythons import find_pythons
 from jaxrel.family import Family
 from jaxrel.gates import find as gatefind
@@ -172,7 +173,7 @@ class Releases:
     @property
     def supported(self) -> list[str]:
         return [v for v in self.ordered if Version(v) >= self.minimum
-                and (self.maximum is None or Version(v).release <= self.maximum.release)]
+                and (self.maximum is None or policy.release_key(Version(v)) <= policy.release_key(self.maximum))]
 
     def first_at_least(self, number: str, value: int) -> str | None:
         """The oldest release whose ``number`` is at least ``value``."""

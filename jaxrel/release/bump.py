@@ -21,7 +21,7 @@ from jaxrel import policy
 from jaxrel._util.atomic import read_exactly, write_all_atomically
 from jaxrel.errors import BadInput
 from jaxrel.release import locations
-from jaxrel.release.config import Component
+from jaxrel.release.config import Component, Location
 from jaxrel.release.pins import frontend_range
 from jaxrel.release.project import Project
 
@@ -86,7 +86,7 @@ def next_version(current: str, requested: str | None, kind: str, date: datetime.
     return f"{base}.dev{date:%Y%m%d}"
 
 
-def _set(bump: Bump, project: Project, location: locations.Location, version: str) -> None:
+def _set(bump: Bump, project: Project, location: Location, version: str) -> None:
     text = bump.text(project.root, location.file)
     old = locations.read_text(text, location)
     if old is None:  # jax's _release_version: stamped at build time, never bumped

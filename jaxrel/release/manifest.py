@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel.compat.index import sha256_of
+from jaxrel._util.atomic import write_bytes_atomically
 from jaxrel.errors import BadInput
 
 NAME = "manifest.json"
@@ -55,7 +56,7 @@ class Manifest:
 
     def write(self, directory: Path) -> Path:
         path = directory / NAME
-        path.write_text(json.dumps(self.to_json(), indent=2) + "\n", encoding="utf-8")
+        write_bytes_atomically(path, (json.dumps(self.to_json(), indent=2) + "\n").encode())
         return path
 
 

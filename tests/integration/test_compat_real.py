@@ -86,8 +86,8 @@ def test_a_cell_whose_observation_differs_fails_the_run(run, tmp_path):
 
 def test_frontend_source_tree_with_its_own_tests(index_reachable, tmp_path):
     """--frontend-src: the tree is built as the frontend, and its own tests run, selected by -k."""
-    from jaxrel.compat.index import Index
     from jaxrel.compat.frontend import _unpack_sdist
+    from jaxrel.compat.index import Index
 
     index = Index.from_pip()
     sdist = index.download(index.listing("jax").sdist("0.10.2"))  # type: ignore[arg-type]

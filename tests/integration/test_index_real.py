@@ -18,8 +18,8 @@ from packaging.version import Version
 from jaxrel import releasedata
 from jaxrel.compat.index import Index, IndexClientError, sha256_of
 from jaxrel.compat.matrix import FrontendSpec, installable_versions
-from jaxrel.compat.pythons import find_pythons, supported_tags
 from jaxrel.compat.planning import matrix_for
+from jaxrel.compat.pythons import find_pythons, supported_tags
 from jaxrel.compat.wheels import WheelError, inspect
 from jaxrel.family import jax_profile
 
