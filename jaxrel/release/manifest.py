@@ -11,8 +11,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from jaxrel.compat.index import sha256_of
 from jaxrel._util.atomic import write_bytes_atomically
+from jaxrel.compat.index import sha256_of
 from jaxrel.errors import BadInput
 
 NAME = "manifest.json"
