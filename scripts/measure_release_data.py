@@ -26,7 +26,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from jaxrel.compat.index import sha256_of  # noqa: E402
+from jaxrel._util.files import sha256_of  # noqa: E402
 from jaxrel.gating import assigned_int  # noqa: E402
 from jaxrel.guard import assigned_string, ffi_api_in  # noqa: E402
 

@@ -32,12 +32,13 @@ from packaging.utils import (
     InvalidSdistFilename,
     InvalidWheelFilename,
     canonicalize_name,
-    parse_sdist_filename,
     parse_wheel_filename,
 )
 from packaging.version import Version
 
 from jaxrel._util.atomic import write_bytes_atomically
+from jaxrel._util.files import cache_root, sha256_of
+from jaxrel.compat.filenames import name_and_version
 from jaxrel.compat.pipconfig import pip_command, pip_index_config
 from jaxrel.errors import EnvironmentFailure
 
@@ -48,22 +49,6 @@ Progress = Callable[[str], None]
 
 class IndexClientError(EnvironmentFailure):
     """An index cannot be read, a file cannot be fetched, or a hash does not match."""
-
-
-def cache_root() -> Path:
-    """jaxrel's download/inspection cache: ``$JAXREL_CACHE_DIR``, else ``$XDG_CACHE_HOME/jaxrel``."""
-    if os.environ.get("JAXREL_CACHE_DIR"):
-        return Path(os.environ["JAXREL_CACHE_DIR"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "jaxrel"
-
-
-def sha256_of(path: Path) -> str:
-    """The hex sha256 of a file, read in 1 MiB blocks."""
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 @dataclass(frozen=True)
@@ -139,15 +124,6 @@ class _LinkParser(HTMLParser):
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag == "a":
             self.links.append(dict(attrs))
-
-
-def name_and_version(filename: str) -> tuple[str, Version]:
-    """The project name and version a wheel or sdist filename carries."""
-    if filename.endswith(".whl"):
-        name, version, _, _ = parse_wheel_filename(filename)
-    else:
-        name, version = parse_sdist_filename(filename)
-    return str(name), version
 
 
 def _parse_filename_ok(filename: str) -> bool:

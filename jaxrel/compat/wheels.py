@@ -26,8 +26,8 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from jaxrel._util.atomic import write_bytes_atomically
+from jaxrel._util.files import cache_root, sha256_of
 from jaxrel._util.literals import assigned_int, assigned_string, ffi_api_in
-from jaxrel.compat.index import cache_root, sha256_of
 from jaxrel.errors import BadInput
 from jaxrel.family import Family
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from jaxrel.compat.index import name_and_version
+from jaxrel.compat.filenames import name_and_version
 from jaxrel.errors import EnvironmentFailure
 from jaxrel.extension import bazel
 from jaxrel.release.config import Component

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel._util.atomic import write_bytes_atomically
-from jaxrel.compat.index import sha256_of
+from jaxrel._util.files import sha256_of
 from jaxrel.errors import BadInput
 
 NAME = "manifest.json"

@@ -21,7 +21,8 @@ from packaging.tags import parse_tag
 from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
-from jaxrel.compat.index import name_and_version, sha256_of
+from jaxrel._util.files import sha256_of
+from jaxrel.compat.filenames import name_and_version
 from jaxrel.compat.wheels import ArtifactInfo, WheelError, inspect, verify_record
 from jaxrel.family import Family
 from jaxrel.release.manifest import Artifact, Manifest, ManifestError, read

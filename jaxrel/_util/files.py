@@ -1,0 +1,23 @@
+"""Where jaxrel caches downloads and inspections, and the sha256 of a file (standard library only)."""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+
+def cache_root() -> Path:
+    """jaxrel's download/inspection cache: ``$JAXREL_CACHE_DIR``, else ``$XDG_CACHE_HOME/jaxrel``."""
+    if os.environ.get("JAXREL_CACHE_DIR"):
+        return Path(os.environ["JAXREL_CACHE_DIR"])
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "jaxrel"
+
+
+def sha256_of(path: Path) -> str:
+    """The hex sha256 of a file, read in 1 MiB blocks."""
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
