@@ -14,7 +14,9 @@ it::
     def new_feature(): ...
 
 When the family's release data is available the error names the first backend release
-known to provide N and the pip command that installs it. Standard library only.
+known to provide N and the pip command that installs it. Standard library only: like the
+guard, this module runs inside the frontend's process at import time, so it reads installed
+versions with the guard's own standard-library readers (the only module that borrows from it).
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from typing import Any, TypeVar
 
 from jaxrel.errors import Refused
 from jaxrel.guard import backend_version, canonical_name, installed_distributions, release_of
+
+__all__ = ["API_GATES", "ApiGate", "ApiVersionError", "installed_version", "read_api_number", "unmet"]
 
 T = TypeVar("T")
 Releases = Mapping[str, int]

@@ -21,7 +21,6 @@ from jaxrel._util.literals import line_starts, span
 from jaxrel.errors import BadInput
 from jaxrel.release.config import Location
 
-UNSET = None  # an assignment of None (jax's ``_release_version`` in a checkout)
 
 
 class LocationError(BadInput):
