@@ -46,7 +46,10 @@ from jaxrel.errors import BadInput
 from jaxrel.gating import ApiGate
 from jaxrel.guard import Plugin as GuardPlugin
 
-__all__ = ["ApiNumber", "Backend", "ConfigError", "Family", "Frontend", "Package", "PinSet", "PluginSpec", "PROFILES", "family_from_config", "jax_profile", "load_family", "resolve_family"]
+__all__ = [
+    "PROFILES", "ApiNumber", "Backend", "ConfigError", "Family", "Frontend", "Package", "PinSet", "PluginSpec",
+    "family_from_config", "jax_profile", "load_family", "resolve_family",
+]
 
 
 class ConfigError(BadInput):

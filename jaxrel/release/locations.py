@@ -22,7 +22,6 @@ from jaxrel.errors import BadInput
 from jaxrel.release.config import Location
 
 
-
 class LocationError(BadInput):
     """A declared version location that is missing, unreadable or not a string."""
 
