@@ -88,7 +88,7 @@ def _source_install(package: Package, path: list[str]) -> Installed | None:
     return None
 
 
-def inspect(family: Family, python: str | None = None, path: list[str] | None = None) -> Environment:
+def read_environment(family: Family, python: str | None = None, path: list[str] | None = None) -> Environment:
     """Inspect the environment of ``python`` (default: the running interpreter).
 
     ``path`` replaces that interpreter's ``sys.path`` (to inspect a directory directly).

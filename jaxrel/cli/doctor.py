@@ -20,7 +20,7 @@ def add(verbs: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     family = resolve_family(args.family)
-    env = doctor.inspect(family, args.python)
+    env = doctor.read_environment(family, args.python)
     result = doctor.diagnose(family, env)
     emit(args, doctor.to_json(family, env, result), doctor.render(family, env, result))
     return 0 if result.compatible else 1

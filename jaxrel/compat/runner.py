@@ -180,7 +180,7 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
                         guard_message=guard.get("message"), guard_fix=guard.get("fix"),
                         extension=(", ".join(w.name for w in extensions) if isinstance(extensions, list)
                                    else extensions))
-    seen = doctor.inspect(family, python=str(env.python))
+    seen = doctor.read_environment(family, python=str(env.python))
     result.backend_api = {**seen.api_numbers, "xla_ffi_api": seen.xla_ffi_api}
 
     probe = env.run(str(env.python), "-c", IMPORT_PROBE.format(package=family.frontend.package))

@@ -10,7 +10,7 @@ from jaxrel.family import jax_profile
 
 def diagnose(site):
     family = jax_profile()
-    env = doctor.inspect(family, path=site.path)
+    env = doctor.read_environment(family, path=site.path)
     return env, doctor.diagnose(family, env)
 
 
