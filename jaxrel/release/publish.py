@@ -28,7 +28,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from jaxrel._util.text import PASSWORD_ENV, redact
+from jaxrel._util.text import PASSWORD_ENV, redact, table
 from jaxrel.compat.index import Index, IndexClientError, Listing, pip_default_index
 from jaxrel.compat.wheels import inspect
 from jaxrel.errors import Refused
@@ -250,8 +250,9 @@ def publish(
 def render(result: PublishResult) -> str:
     title = "publish (dry run)" if result.dry_run else "publish"
     lines = [f"{title} to {result.repository}"]
-    width = max((len(o.file) for o in result.outcomes), default=0)
-    lines += [f"  {o.file.ljust(width)}  {o.action}  sha256 {o.sha256[:16]}…" for o in result.outcomes]
+    if result.outcomes:
+        lines.append(table(None, [(o.file, f"{o.action}  sha256 {o.sha256[:16]}…") for o in result.outcomes],
+                           indent="  "))
     if result.error:
         lines.append(f"error: {result.error}")
     else:
