@@ -47,7 +47,7 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> 
     return "\n".join([line(headers), "|" + "---|" * len(headers), *(line(row) for row in rows)])
 
 
-def tail(output: str | None, lines: int = 3, *, separator: str = " | ") -> str:
-    """The last ``lines`` non-empty lines of a program's output on one line (``"no output"`` if none)."""
-    kept = [line.strip() for line in (output or "").strip().splitlines() if line.strip()][-lines:]
-    return separator.join(kept) or "no output"
+def tail(output: str | None, lines: int = 3, *, separator: str = " | ", empty: str = "no output") -> str:
+    """The last ``lines`` non-empty lines of a program's output, stripped, on one line (``empty`` if none)."""
+    kept = [line.strip() for line in (output or "").splitlines() if line.strip()][-lines:]
+    return separator.join(kept) or empty

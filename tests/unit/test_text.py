@@ -1,8 +1,8 @@
-"""The one table renderer and the one Markdown table (jaxrel._util.text) every report uses."""
+"""The one table renderer, the one Markdown table and the one output tail (jaxrel._util.text)."""
 
 from __future__ import annotations
 
-from jaxrel._util.text import markdown_table, table
+from jaxrel._util.text import markdown_table, table, tail
 
 
 def test_table_pads_columns_rules_the_header_and_drops_trailing_spaces() -> None:
@@ -29,3 +29,11 @@ def test_markdown_table_escapes_pipes() -> None:
         "| `t[a\\|b]` | ✓ |",
         "| u | 3 |",
     ]
+
+
+def test_tail_keeps_the_last_non_empty_lines_stripped() -> None:
+    assert tail("a\n\n  b  \nc\nd\n\n") == "b | c | d"
+    assert tail("x\ny\n", 1) == "y"
+    assert tail("x\ny", separator="; ") == "x; y"
+    assert tail("") == tail(None) == tail(" \n\n") == "no output"
+    assert tail("", empty="?") == "?"
