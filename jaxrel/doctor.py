@@ -19,6 +19,7 @@ from packaging.utils import canonicalize_name
 
 from jaxrel import policy
 from jaxrel._util.literals import read_assignment, read_ffi_api, read_version_file
+from jaxrel._util.text import table
 from jaxrel.errors import BadInput
 from jaxrel.family import Family, Package
 from jaxrel.gating import read_api_number
@@ -163,10 +164,7 @@ def render(family: Family, env: Environment, result: policy.Verdict) -> str:
         rows.append((name, "unknown" if value is None else str(value), family.api_number(name).file))
     if family.backend.ffi_header:
         rows.append(("XLA FFI API", env.xla_ffi_api or "unknown", family.backend.ffi_header))
-    width = max(len(row[0]) for row in rows)
-    vwidth = max(len(row[1]) for row in rows)
-    lines = [f"jaxrel doctor: family {family.name}"]
-    lines += [f"  {a:<{width}}  {b:<{vwidth}}  {c}".rstrip() for a, b, c in rows]
+    lines = [f"jaxrel doctor: family {family.name}", table(None, rows, indent="  ")]
     lines += [f"  note: {note}" for note in env.notes]
     lines.append(f"verdict: {'compatible' if result.compatible else 'INCOMPATIBLE'}")
     lines += [f"  x {v.rule}: {v.message}" for v in result.violations]

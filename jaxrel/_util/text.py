@@ -19,12 +19,23 @@ def redact(text: str) -> str:
     return re.sub(r"(://[^/\s:@]+):[^@\s/]+@", r"\1:***@", text)
 
 
-def table(headers: Sequence[str], rows: Sequence[Sequence[object]], *, indent: str = "") -> str:
-    """A plain-text table: columns padded to their widest cell, a rule under the header."""
-    cells = [[str(h) for h in headers], *([str(c) for c in row] for row in rows)]
-    widths = [max(len(row[i]) for row in cells) for i in range(len(headers))]
-    lines = [indent + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in cells]
-    lines.insert(1, indent + "  ".join("-" * w for w in widths))
+def table(
+    headers: Sequence[str] | None, rows: Sequence[Sequence[object]], *, indent: str = "", rule: bool = True
+) -> str:
+    """A plain-text table: columns padded to their widest cell, two spaces apart, no trailing spaces.
+
+    A rule of dashes goes under the header (``rule=False``: none). ``headers=None`` gives
+    the rows alone, aligned (a key/value list). ``indent`` starts every line. Nothing to
+    show (no header, no rows) is the empty string.
+    """
+    cells = [[str(h) for h in headers]] if headers is not None else []
+    cells += [[str(c) for c in row] for row in rows]
+    if not cells:
+        return ""
+    widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+    lines = [(indent + "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True))).rstrip() for row in cells]
+    if headers is not None and rule:
+        lines.insert(1, indent + "  ".join("-" * w for w in widths))
     return "\n".join(lines)
 
 
@@ -36,7 +47,7 @@ def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[object]]) -> 
     return "\n".join([line(headers), "|" + "---|" * len(headers), *(line(row) for row in rows)])
 
 
-def tail(output: str | None, lines: int = 3, *, separator: str = " | ") -> str:
-    """The last ``lines`` non-empty lines of a program's output on one line (``"no output"`` if none)."""
-    kept = [line.strip() for line in (output or "").strip().splitlines() if line.strip()][-lines:]
-    return separator.join(kept) or "no output"
+def tail(output: str | None, lines: int = 3, *, separator: str = " | ", empty: str = "no output") -> str:
+    """The last ``lines`` non-empty lines of a program's output, stripped, on one line (``empty`` if none)."""
+    kept = [line.strip() for line in (output or "").splitlines() if line.strip()][-lines:]
+    return separator.join(kept) or empty

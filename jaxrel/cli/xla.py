@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel import policy
+from jaxrel._util.text import table
 from jaxrel.cli._common import add_common, emit, index_options, say
 from jaxrel.compat.index import Index
 from jaxrel.compat.pythons import supported_tags
@@ -42,8 +43,7 @@ def run_show(args: argparse.Namespace) -> int:
             ("XLA FFI API", facts["xla_ffi_api"] or "unknown (not in the release data)"),
             ("extensions require", f"{pin.backend}>={facts['minimum_backend']}" if facts["minimum_backend"]
              else "unknown")]
-    width = max(len(key) for key, _ in rows)
-    text = "\n".join([f"XLA pin in {args.workspace}:", *(f"  {key:<{width}}  {value}" for key, value in rows)])
+    text = f"XLA pin in {args.workspace}:\n" + table(None, rows, indent="  ")
     emit(args, {**pin.to_json(), **facts, "workspace": args.workspace}, text)
     return 0
 

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from jaxrel._util.text import tail
 from jaxrel.compat.pipconfig import pip_index_config
 from jaxrel.errors import EnvironmentFailure
 
@@ -67,8 +68,7 @@ def run_step(command: Sequence[str], env: dict[str, str], what: str) -> None:
     """Run one setup step; on failure raise :class:`EnvError` naming ``what`` with the output's last lines."""
     done = subprocess.run(list(command), capture_output=True, text=True, env=env)
     if done.returncode != 0:
-        tail = (done.stderr or done.stdout).strip().splitlines()[-3:]
-        raise EnvError(f"{what} failed (exit {done.returncode}): {' | '.join(tail)}")
+        raise EnvError(f"{what} failed (exit {done.returncode}): {tail(done.stderr or done.stdout)}")
 
 
 def create(

@@ -20,6 +20,7 @@ from packaging.tags import Tag
 from packaging.version import Version
 
 from jaxrel import policy
+from jaxrel._util.text import markdown_table
 from jaxrel.compat.index import Listing
 from jaxrel.errors import BadInput
 from jaxrel.family import Family
@@ -86,12 +87,11 @@ class Matrix:
 
     def to_markdown(self) -> str:
         front = self.frontend
+        rows = [(f"`{cell.id}`", cell.python, cell.backend,
+                 ", ".join(f"{name} {version}" for name, version in cell.plugins) or "–", cell.purpose,
+                 cell.expected + (f" ({', '.join(cell.rules)})" if cell.rules else "")) for cell in self.cells]
         lines = [f"**{front.name} {front.version}** ({front.source}); minimum {self.backend} {front.minimum_backend}",
-                 "", f"| cell | Python | {self.backend} | plugins | purpose | expected |", "|---|---|---|---|---|---|"]
-        for cell in self.cells:
-            plugins = ", ".join(f"{name} {version}" for name, version in cell.plugins) or "–"
-            expected = cell.expected + (f" ({', '.join(cell.rules)})" if cell.rules else "")
-            lines.append(f"| `{cell.id}` | {cell.python} | {cell.backend} | {plugins} | {cell.purpose} | {expected} |")
+                 "", markdown_table(("cell", "Python", self.backend, "plugins", "purpose", "expected"), rows)]
         lines += [f"\n- {note}" for note in self.notes]
         return "\n".join(lines)
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from jaxrel._util import text
 from jaxrel._util.atomic import write_all_atomically
 from jaxrel.compat.matrix import Matrix
 from jaxrel.compat.runner import CellResult
@@ -47,12 +48,7 @@ def rows(results: Sequence[CellResult]) -> list[tuple[str, ...]]:
 
 def table(results: Sequence[CellResult]) -> str:
     """A plain-text table with aligned columns."""
-    head, body = headers(results), rows(results)
-    widths = [max(len(row[i]) for row in [head, *body]) for i in range(len(head))]
-    line = "  ".join("-" * w for w in widths)
-    lines = ["  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)), line]
-    lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip() for row in body]
-    return "\n".join(lines)
+    return text.table(headers(results), rows(results))
 
 
 def summary(results: Sequence[CellResult]) -> str:
@@ -80,9 +76,7 @@ def markdown(matrix: Matrix, results: Sequence[CellResult]) -> str:
     lines = [f"# compat: {matrix.frontend.name} {matrix.frontend.version}", "",
              f"Frontend: {matrix.frontend.source}; minimum {matrix.backend} {matrix.frontend.minimum_backend}; "
              f"declared range {matrix.frontend.backend_range or 'none'}.", "", summary(results), "",
-             "| " + " | ".join(headers(results)) + " |", "|" + "---|" * len(headers(results))]
-    lines += ["| " + " | ".join(f"`{row[0]}`" if i == 0 else cell for i, cell in enumerate(row)) + " |"
-              for row in rows(results)]
+             text.markdown_table(headers(results), [(f"`{row[0]}`", *row[1:]) for row in rows(results)])]
     if matrix.notes:
         lines += ["", "Notes:", *(f"- {note}" for note in matrix.notes)]
     refused = [r for r in results if r.guard_message]
@@ -96,18 +90,16 @@ def markdown(matrix: Matrix, results: Sequence[CellResult]) -> str:
     if numbers:
         lines += ["", f"## {matrix.backend} API numbers per cell", ""]
         names = sorted({name for r in numbers for name in r.backend_api})
-        lines += ["| cell | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
-        lines += [f"| `{r.cell.id}` | " + " | ".join(str(r.backend_api.get(n) if r.backend_api.get(n) is not None
-                                                        else "–") for n in names) + " |" for r in numbers]
+        lines.append(text.markdown_table(
+            ("cell", *names),
+            [(f"`{r.cell.id}`", *("–" if r.backend_api.get(n) is None else r.backend_api[n] for n in names))
+             for r in numbers]))
     tested = [r for r in results if r.outcomes]
     if tested:
         tests = sorted({name for r in tested for name in r.outcomes})
-        lines += ["", "## Which API works on which release", "",
-                  "| test | " + " | ".join(f"`{r.cell.id}`" for r in tested) + " |",
-                  "|---|" + "---|" * len(tested)]
-        for test in tests:
-            marks = [_mark(r.outcomes.get(test)) for r in tested]
-            lines.append(f"| `{test.split('::', 1)[-1]}` | " + " | ".join(marks) + " |")
+        lines += ["", "## Which API works on which release", "", text.markdown_table(
+            ("test", *(f"`{r.cell.id}`" for r in tested)),
+            [(f"`{test.split('::', 1)[-1]}`", *(_mark(r.outcomes.get(test)) for r in tested)) for test in tests])]
     problems = [r for r in results if r.problems]
     if problems:
         lines += ["", "## Problems", "", *(f"- `{r.cell.id}`: {'; '.join(r.problems)}" for r in problems)]

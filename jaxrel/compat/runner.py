@@ -25,6 +25,7 @@ from packaging.utils import canonicalize_name
 
 import jaxrel
 from jaxrel import doctor
+from jaxrel._util.text import tail
 from jaxrel.compat import envs
 from jaxrel.compat.frontend import CompatError, PreparedFrontend
 from jaxrel.compat.index import IndexClientError
@@ -171,7 +172,7 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
     arguments["plugins"] = [[p.distribution, p.pinned] for p in arguments["plugins"]]
     done = env.run(str(env.python), "-c", GUARD_PROBE, json.dumps(arguments))
     if done.returncode != 0:
-        problem = f"the guard crashed: {((done.stderr or done.stdout).strip().splitlines() or ['no output'])[-1]}"
+        problem = f"the guard crashed: {tail(done.stderr or done.stdout, 1)}"
         result = CellResult(cell, "guard-error", False, time.perf_counter() - start, problems=[problem])
         _write_junit(junit, cell, False, problem)
         return result
@@ -187,7 +188,7 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
     if probe.returncode == 0:
         result.frontend_import = json.loads(probe.stdout.strip().splitlines()[-1])
     else:
-        result.import_error = ((probe.stderr or probe.stdout).strip().splitlines() or ["no output"])[-1]
+        result.import_error = tail(probe.stderr or probe.stdout, 1)
 
     if result.observed != cell.expected:
         result.problems.append(f"expected {cell.expected}, the guard {result.observed} it"
@@ -214,8 +215,8 @@ def _run_suites(env: envs.Env, cell: Cell, front: PreparedFrontend, result: Cell
     done = env.run(str(env.python), "-m", "pytest", str(suite), *pytest_args, timeout=1800)
     result.tests, result.outcomes = _counts(junit)
     if done.returncode not in (0, 5) or result.tests.failed or result.tests.errors:
-        tail = " | ".join(done.stdout.strip().splitlines()[-3:])
-        result.problems.append(f"compat suite: {result.tests.failed} failed, {result.tests.errors} errors ({tail})")
+        result.problems.append(f"compat suite: {result.tests.failed} failed, {result.tests.errors} errors "
+                               f"({tail(done.stdout)})")
     if front.source_tree is not None and (options.frontend_tests or options.keyword):
         own = junit.with_name(f"{cell.id}-frontend.xml")
         selection = ["-k", options.keyword] if options.keyword else []
@@ -224,8 +225,7 @@ def _run_suites(env: envs.Env, cell: Cell, front: PreparedFrontend, result: Cell
                        cwd=str(front.source_tree))
         result.frontend_tests, _ = _counts(own)
         if done.returncode not in (0, 5) or result.frontend_tests.failed or result.frontend_tests.errors:
-            tail = " | ".join(done.stdout.strip().splitlines()[-3:])
-            result.problems.append(f"{front.spec.name}'s own tests failed ({tail})")
+            result.problems.append(f"{front.spec.name}'s own tests failed ({tail(done.stdout)})")
 
 
 # -- the run ---------------------------------------------------------------------------------------

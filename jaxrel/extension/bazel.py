@@ -22,6 +22,7 @@ from pathlib import Path
 from urllib.parse import unquote, urlparse
 
 from jaxrel._util.atomic import copy_atomically
+from jaxrel._util.text import tail
 from jaxrel.errors import EnvironmentFailure
 
 WHEEL_RULE = "py_wheel_file"  # bazel/wheel.bzl
@@ -83,7 +84,7 @@ def first_error(lines: Sequence[str]) -> str:
     for line in lines:
         if line.startswith("ERROR:"):
             return line[len("ERROR:"):].strip()
-    return lines[-1].strip() if lines else "bazel failed with no output"
+    return tail("\n".join(lines), 1, empty="bazel failed with no output")
 
 
 def built_files(events_path: Path) -> list[Path]:

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel._util.literals import read_assignment, read_version_file
+from jaxrel._util.text import markdown_table
 from jaxrel.errors import BadInput
 from jaxrel.family import Family
 from jaxrel.gates.judge import VERDICTS, Judgement
@@ -63,13 +64,11 @@ def text(judgements: Sequence[Judgement], header: str) -> str:
 
 
 def markdown(judgements: Sequence[Judgement], header: str) -> str:
-    lines = [f"**{header}**", "", "| verdict | gates |", "|---|---|"]
-    lines += [f"| {verdict} | {n} |" for verdict, n in counts(judgements).items()]
-    lines += ["", "| where | kind | condition | verdict | first release on the upper side |", "|---|---|---|---|---|"]
-    for j in judgements:
-        source = one_line(j.gate.source).replace("|", "\\|")
-        lines.append(f"| `{j.gate.file}:{j.gate.line}` | {j.gate.kind} | `{source}` | {j.verdict} | {_first(j)} |")
-    return "\n".join(lines)
+    gates = [(f"`{j.gate.file}:{j.gate.line}`", j.gate.kind, f"`{one_line(j.gate.source)}`", j.verdict, _first(j))
+             for j in judgements]
+    return "\n".join([f"**{header}**", "", markdown_table(("verdict", "gates"), list(counts(judgements).items())), "",
+                      markdown_table(("where", "kind", "condition", "verdict", "first release on the upper side"),
+                                     gates)])
 
 
 def to_json(judgements: Sequence[Judgement], minimum: str, source: str, failed: dict[str, str]) -> dict[str, Any]:

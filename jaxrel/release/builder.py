@@ -20,6 +20,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from jaxrel._util.text import tail
 from jaxrel.compat.filenames import name_and_version
 from jaxrel.errors import EnvironmentFailure
 from jaxrel.extension import bazel
@@ -43,8 +44,9 @@ def _python_build(project: Project, component: Component, into: Path, progress: 
     progress(f"building {component.distribution}: python -m build {component.path}")
     done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     if done.returncode != 0:
-        lines = [line for line in (done.stderr + done.stdout).splitlines() if line.strip()]
-        last = next((line for line in reversed(lines) if "error" in line.lower()), lines[-1] if lines else "")
+        output = done.stderr + done.stdout
+        last = next((line for line in reversed(output.splitlines()) if "error" in line.lower()),
+                    tail(output, 1, empty=""))
         if "No module named build" in done.stderr:
             last = "the `build` package is missing; pip install 'jaxrel[release]'"
         raise ReleaseBuildError(f"{component.distribution}: python -m build failed: {last.strip()}")

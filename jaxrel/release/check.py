@@ -23,6 +23,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from jaxrel import policy
+from jaxrel._util.text import table
 from jaxrel.release import locations
 from jaxrel.release.config import Component, Location
 from jaxrel.release.pins import frontend_range, is_frontend_range, pins_exactly
@@ -305,9 +306,8 @@ def run_checks(project: Project, plan: Plan) -> list[Check]:
 
 def render(checks: list[Check], plan: Plan) -> str:
     marks = {PASS: "ok  ", FAIL: "FAIL", NOT_APPLICABLE: "n/a "}
-    width = max(len(c.name) for c in checks)
-    lines = [f"release check {plan.family} {plan.version} ({plan.contents})"]
-    lines += [f"  {marks[c.status]}  {c.name.ljust(width)}  {c.line()}" for c in checks]
+    lines = [f"release check {plan.family} {plan.version} ({plan.contents})",
+             table(None, [(marks[c.status], c.name, c.line()) for c in checks], indent="  ")]
     failed = sum(c.status == FAIL for c in checks)
     lines.append(f"{len(checks)} checks: {sum(c.status == PASS for c in checks)} passed, {failed} failed, "
                  f"{sum(c.status == NOT_APPLICABLE for c in checks)} not applicable")

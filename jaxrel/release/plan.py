@@ -14,6 +14,7 @@ from typing import Any
 from packaging.version import Version
 
 from jaxrel import policy
+from jaxrel._util.text import table
 from jaxrel.compat.index import Index, IndexClientError
 from jaxrel.release.config import Component
 from jaxrel.release.pins import frontend_range
@@ -151,14 +152,13 @@ def _problems(project: Project, plan: Plan, released: list[Version] | None) -> l
 
 def render(plan: Plan) -> str:
     """The plan as a table a person reads."""
-    rows = [("component", "role", "version", "in release", "on index", "build → artifacts")]
+    rows: list[tuple[str, ...]] = []
     for p in plan.components:
         on_index = "?" if p.on_index is None else "yes" if p.on_index else "no"
         rows.append((p.distribution, p.role, p.version, "yes" if p.in_release else "no",
                      on_index if p.in_release else "", p.artifacts if p.in_release else "not built"))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
-    lines = [f"release {plan.family} {plan.version} (tag {plan.tag}): {plan.contents}", ""]
-    lines += ["  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip() for row in rows]
+    lines = [f"release {plan.family} {plan.version} (tag {plan.tag}): {plan.contents}", "",
+             table(("component", "role", "version", "in release", "on index", "build → artifacts"), rows, rule=False)]
     lines += ["", "rules:"] + [f"  - {rule}" for rule in plan.rules]
     lines += ["", "upload order: " + " → ".join(plan.upload_order)]
     if plan.index_error:

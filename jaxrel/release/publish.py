@@ -28,7 +28,7 @@ from typing import Any
 
 from packaging.version import Version
 
-from jaxrel._util.text import PASSWORD_ENV, redact
+from jaxrel._util.text import PASSWORD_ENV, redact, table, tail
 from jaxrel.compat.index import Index, IndexClientError, Listing, pip_default_index
 from jaxrel.compat.wheels import inspect
 from jaxrel.errors import Refused
@@ -166,8 +166,8 @@ def _twine_failure(output: str, artifact: Artifact, repository: Repository, done
                 f"Fix: set TWINE_USERNAME and {PASSWORD_ENV} in the environment, or store them in the keyring")
     if re.search(r"Connection ?refused|ConnectionError|Max retries|timed out|Name or service", text):
         return f"{repository.describe()} became unreachable uploading {artifact.file}; {where}. Fix: {rerun}"
-    last = [line.strip() for line in text.splitlines() if line.strip()]
-    reason = next((line for line in last if line.startswith(("ERROR", "HTTPError"))), last[-1] if last else "?")
+    lines = [line.strip() for line in text.splitlines()]
+    reason = next((line for line in lines if line.startswith(("ERROR", "HTTPError"))), tail(text, 1, empty="?"))
     return f"twine upload of {artifact.file} failed ({reason}); {where}. Fix: {rerun}"
 
 
@@ -250,8 +250,9 @@ def publish(
 def render(result: PublishResult) -> str:
     title = "publish (dry run)" if result.dry_run else "publish"
     lines = [f"{title} to {result.repository}"]
-    width = max((len(o.file) for o in result.outcomes), default=0)
-    lines += [f"  {o.file.ljust(width)}  {o.action}  sha256 {o.sha256[:16]}…" for o in result.outcomes]
+    if result.outcomes:
+        lines.append(table(None, [(o.file, f"{o.action}  sha256 {o.sha256[:16]}…") for o in result.outcomes],
+                           indent="  "))
     if result.error:
         lines.append(f"error: {result.error}")
     else:

@@ -22,6 +22,7 @@ from packaging.utils import canonicalize_name, parse_wheel_filename
 from packaging.version import Version
 
 from jaxrel._util.files import sha256_of
+from jaxrel._util.text import tail
 from jaxrel.compat.filenames import name_and_version
 from jaxrel.compat.wheels import ArtifactInfo, WheelError, inspect, verify_record
 from jaxrel.family import Family
@@ -72,9 +73,10 @@ def twine_check(path: Path) -> str | None:
         return None
     if "No module named twine" in done.stderr:
         return "twine is not installed; pip install 'jaxrel[release]'"
-    lines = [line.strip() for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    output = done.stdout + done.stderr
+    lines = [line.strip() for line in output.splitlines() if line.strip()]
     details = [line for line in lines if not line.startswith("Checking ")]
-    return "twine check --strict: " + "; ".join(details[:2] or lines[-1:])
+    return "twine check --strict: " + ("; ".join(details[:2]) or tail(output, 1, empty=""))
 
 
 def _filename_matches(path: Path, info: ArtifactInfo) -> list[str]:
