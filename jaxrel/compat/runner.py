@@ -133,6 +133,16 @@ def _counts(junit: Path) -> tuple[TestCounts, dict[str, str]]:
     return counts, outcomes
 
 
+def _last_json(output: str) -> dict[str, Any] | None:
+    """The JSON object a probe printed on its last line; ``None`` when there is none."""
+    lines = output.strip().splitlines()
+    try:
+        found = json.loads(lines[-1]) if lines else None
+    except ValueError:
+        return None
+    return found if isinstance(found, dict) else None
+
+
 def _write_junit(path: Path, cell: Cell, ok: bool, message: str) -> None:
     root = ElementTree.Element("testsuites")
     suite = ElementTree.SubElement(root, "testsuite", name=f"compat.{cell.id}", tests="1", failures=str(int(not ok)))
@@ -171,12 +181,12 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
     arguments = family.guard_arguments(front.spec.version, front.spec.minimum_backend)
     arguments["plugins"] = [[p.distribution, p.pinned] for p in arguments["plugins"]]
     done = env.run(str(env.python), "-c", GUARD_PROBE, json.dumps(arguments))
-    if done.returncode != 0:
+    guard = _last_json(done.stdout) if done.returncode == 0 else None
+    if guard is None:
         problem = f"the guard crashed: {tail(done.stderr or done.stdout, 1)}"
         result = CellResult(cell, "guard-error", False, time.perf_counter() - start, problems=[problem])
         _write_junit(junit, cell, False, problem)
         return result
-    guard = json.loads(done.stdout.strip().splitlines()[-1])
     result = CellResult(cell, "accepted" if guard["accepted"] else "refused", False, 0.0,
                         guard_message=guard.get("message"), guard_fix=guard.get("fix"),
                         extension=(", ".join(w.name for w in extensions) if isinstance(extensions, list)
@@ -185,9 +195,8 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
     result.backend_api = {**seen.api_numbers, "xla_ffi_api": seen.xla_ffi_api}
 
     probe = env.run(str(env.python), "-c", IMPORT_PROBE.format(package=family.frontend.package))
-    if probe.returncode == 0:
-        result.frontend_import = json.loads(probe.stdout.strip().splitlines()[-1])
-    else:
+    result.frontend_import = _last_json(probe.stdout) if probe.returncode == 0 else None
+    if result.frontend_import is None:
         result.import_error = tail(probe.stderr or probe.stdout, 1)
 
     if result.observed != cell.expected:

@@ -279,6 +279,14 @@ def test_a_guard_crash_fails_the_cell_with_its_last_line(harness: Harness) -> No
     assert failure is not None and failure.get("message") == result.problems[0]
 
 
+@pytest.mark.parametrize("stdout", ["", "not json\n", "[1, 2]\n"])
+def test_a_guard_probe_that_exits_0_without_its_json_is_a_guard_error(harness: Harness, stdout: str) -> None:
+    harness.scripts[ADMITTED.id] = Script(guard=(0, stdout, "something odd\n"))
+    result = harness.run_cell(ADMITTED)
+    assert not result.ok and result.observed == "guard-error"
+    assert result.problems == ["the guard crashed: something odd"]
+
+
 def test_a_guard_crash_without_output_says_so(harness: Harness) -> None:
     harness.scripts[ADMITTED.id] = Script(guard=(-9, "", ""))
     assert harness.run_cell(ADMITTED).problems == ["the guard crashed: no output"]
