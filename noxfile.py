@@ -1,4 +1,4 @@
-"""nox sessions: compat (the main job), tests, build, release, doctor, bench, lint.
+"""nox sessions: compat (the main job), tests, build, release, doctor, bench, lint, docs.
 
 Environments are built with uv when it is installed beside nox (fallback: virtualenv),
 with pip's index configuration passed to uv (``jaxrel.compat.pipconfig``); wheels land in
@@ -126,3 +126,11 @@ def lint(session: nox.Session) -> None:
     session.install("-e", ".[dev]")
     session.run("ruff", "check", "jaxrel", "tests", "benchmarks", "scripts", "noxfile.py")
     session.run("mypy", "jaxrel")
+
+
+@nox.session
+def docs(session: nox.Session) -> None:
+    """The documentation site (Sphinx, MyST, furo) into build/docs; warnings are errors."""
+    _uv_env(session)
+    session.install("-e", ".[docs]")
+    session.run("sphinx-build", "-W", "--keep-going", "-b", "html", "docs", "build/docs")
