@@ -27,7 +27,10 @@ VERBS = (verdict, doctor, matrix, compat, gates, build, release, xla)
 
 def build_parser() -> argparse.ArgumentParser:
     """The whole command line (the CLI reference in the docs is generated from it)."""
-    parser = argparse.ArgumentParser(prog="jaxrel", description="Release engineering for split wheels.")
+    parser = argparse.ArgumentParser(
+        prog="jaxrel", description="Release engineering for split wheels.",
+        epilog="exit codes: 0 compatible/done, 1 incompatible or refused, 2 bad input, 3 environment or external "
+               "failure, 70 a bug in jaxrel, 130 interrupted")
     parser.add_argument("--version", action="version", version=f"jaxrel {__version__}")
     parser.add_argument("--debug", action="store_true",
                         help="show the traceback of an unexpected error (also JAXREL_DEBUG=1)")
