@@ -29,6 +29,12 @@ loaded already; ``re`` is imported only to parse a version with a suffix.
 import os
 import sys
 
+__all__ = [
+    "SKIP_ENV", "GuardError", "Plugin", "Release", "allowed_range", "assigned_string", "backend_ffi_api",
+    "backend_version", "canonical_name", "check", "ffi_api_in", "glob_match", "installed_distributions",
+    "read_assignment", "read_ffi_api", "read_version_file", "release_of", "requirement",
+]
+
 SKIP_ENV = "JAXREL_SKIP_GUARD"
 
 # PEP 440's canonical form, from the specification's appendix (compiled on first use).
@@ -69,7 +75,7 @@ class GuardError(ImportError):
     range, ``fix`` is the command that repairs the environment.
     """
 
-    def __init__(self, message: str, *, installed: dict, allowed: str, fix: str) -> None:
+    def __init__(self, message: str, *, installed: dict[str, str], allowed: str, fix: str) -> None:
         super().__init__(message)
         self.installed = installed
         self.allowed = allowed
@@ -191,8 +197,9 @@ def backend_version(package: str, version_module: str = "version", path: list[st
     holding ``package``. ``None`` when the backend is not installed.
     """
     module = sys.modules.get(package) if path is None else None
-    if module is not None and isinstance(getattr(module, "__version__", None), str):
-        return module.__version__
+    imported: object = getattr(module, "__version__", None) if module is not None else None
+    if isinstance(imported, str):
+        return imported
     relative = os.path.join(package.replace(".", os.sep), *version_module.split(".")) + ".py"
     for entry in sys.path if path is None else path:
         found = read_version_file(os.path.join(entry or ".", relative))
@@ -226,7 +233,7 @@ def installed_distributions(path: list[str] | None = None) -> dict[str, str]:
 
 def ffi_api_in(header_text: str) -> str | None:
     """``MAJOR.MINOR`` of the XLA FFI API that the text of a ``c_api.h`` defines; ``None`` if absent."""
-    found = {}
+    found: dict[str, str] = {}
     for line in header_text.splitlines():
         words = line.split()
         if len(words) >= 3 and words[0] == "#define" and words[2].isdigit():
@@ -301,7 +308,7 @@ def check(
     the backend version (``None`` when skipped through ``JAXREL_SKIP_GUARD``);
     raises :class:`GuardError`.
     """
-    if os.environ.get(SKIP_ENV, "") not in ("", "0"):
+    if os.environ.get(SKIP_ENV) == "1":
         return None
     package = backend_package or backend.replace("-", "_")
     if consumer is None:

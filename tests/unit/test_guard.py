@@ -128,3 +128,17 @@ print(json.dumps(sorted(set(sys.modules) - before)))
     assert "importlib.metadata" not in added and "importlib.resources" not in added
     stdlib = set(sys.stdlib_module_names)
     assert {m.split(".")[0] for m in added} - {"jaxrel"} <= stdlib
+
+
+@pytest.mark.parametrize("value", ["0", "", "false", "False", "no", "true", "yes", " 1", "01"])
+def test_only_skip_variable_1_skips(site, monkeypatch, value):
+    monkeypatch.setenv(guard.SKIP_ENV, value)
+    with pytest.raises(guard.GuardError, match="jaxlib is not installed"):
+        check(site)
+
+
+def test_all_lists_exactly_the_public_names():
+    public = {name for name, value in vars(guard).items()
+              if not name.startswith("_") and getattr(value, "__module__", guard.__name__) == guard.__name__
+              and not isinstance(value, type(guard))}
+    assert set(guard.__all__) == public
