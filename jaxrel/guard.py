@@ -104,7 +104,7 @@ def release_of(version: str, *, what: str = "version") -> Release:
     if plain[:1] in ("v", "V"):
         plain = plain[1:]
     if plain and all(part.isdigit() and part.isascii() for part in plain.split(".")):
-        return Release(plain)  # the common case, without importing re
+        return _release(plain, version, what)  # the common case, without importing re
     import re
 
     match = re.match(_PEP440, version, re.IGNORECASE | re.VERBOSE)
@@ -115,7 +115,16 @@ def release_of(version: str, *, what: str = "version") -> Release:
             f"{what} {version!r} has an epoch, which jax's version check cannot compare; "
             "publish it without the epoch"
         )
-    return Release(match["release"])
+    return _release(match["release"], version, what)
+
+
+def _release(release: str, version: str, what: str) -> Release:
+    try:
+        return Release(release)
+    except ValueError:  # a number longer than int() converts (sys.get_int_max_str_digits())
+        shown = version if len(version) <= 40 else f"{version[:20]}...{version[-10:]}"
+        raise ValueError(f"{what} {shown!r} ({len(version)} characters) has a number too long to compare; "
+                         "expected e.g. 0.4.30") from None
 
 
 def canonical_name(name: str) -> str:
@@ -156,11 +165,11 @@ def allowed_range(backend: str, minimum: str | None, maximum: str | None) -> str
 
 
 def read_assignment(path: str, variables: tuple[str, ...]) -> str | None:
-    """:func:`assigned_string` of the source at ``path``; ``None`` when it cannot be read."""
+    """:func:`assigned_string` of the source at ``path``; ``None`` when it cannot be read or is not UTF-8."""
     try:
         with open(path, encoding="utf-8") as handle:
             return assigned_string(handle.read(), variables)
-    except OSError:
+    except (OSError, UnicodeDecodeError):
         return None
 
 
@@ -196,16 +205,35 @@ def backend_version(package: str, version_module: str = "version", path: list[st
     reads ``<package>/<version_module>.py`` from the first ``sys.path`` entry
     holding ``package``. ``None`` when the backend is not installed.
     """
+    return _find_backend_version(package, version_module, path)[1]
+
+
+def _find_backend_version(package: str, version_module: str, path: list[str] | None) -> tuple[str, str | None, str]:
+    """``(file, version, why unreadable)``: ``file`` is ``""`` when no ``sys.path`` entry holds the
+    version module, ``version`` is ``None`` when it is there but cannot be read."""
     module = sys.modules.get(package) if path is None else None
     imported: object = getattr(module, "__version__", None) if module is not None else None
     if isinstance(imported, str):
-        return imported
+        return getattr(module, "__file__", None) or package, imported, ""
     relative = os.path.join(package.replace(".", os.sep), *version_module.split(".")) + ".py"
     for entry in sys.path if path is None else path:
-        found = read_version_file(os.path.join(entry or ".", relative))
-        if found is not None:
-            return found
-    return None
+        if not isinstance(entry, str):  # skipped, as the import system skips them
+            continue
+        full = os.path.join(entry or ".", relative)
+        try:
+            with open(full, "rb") as handle:
+                data = handle.read()
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as error:
+            return full, None, error.strerror or type(error).__name__
+        try:
+            source = data.decode("utf-8")
+        except UnicodeDecodeError:
+            return full, None, "not UTF-8 text"
+        found = assigned_string(source, _VERSION_VARIABLES)
+        return full, found, "" if found is not None else f"no string assigned to {', '.join(_VERSION_VARIABLES)}"
+    return "", None, ""
 
 
 def installed_distributions(path: list[str] | None = None) -> dict[str, str]:
@@ -217,7 +245,8 @@ def installed_distributions(path: list[str] | None = None) -> dict[str, str]:
     found: dict[str, str] = {}
     stdlib = os.path.dirname(os.__file__)
     for entry in sys.path if path is None else path:
-        if entry in (stdlib, os.path.join(stdlib, "lib-dynload")) or entry.endswith(".zip"):
+        if not isinstance(entry, str) or entry in (stdlib, os.path.join(stdlib, "lib-dynload")) \
+                or entry.endswith(".zip"):
             continue
         try:
             names = os.listdir(entry or ".")
@@ -236,20 +265,23 @@ def ffi_api_in(header_text: str) -> str | None:
     found: dict[str, str] = {}
     for line in header_text.splitlines():
         words = line.split()
-        if len(words) >= 3 and words[0] == "#define" and words[2].isdigit():
+        if len(words) >= 3 and words[0] == "#define" and words[2].isdigit() and words[2].isascii():
             if words[1] in ("XLA_FFI_API_MAJOR", "XLA_FFI_API_MINOR"):
                 found[words[1]] = words[2]
     if len(found) != 2:
         return None
-    return f"{int(found['XLA_FFI_API_MAJOR'])}.{int(found['XLA_FFI_API_MINOR'])}"
+    try:
+        return f"{int(found['XLA_FFI_API_MAJOR'])}.{int(found['XLA_FFI_API_MINOR'])}"
+    except ValueError:  # longer than int() converts
+        return None
 
 
 def read_ffi_api(header: str) -> str | None:
-    """:func:`ffi_api_in` of the ``c_api.h`` at ``header``; ``None`` when it cannot be read."""
+    """:func:`ffi_api_in` of the ``c_api.h`` at ``header``; ``None`` when it cannot be read or is not UTF-8."""
     try:
         with open(header, encoding="utf-8") as handle:
             return ffi_api_in(handle.read())
-    except OSError:
+    except (OSError, UnicodeDecodeError):
         return None
 
 
@@ -257,14 +289,23 @@ def backend_ffi_api(package: str, header: str, path: list[str] | None = None) ->
     """The XLA FFI API of the installed backend: ``header`` (relative to ``package``) on ``path``."""
     relative = os.path.join(package.replace(".", os.sep), *header.split("/"))
     for entry in sys.path if path is None else path:
+        if not isinstance(entry, str):
+            continue
         full = os.path.join(entry or ".", relative)
         if os.path.isfile(full):
             return read_ffi_api(full)
     return None
 
 
-def _api_key(api: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in api.split("."))
+def _api_key(api: str, what: str = "XLA FFI API") -> tuple[int, ...]:
+    """``MAJOR.MINOR`` as integers; ``ValueError`` naming ``what`` if malformed or too long to convert."""
+    parts = api.split(".")
+    if not all(part.isdigit() and part.isascii() for part in parts):
+        raise ValueError(f"{what} {api!r} is not MAJOR.MINOR (expected e.g. 0.3)")
+    try:
+        return tuple(int(part) for part in parts)
+    except ValueError:
+        raise ValueError(f"{what} of {len(api)} characters has a number too long to compare") from None
 
 
 def _release_key(version: str) -> tuple[int, ...] | None:
@@ -313,7 +354,7 @@ def check(
     package = backend_package or backend.replace("-", "_")
     if consumer is None:
         consumer = f"{frontend} {frontend_version}" if frontend and frontend_version else "this package"
-    found = backend_version(package, version_module, path)
+    file, found, unreadable = _find_backend_version(package, version_module, path)
     installed = {name: version for name, version in ((frontend, frontend_version), (backend, found))
                  if name and version}
     try:
@@ -322,17 +363,22 @@ def check(
         allowed = allowed_range(backend, minimum_backend, top.text if top else None)
         bounded = [requirement(name, minimum_backend, top.text if top else None) for name in (*install_with, backend)]
         in_range = f"pip install {' '.join(bounded)}"
-        if found is None:
+        if found is None and not file:
             raise _fail([f"{backend} is not installed; {consumer} needs {allowed}."],
                         [in_range], installed, allowed)
+        if found is None:
+            raise _fail([f"{backend} is installed, but its version cannot be read from {file} ({unreadable}); "
+                         f"{consumer} needs {allowed}."],
+                        [f"pip install --force-reinstall {' '.join(bounded)}"], installed, allowed)
         current = release_of(found, what=f"{backend} version")
+        needed_api = _api_key(minimum_ffi_api, "minimum XLA FFI API") if minimum_ffi_api is not None else None
     except ValueError as error:
         raise GuardError(f"{error}\n(Set {SKIP_ENV}=1 to skip this check at your own risk.)",
                          installed=installed, allowed="unknown", fix="") from None
 
-    if minimum_ffi_api is not None:
+    if needed_api is not None:
         provided = backend_ffi_api(package, ffi_header, path)
-        if provided is None or _api_key(provided) < _api_key(minimum_ffi_api):
+        if provided is None or _api_key(provided) < needed_api:
             api = f"XLA FFI API {provided}" if provided else f"no readable XLA FFI API ({package}/{ffi_header})"
             raise _fail([f"{backend} {found} provides {api}, older than the {minimum_ffi_api} that {consumer} was "
                          f"built against: it requires {allowed}."], [in_range], installed, allowed)
