@@ -141,7 +141,7 @@ def test_only_skip_variable_1_skips(site, monkeypatch, value):
 def test_all_lists_exactly_the_public_names():
     public = {name for name, value in vars(guard).items()
               if not name.startswith("_") and getattr(value, "__module__", guard.__name__) == guard.__name__
-              and not isinstance(value, type(guard))}
+              and not isinstance(value, type(guard))} - {"TYPE_CHECKING"}
     assert set(guard.__all__) == public
 
 
@@ -271,3 +271,33 @@ def test_non_utf8_or_odd_digits_in_the_ffi_header_are_no_readable_api(site):
     with pytest.raises(guard.GuardError, match="no readable XLA FFI API"):
         check(site, minimum_ffi_api="0.3")
     assert guard.ffi_api_in("#define XLA_FFI_API_MAJOR \u00b2\n#define XLA_FFI_API_MINOR 3\n") is None
+
+
+@pytest.mark.parametrize("plugin", ["jax-cuda12-plugin", "JAX_Cuda12.plugin", "*cuda12-plugin", "jax*plugin", "*"])
+def test_plugins_are_found_whatever_the_spelling_of_dist_info_and_pattern(site, plugin):
+    site.jaxlib("0.12.0.1")
+    site.write("Jax.Cuda12__Plugin-0.12.0.dist-info/METADATA", "")
+    site.write("unrelated_dist-1.0.dist-info/METADATA", "")
+    with pytest.raises(guard.GuardError, match="jax-cuda12-plugin 0.12.0[, ]") as info:
+        check(site, plugins=(guard.Plugin(plugin),))
+    if plugin != "*":
+        assert "unrelated-dist" not in info.value.installed
+    assert check(site, plugins=(guard.Plugin("jax-rocm*"), guard.Plugin(plugin, pinned=False))) == "0.12.0.1"
+
+
+def test_accepting_path_imports_no_module_but_the_guard(site):
+    """With ``site`` run (``os`` loaded, as in any interpreter), accepting imports nothing beyond jaxrel.guard."""
+    site.jaxlib("0.12.0.1")
+    site.distribution("jax-cuda12-plugin", "0.12.0.1")
+    code = f"""
+import json, sys
+before = set(sys.modules)
+sys.path.insert(0, {str(REPO)!r})
+import jaxrel.guard as guard
+guard.check(frontend="jax", frontend_version="0.12.0.1", backend="jaxlib", minimum_backend="0.11.2",
+            plugins=(guard.Plugin("jax-cuda12-plugin"), guard.Plugin("jax-rocm*", pinned=False)),
+            path={site.path!r})
+print(json.dumps(sorted(set(sys.modules) - before)))
+"""
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(done.stdout) == ["jaxrel", "jaxrel.guard"]
