@@ -179,13 +179,15 @@ def allowed_range(backend: str, minimum: "str | None", maximum: "str | None") ->
 def _read_text(path: str) -> str:
     """The UTF-8 text of the file at ``path``: ``OSError`` if unreadable, ``UnicodeDecodeError`` if not UTF-8.
 
-    ``os.open``/``os.read``: a file object costs more system calls (fstat, isatty, seeks).
+    ``os.open``/``os.read`` with a buffer of the file's size: a file object costs more system
+    calls (isatty, seeks), and a large buffer costs fresh memory.
     """
     descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     try:
-        chunks = [os.read(descriptor, 1 << 16)]
+        size = os.fstat(descriptor).st_size + 1
+        chunks = [os.read(descriptor, size)]
         while chunks[-1]:
-            chunks.append(os.read(descriptor, 1 << 16))
+            chunks.append(os.read(descriptor, size))
     finally:
         os.close(descriptor)
     return b"".join(chunks).decode("utf-8")
