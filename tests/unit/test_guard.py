@@ -301,3 +301,11 @@ print(json.dumps(sorted(set(sys.modules) - before)))
 """
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(done.stdout) == ["jaxrel", "jaxrel.guard"]
+
+
+def test_long_version_module_is_read_to_its_end(site):
+    site.write("jaxlib/version.py", "# padding\n" * 30000 + '_version = "0.12.0"\n')  # 300 kB
+    assert check(site) == "0.12.0"
+    site.write("jaxlib/version.py", "")
+    with pytest.raises(guard.GuardError, match="installed, but its version cannot be read"):
+        check(site)
