@@ -21,13 +21,28 @@ the module if it is already imported); installed plugins are found from their
 backend, not a plugin, not ``packaging``, not ``importlib.metadata``, not the
 rest of jaxrel. Set ``JAXREL_SKIP_GUARD=1`` to skip the check.
 
-Start-up cost matters here: on the common path (release versions such as
-``0.12.0.1``) this module uses only ``os`` and ``sys``, which every interpreter has
-loaded already; ``re`` is imported only to parse a version with a suffix.
+Start-up cost matters here (``benchmarks/guard.py`` measures it). The accepting path uses
+only ``os`` and ``sys``, which every interpreter has loaded already (``re`` only parses a
+version with a suffix; not even ``__future__`` or ``typing`` is imported: composite
+annotations are strings, which cost nothing at import). It reads the version module with
+``os.open`` (no file object), never from the standard library's directories; lists
+directories for ``.dist-info`` names only when plugins are named, canonicalising only names
+that can match; and builds messages only when it refuses. Every code object is unmarshalled
+on each import, so the module stays small.
 """
 
 import os
 import sys
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
+if TYPE_CHECKING:
+    from typing import Any
+
+__all__ = [
+    "SKIP_ENV", "GuardError", "Plugin", "Release", "allowed_range", "assigned_string", "backend_ffi_api",
+    "backend_version", "canonical_name", "check", "ffi_api_in", "glob_match", "installed_distributions",
+    "read_assignment", "read_ffi_api", "read_version_file", "release_of", "requirement",
+]
 
 SKIP_ENV = "JAXREL_SKIP_GUARD"
 
@@ -41,6 +56,9 @@ _PEP440 = r"""^\s*v?
     (?:\+(?P<local>[a-z0-9]+(?:[-_.][a-z0-9]+)*))?
     \s*$"""
 _VERSION_VARIABLES = ("_release_version", "_version", "__version__")
+_LINE_BREAKS = "\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"  # where str.splitlines() splits
+_NO_VERSION_VARIABLE = "no string assigned to _release_version, _version, __version__"
+_SKIP_NOTE = f"(Set {SKIP_ENV}=1 to skip this check at your own risk.)"
 
 
 class Plugin:
@@ -69,7 +87,7 @@ class GuardError(ImportError):
     range, ``fix`` is the command that repairs the environment.
     """
 
-    def __init__(self, message: str, *, installed: dict, allowed: str, fix: str) -> None:
+    def __init__(self, message: str, *, installed: "dict[str, str]", allowed: str, fix: str) -> None:
         super().__init__(message)
         self.installed = installed
         self.allowed = allowed
@@ -97,19 +115,28 @@ def release_of(version: str, *, what: str = "version") -> Release:
     plain = version.strip()
     if plain[:1] in ("v", "V"):
         plain = plain[1:]
-    if plain and all(part.isdigit() and part.isascii() for part in plain.split(".")):
-        return Release(plain)  # the common case, without importing re
-    import re
+    # The common case, without importing re: digits and dots only (ASCII, no empty part).
+    if plain.isascii() and plain.replace(".", "").isdigit() and ".." not in plain \
+            and plain[0] != "." and plain[-1] != ".":
+        release = plain
+    else:
+        import re
 
-    match = re.match(_PEP440, version, re.IGNORECASE | re.VERBOSE)
-    if match is None:
-        raise ValueError(f"{what} {version!r} is not a PEP 440 version (expected e.g. 0.4.30)")
-    if match["epoch"] is not None:
-        raise ValueError(
-            f"{what} {version!r} has an epoch, which jax's version check cannot compare; "
-            "publish it without the epoch"
-        )
-    return Release(match["release"])
+        match = re.match(_PEP440, version, re.IGNORECASE | re.VERBOSE)
+        if match is None:
+            raise ValueError(f"{what} {version!r} is not a PEP 440 version (expected e.g. 0.4.30)")
+        if match["epoch"] is not None:
+            raise ValueError(
+                f"{what} {version!r} has an epoch, which jax's version check cannot compare; "
+                "publish it without the epoch"
+            )
+        release = match["release"]
+    try:
+        return Release(release)
+    except ValueError:  # a number longer than int() converts (sys.get_int_max_str_digits())
+        shown = version if len(version) <= 40 else f"{version[:20]}...{version[-10:]}"
+        raise ValueError(f"{what} {shown!r} ({len(version)} characters) has a number too long to compare; "
+                         "expected e.g. 0.4.30") from None
 
 
 def canonical_name(name: str) -> str:
@@ -136,45 +163,67 @@ def glob_match(name: str, pattern: str) -> bool:
     return position <= end
 
 
-def requirement(distribution: str, minimum: str | None, maximum: str | None) -> str:
+def requirement(distribution: str, minimum: "str | None", maximum: "str | None") -> str:
     """A quoted pip requirement bounding ``distribution`` to ``[minimum, maximum]``."""
     bounds = [f">={minimum}" if minimum else "", f"<={maximum}" if maximum else ""]
-    return f'"{distribution}{",".join(b for b in bounds if b)}"'
+    return f'"{distribution}{",".join([b for b in bounds if b])}"'
 
 
-def allowed_range(backend: str, minimum: str | None, maximum: str | None) -> str:
+def allowed_range(backend: str, minimum: "str | None", maximum: "str | None") -> str:
     """Human text for the allowed backend range (release numbers only)."""
     low = f"{minimum} <= " if minimum else ""
     high = f" <= {maximum}" if maximum else ""
     return f"{low}{backend}{high} (release numbers; rc/dev/post/local suffixes ignored)"
 
 
-def read_assignment(path: str, variables: tuple[str, ...]) -> str | None:
-    """:func:`assigned_string` of the source at ``path``; ``None`` when it cannot be read."""
+def _read_text(path: str) -> str:
+    """The UTF-8 text of the file at ``path``: ``OSError`` if unreadable, ``UnicodeDecodeError`` if not UTF-8.
+
+    ``os.open``/``os.read`` with a buffer of the file's size: a file object costs more system
+    calls (isatty, seeks), and a large buffer costs fresh memory.
+    """
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
     try:
-        with open(path, encoding="utf-8") as handle:
-            return assigned_string(handle.read(), variables)
-    except OSError:
+        size = os.fstat(descriptor).st_size + 1
+        chunks = [os.read(descriptor, size)]
+        while chunks[-1]:
+            chunks.append(os.read(descriptor, size))
+    finally:
+        os.close(descriptor)
+    return b"".join(chunks).decode("utf-8")
+
+
+def read_assignment(path: str, variables: "tuple[str, ...]") -> "str | None":
+    """:func:`assigned_string` of the source at ``path``; ``None`` when it cannot be read or is not UTF-8."""
+    try:
+        return assigned_string(_read_text(path), variables)
+    except (OSError, UnicodeDecodeError):
         return None
 
 
-def assigned_string(source: str, variables: tuple[str, ...]) -> str | None:
-    """The string literal assigned (``name = "..."`` or ``name: T = "..."``) to the first of ``variables``."""
-    lines = source.splitlines()
+def assigned_string(source: str, variables: "tuple[str, ...]") -> "str | None":
+    """The string literal assigned (``name = "..."`` or ``name: T = "..."``) to the first of ``variables``.
+
+    Only lines starting with a variable are split off (``str.find``, not ``splitlines``: a
+    version module can be long, and this runs at import).
+    """
     for variable in variables:
-        for line in lines:
-            if not line.startswith(variable):
-                continue
-            rest = line[len(variable):].lstrip()
-            if rest[:1] == ":":
-                rest = rest[rest.find("="):] if "=" in rest else ""
-            value = rest[1:].strip() if rest[:1] == "=" else ""
-            if value[:1] in ("'", '"') and value.find(value[0], 1) > 1:
-                return value[1:value.find(value[0], 1)]
+        start = source.find(variable)
+        while start >= 0:
+            if start == 0 or source[start - 1] in _LINE_BREAKS:
+                end = source.find("\n", start)
+                line = source[start:] if end < 0 else source[start:end]
+                rest = line.splitlines()[0][len(variable):].lstrip()
+                if rest[:1] == ":":
+                    rest = rest[rest.find("="):] if "=" in rest else ""
+                value = rest[1:].strip() if rest[:1] == "=" else ""
+                if value[:1] in ("'", '"') and value.find(value[0], 1) > 1:
+                    return value[1:value.find(value[0], 1)]
+            start = source.find(variable, start + 1)
     return None
 
 
-def read_version_file(path: str) -> str | None:
+def read_version_file(path: str) -> "str | None":
     """Read ``_release_version``, else ``_version`` or ``__version__``, from a version module's source.
 
     JAX's version modules hold ``_version = "X.Y.Z"`` and a build-stamped
@@ -183,111 +232,159 @@ def read_version_file(path: str) -> str | None:
     return read_assignment(path, _VERSION_VARIABLES)
 
 
-def backend_version(package: str, version_module: str = "version", path: list[str] | None = None) -> str | None:
+def _entries(path: "list[str] | None") -> "list[str]":
+    """The entries of ``path`` (default ``sys.path``) that can hold distributions.
+
+    Non-``str`` entries are skipped, as the import system skips them; so are zip files and the
+    standard library's own directories (they hold no distributions and are the largest).
+    """
+    stdlib = os.path.dirname(os.__file__)
+    skipped = (stdlib, stdlib + os.sep + "lib-dynload")
+    return [entry for entry in (sys.path if path is None else path)
+            if isinstance(entry, str) and entry not in skipped and not entry.endswith(".zip")]
+
+
+def backend_version(package: str, version_module: str = "version", path: "list[str] | None" = None) -> "str | None":
     """The installed backend's version, without importing the backend.
 
     Uses the already-imported module's ``__version__`` if there is one; otherwise
     reads ``<package>/<version_module>.py`` from the first ``sys.path`` entry
-    holding ``package``. ``None`` when the backend is not installed.
+    holding it. ``None`` when the backend is not installed or its version cannot be read.
     """
+    return _find_backend_version(package, version_module, path)[1]
+
+
+def _find_backend_version(
+    package: str, version_module: str, path: "list[str] | None"
+) -> "tuple[str, str | None, str]":
+    """``(file, version, why unreadable)``: ``file`` is ``""`` when no ``sys.path`` entry holds the
+    version module, ``version`` is ``None`` when it is there but cannot be read."""
     module = sys.modules.get(package) if path is None else None
-    if module is not None and isinstance(getattr(module, "__version__", None), str):
-        return module.__version__
+    imported: object = getattr(module, "__version__", None) if module is not None else None
+    if isinstance(imported, str):
+        return getattr(module, "__file__", None) or package, imported, ""
     relative = os.path.join(package.replace(".", os.sep), *version_module.split(".")) + ".py"
-    for entry in sys.path if path is None else path:
-        found = read_version_file(os.path.join(entry or ".", relative))
-        if found is not None:
-            return found
-    return None
+    for entry in _entries(path):
+        full = os.path.join(entry or ".", relative)
+        try:
+            source = _read_text(full)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError as error:
+            return full, None, error.strerror or type(error).__name__
+        except UnicodeDecodeError:
+            return full, None, "not UTF-8 text"
+        found = assigned_string(source, _VERSION_VARIABLES)
+        return full, found, "" if found is not None else _NO_VERSION_VARIABLE
+    return "", None, ""
 
 
-def installed_distributions(path: list[str] | None = None) -> dict[str, str]:
+def installed_distributions(path: "list[str] | None" = None) -> "dict[str, str]":
     """Map canonical distribution name to version from ``*.dist-info`` names on ``path``.
 
     The first entry on the path wins, as it does for imports. The standard library's
     own directories hold no distributions and are skipped (they are most of the cost).
     """
+    return _distributions(path, ())
+
+
+def _distributions(path: "list[str] | None", heads: "tuple[str, ...]") -> "dict[str, str]":
+    """:func:`installed_distributions`, limited to names starting (lower-cased) with one of ``heads``.
+
+    A head holds no ``-_.``, so a name starts with it exactly when its canonical name does:
+    only those few names are canonicalised.
+    """
     found: dict[str, str] = {}
-    stdlib = os.path.dirname(os.__file__)
-    for entry in sys.path if path is None else path:
-        if entry in (stdlib, os.path.join(stdlib, "lib-dynload")) or entry.endswith(".zip"):
-            continue
+    for entry in _entries(path):
         try:
             names = os.listdir(entry or ".")
         except OSError:
             continue
         for name in names:
-            if name.endswith(".dist-info"):
+            if name.endswith(".dist-info") and (not heads or name.lower().startswith(heads)):
                 distribution, _, version = name[: -len(".dist-info")].rpartition("-")
                 if distribution and version:
                     found.setdefault(canonical_name(distribution), version)
     return found
 
 
-def ffi_api_in(header_text: str) -> str | None:
+def _head(pattern: str) -> str:
+    """The start of a canonical ``pattern`` up to its first ``-`` or ``*`` (``""``: matches anything)."""
+    for index, character in enumerate(pattern):
+        if character in "-*":
+            return pattern[:index]
+    return pattern
+
+
+def ffi_api_in(header_text: str) -> "str | None":
     """``MAJOR.MINOR`` of the XLA FFI API that the text of a ``c_api.h`` defines; ``None`` if absent."""
-    found = {}
+    found: dict[str, str] = {}
     for line in header_text.splitlines():
         words = line.split()
-        if len(words) >= 3 and words[0] == "#define" and words[2].isdigit():
+        if len(words) >= 3 and words[0] == "#define" and words[2].isdigit() and words[2].isascii():
             if words[1] in ("XLA_FFI_API_MAJOR", "XLA_FFI_API_MINOR"):
                 found[words[1]] = words[2]
     if len(found) != 2:
         return None
-    return f"{int(found['XLA_FFI_API_MAJOR'])}.{int(found['XLA_FFI_API_MINOR'])}"
-
-
-def read_ffi_api(header: str) -> str | None:
-    """:func:`ffi_api_in` of the ``c_api.h`` at ``header``; ``None`` when it cannot be read."""
     try:
-        with open(header, encoding="utf-8") as handle:
-            return ffi_api_in(handle.read())
-    except OSError:
+        return f"{int(found['XLA_FFI_API_MAJOR'])}.{int(found['XLA_FFI_API_MINOR'])}"
+    except ValueError:  # longer than int() converts
         return None
 
 
-def backend_ffi_api(package: str, header: str, path: list[str] | None = None) -> str | None:
+def read_ffi_api(header: str) -> "str | None":
+    """:func:`ffi_api_in` of the ``c_api.h`` at ``header``; ``None`` when it cannot be read or is not UTF-8."""
+    try:
+        return ffi_api_in(_read_text(header))
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
+def backend_ffi_api(package: str, header: str, path: "list[str] | None" = None) -> "str | None":
     """The XLA FFI API of the installed backend: ``header`` (relative to ``package``) on ``path``."""
     relative = os.path.join(package.replace(".", os.sep), *header.split("/"))
     for entry in sys.path if path is None else path:
+        if not isinstance(entry, str):
+            continue
         full = os.path.join(entry or ".", relative)
         if os.path.isfile(full):
             return read_ffi_api(full)
     return None
 
 
-def _api_key(api: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in api.split("."))
+def _api_key(api: str, what: str = "XLA FFI API") -> "tuple[int, ...]":
+    """``MAJOR.MINOR`` as integers; ``ValueError`` naming ``what`` if malformed or too long to convert."""
+    parts = api.split(".")
+    if not all([part.isdigit() and part.isascii() for part in parts]):
+        raise ValueError(f"{what} {api!r} is not MAJOR.MINOR (expected e.g. 0.3)")
+    try:
+        return tuple([int(part) for part in parts])
+    except ValueError:
+        raise ValueError(f"{what} of {len(api)} characters has a number too long to compare") from None
 
 
-def _release_key(version: str) -> tuple[int, ...] | None:
+def _release_key(version: str) -> "tuple[int, ...] | None":
     try:
         return release_of(version).key
     except ValueError:
         return None
 
 
-def _fail(problems: list[str], fixes: list[str], installed: dict[str, str], allowed: str) -> GuardError:
-    lines = problems + [f"Fix: {fixes[0]}"] + [f"  or: {other}" for other in fixes[1:]]
-    lines.append(f"(Set {SKIP_ENV}=1 to skip this check at your own risk.)")
-    return GuardError("\n".join(lines), installed=installed, allowed=allowed, fix=fixes[0])
-
-
 def check(
     *,
     backend: str,
-    minimum_backend: str | None = None,
-    frontend: str | None = None,
-    frontend_version: str | None = None,
-    plugins: tuple[Plugin, ...] = (),
-    backend_package: str | None = None,
+    minimum_backend: "str | None" = None,
+    frontend: "str | None" = None,
+    frontend_version: "str | None" = None,
+    plugins: "tuple[Plugin, ...]" = (),
+    backend_package: "str | None" = None,
     version_module: str = "version",
-    consumer: str | None = None,
-    minimum_ffi_api: str | None = None,
+    consumer: "str | None" = None,
+    minimum_ffi_api: "str | None" = None,
     ffi_header: str = "include/xla/ffi/api/c_api.h",
-    install_with: tuple[str, ...] = (),
-    path: list[str] | None = None,
-) -> str | None:
+    install_with: "tuple[str, ...]" = (),
+    path: "list[str] | None" = None,
+) -> "str | None":
     """Refuse to import when the installed backend or plugins do not fit.
 
     ``backend`` is the backend's distribution name (``jaxlib``), ``backend_package``
@@ -298,62 +395,94 @@ def check(
     backend's ``ffi_header`` must define at least that. ``consumer`` names the
     caller in messages; ``install_with`` lists distributions the fix moves to the
     same bounds as the backend (an extension names the frontend, ``jax``). Returns
-    the backend version (``None`` when skipped through ``JAXREL_SKIP_GUARD``);
+    the backend version (``None`` when skipped through ``JAXREL_SKIP_GUARD=1``);
     raises :class:`GuardError`.
     """
-    if os.environ.get(SKIP_ENV, "") not in ("", "0"):
+    if os.environ.get(SKIP_ENV) == "1":
         return None
     package = backend_package or backend.replace("-", "_")
-    if consumer is None:
-        consumer = f"{frontend} {frontend_version}" if frontend and frontend_version else "this package"
-    found = backend_version(package, version_module, path)
+    file, found, unreadable = _find_backend_version(package, version_module, path)
     installed = {name: version for name, version in ((frontend, frontend_version), (backend, found))
                  if name and version}
     try:
         top = release_of(frontend_version, what=f"{frontend} version") if frontend_version else None
         low = release_of(minimum_backend, what=f"minimum {backend} version") if minimum_backend else None
-        allowed = allowed_range(backend, minimum_backend, top.text if top else None)
-        bounded = [requirement(name, minimum_backend, top.text if top else None) for name in (*install_with, backend)]
-        in_range = f"pip install {' '.join(bounded)}"
         if found is None:
-            raise _fail([f"{backend} is not installed; {consumer} needs {allowed}."],
-                        [in_range], installed, allowed)
+            raise _refuse(_UNREADABLE if file else _NOT_INSTALLED, _REINSTALL if file else _IN_RANGE, locals())
         current = release_of(found, what=f"{backend} version")
+        needed_api = _api_key(minimum_ffi_api, "minimum XLA FFI API") if minimum_ffi_api is not None else None
     except ValueError as error:
-        raise GuardError(f"{error}\n(Set {SKIP_ENV}=1 to skip this check at your own risk.)",
-                         installed=installed, allowed="unknown", fix="") from None
+        raise GuardError(f"{error}\n{_SKIP_NOTE}", installed=installed, allowed="unknown", fix="") from None
 
-    if minimum_ffi_api is not None:
+    if needed_api is not None:
         provided = backend_ffi_api(package, ffi_header, path)
-        if provided is None or _api_key(provided) < _api_key(minimum_ffi_api):
-            api = f"XLA FFI API {provided}" if provided else f"no readable XLA FFI API ({package}/{ffi_header})"
-            raise _fail([f"{backend} {found} provides {api}, older than the {minimum_ffi_api} that {consumer} was "
-                         f"built against: it requires {allowed}."], [in_range], installed, allowed)
+        if provided is None or _api_key(provided) < needed_api:
+            raise _refuse(_OLD_API, _IN_RANGE, locals())
     if low is not None and current.key < low.key:
-        raise _fail([f"{backend} is version {found}, but {consumer} requires {allowed}."],
-                    [in_range], installed, allowed)
+        raise _refuse(_TOO_OLD, _IN_RANGE, locals())
     if top is not None and current.key > top.key:
-        raise _fail([f"{backend} version {found} is newer than {consumer} allows: it requires {allowed}."],
-                    [in_range, f"pip install --upgrade {frontend} {backend}"], installed, allowed)
-
-    mismatched = []
+        raise _refuse(_TOO_NEW, _IN_RANGE_OR_UPGRADE, locals())
     if plugins:
-        distributions = installed_distributions(path)
-        for plugin in plugins:
-            pattern = canonical_name(plugin.distribution)
-            for name, version in sorted(distributions.items()):
-                if not glob_match(name, pattern):
-                    continue
-                installed[name] = version
-                if plugin.pinned and _release_key(version) != current.key:
-                    mismatched.append((name, version))
+        _check_plugins(plugins, path, backend, found, current, installed)
+    return found
+
+
+# Refusals of the backend, formatted (only when refusing) with check()'s variables plus ``consumer``
+# (defaulted), ``allowed`` (the range's text), ``requirements`` (of the fix) and ``api``.
+_NOT_INSTALLED = "{backend} is not installed; {consumer} needs {allowed}."
+_UNREADABLE = ("{backend} is installed, but its version cannot be read from {file} ({unreadable}); "
+               "{consumer} needs {allowed}.")
+_OLD_API = ("{backend} {found} provides {api}, older than the {minimum_ffi_api} that {consumer} was built "
+            "against: it requires {allowed}.")
+_TOO_OLD = "{backend} is version {found}, but {consumer} requires {allowed}."
+_TOO_NEW = "{backend} version {found} is newer than {consumer} allows: it requires {allowed}."
+_IN_RANGE = ("pip install {requirements}",)
+_REINSTALL = ("pip install --force-reinstall {requirements}",)
+_IN_RANGE_OR_UPGRADE = ("pip install {requirements}", "pip install --upgrade {frontend} {backend}")
+
+
+def _refuse(problem: str, fixes: "tuple[str, ...]", facts: "dict[str, Any]") -> GuardError:
+    """The :class:`GuardError` stating ``problem`` with ``fixes``, both formatted with ``facts`` (see above)."""
+    maximum = facts["top"].text if facts["top"] else None
+    minimum, backend = facts["minimum_backend"], facts["backend"]
+    allowed = allowed_range(backend, minimum, maximum)
+    requirements = " ".join([requirement(name, minimum, maximum) for name in (*facts["install_with"], backend)])
+    consumer = facts["consumer"]
+    if consumer is None:
+        frontend, frontend_version = facts["frontend"], facts["frontend_version"]
+        consumer = f"{frontend} {frontend_version}" if frontend and frontend_version else "this package"
+    provided, package, header = facts.get("provided"), facts["package"], facts["ffi_header"]
+    api = f"XLA FFI API {provided}" if provided else f"no readable XLA FFI API ({package}/{header})"
+    fields = {**facts, "consumer": consumer, "allowed": allowed, "requirements": requirements, "api": api}
+    return _fail([problem.format(**fields)], [fix.format(**fields) for fix in fixes], facts["installed"], allowed)
+
+
+def _fail(problems: "list[str]", fixes: "list[str]", installed: "dict[str, str]", allowed: str) -> GuardError:
+    lines = problems + [f"Fix: {fixes[0]}"] + [f"  or: {other}" for other in fixes[1:]]
+    lines.append(_SKIP_NOTE)
+    return GuardError("\n".join(lines), installed=installed, allowed=allowed, fix=fixes[0])
+
+
+def _check_plugins(plugins: "tuple[Plugin, ...]", path: "list[str] | None", backend: str, found: str,
+                   current: Release, installed: "dict[str, str]") -> None:
+    """Refuse when an installed plugin that is pinned has another release number than the backend."""
+    patterns = [canonical_name(plugin.distribution) for plugin in plugins]
+    heads = tuple([_head(pattern) for pattern in patterns])
+    distributions = sorted(_distributions(path, () if "" in heads else heads).items())
+    mismatched = []
+    for plugin, pattern in zip(plugins, patterns, strict=True):
+        for name, version in distributions:
+            if not glob_match(name, pattern):
+                continue
+            installed[name] = version
+            if plugin.pinned and _release_key(version) != current.key:
+                mismatched.append((name, version))
     if mismatched:
-        listing = ", ".join(f"{name} {version}" for name, version in mismatched)
-        aligned = " ".join(f'"{name}=={current.text}"' for name, _ in mismatched)
+        listing = ", ".join([f"{name} {version}" for name, version in mismatched])
+        aligned = " ".join([f'"{name}=={current.text}"' for name, _ in mismatched])
         raise _fail(
             [f"{listing} installed, but plugins must have the same release number as {backend} {found}; "
              "a mismatched plugin is skipped with a warning, fails later or crashes."],
-            [f"pip install {aligned}", f"pip uninstall -y {' '.join(name for name, _ in mismatched)}"],
+            [f"pip install {aligned}", f"pip uninstall -y {' '.join([name for name, _ in mismatched])}"],
             installed, f"{current.text} (equal to {backend})",
         )
-    return found

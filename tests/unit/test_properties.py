@@ -124,3 +124,29 @@ def test_guard_agrees_with_policy(site, jax, jaxlib, minimum, plugin):
     except guard.GuardError:
         refused = True
     assert refused == (not outcome(jax, jaxlib, minimum, plugin)[0])
+
+
+def splitlines_assigned_string(source: str, variables: tuple[str, ...]) -> str | None:
+    """The guard's original reading of ``name = "..."``: every line, from ``str.splitlines``."""
+    lines = source.splitlines()
+    for variable in variables:
+        for line in lines:
+            if not line.startswith(variable):
+                continue
+            rest = line[len(variable):].lstrip()
+            if rest[:1] == ":":
+                rest = rest[rest.find("="):] if "=" in rest else ""
+            value = rest[1:].strip() if rest[:1] == "=" else ""
+            if value[:1] in ("'", '"') and value.find(value[0], 1) > 1:
+                return value[1:value.find(value[0], 1)]
+    return None
+
+
+@settings(max_examples=500)
+@given(pieces=st.lists(st.sampled_from(["_version", "_release_version", "__version__", "x_version", " ", "=", ":",
+                                        "str | None", '"', "'", "0.4.30", "None", "#", "\n", "\r\n", "\r", "\x0b",
+                                        "\x1c", "\x85", "\u2028"]), max_size=16))
+def test_guard_finds_assignments_as_reading_every_line_does(pieces):
+    source = "".join(pieces)
+    variables = ("_release_version", "_version", "__version__")
+    assert guard.assigned_string(source, variables) == splitlines_assigned_string(source, variables)
