@@ -108,8 +108,8 @@ def test_imported_backend_module_version_is_used(site, monkeypatch):
         guard.check(backend="fakebackend", minimum_backend="3.0")
 
 
-def test_guard_imports_nothing_but_the_standard_library(site):
-    """Importing and running the guard must not pull in packaging, importlib.metadata or jaxrel's other modules."""
+def _modules_added_by_accepting(site, *flags: str) -> list[str]:
+    """The modules a fresh interpreter (with ``flags``) loads to import the guard and accept ``site``."""
     site.jaxlib("0.12.0.1")
     site.distribution("jax-cuda12-plugin", "0.12.0.1")
     code = f"""
@@ -122,8 +122,13 @@ guard.check(frontend="jax", frontend_version="0.12.0.1", backend="jaxlib", minim
             path={site.path!r})
 print(json.dumps(sorted(set(sys.modules) - before)))
 """
-    done = subprocess.run([sys.executable, "-S", "-c", code], capture_output=True, text=True, check=True)
-    added = set(json.loads(done.stdout))
+    done = subprocess.run([sys.executable, *flags, "-c", code], capture_output=True, text=True, check=True)
+    return list(json.loads(done.stdout))
+
+
+def test_guard_imports_nothing_but_the_standard_library(site):
+    """Importing and running the guard must not pull in packaging, importlib.metadata or jaxrel's other modules."""
+    added = set(_modules_added_by_accepting(site, "-S"))
     assert {m for m in added if m.startswith("jaxrel")} == {"jaxrel", "jaxrel.guard"}
     assert not {m for m in added if m.split(".")[0] in ("packaging", "jaxlib", "jax")}
     assert "importlib.metadata" not in added and "importlib.resources" not in added
@@ -287,20 +292,7 @@ def test_plugins_are_found_whatever_the_spelling_of_dist_info_and_pattern(site, 
 
 def test_accepting_path_imports_no_module_but_the_guard(site):
     """With ``site`` run (``os`` loaded, as in any interpreter), accepting imports nothing beyond jaxrel.guard."""
-    site.jaxlib("0.12.0.1")
-    site.distribution("jax-cuda12-plugin", "0.12.0.1")
-    code = f"""
-import json, sys
-before = set(sys.modules)
-sys.path.insert(0, {str(REPO)!r})
-import jaxrel.guard as guard
-guard.check(frontend="jax", frontend_version="0.12.0.1", backend="jaxlib", minimum_backend="0.11.2",
-            plugins=(guard.Plugin("jax-cuda12-plugin"), guard.Plugin("jax-rocm*", pinned=False)),
-            path={site.path!r})
-print(json.dumps(sorted(set(sys.modules) - before)))
-"""
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert json.loads(done.stdout) == ["jaxrel", "jaxrel.guard"]
+    assert _modules_added_by_accepting(site) == ["jaxrel", "jaxrel.guard"]
 
 
 def test_long_version_module_is_read_to_its_end(site):
