@@ -23,7 +23,7 @@ from urllib.parse import unquote, urlparse
 
 from jaxrel._util.atomic import copy_atomically
 from jaxrel._util.text import tail
-from jaxrel.errors import EnvironmentFailure
+from jaxrel.errors import EnvironmentFailure, ExitCode
 
 WHEEL_RULE = "py_wheel_file"  # bazel/wheel.bzl
 LOCAL_BAZELISK = Path("build/tools/node_modules/.bin/bazelisk")  # scripts/install_build_tools.sh puts it here
@@ -112,14 +112,16 @@ def build(
     """Build the wheel targets and copy the wheels into ``output``."""
     workspace = workspace.resolve()
     if not (workspace / "WORKSPACE").is_file():
-        raise BuildError(f"{workspace} has no WORKSPACE file; run from the repository root or pass --workspace")
+        raise BuildError(f"{workspace} has no WORKSPACE file; run from the repository root or pass --workspace",
+                         exit_code=ExitCode.BAD_INPUT)
     launcher = find_launcher(workspace)
     # One spelling per interpreter: a changed PYTHON_BIN_PATH re-runs the repository rules.
     repo_env = [f"--repo_env=PYTHON_BIN_PATH={os.path.realpath(python) if python else host_python()}"]
     if local_xla is not None:
         tree = local_xla.resolve()
         if not (tree / "xla/ffi/api/c_api.h").is_file():
-            raise BuildError(f"--local-xla {local_xla}: no xla/ffi/api/c_api.h there; pass the root of an XLA tree")
+            raise BuildError(f"--local-xla {local_xla}: no xla/ffi/api/c_api.h there; pass the root of an XLA tree",
+                             exit_code=ExitCode.BAD_INPUT)
         repo_env.append(f"--repo_env=JAXREL_LOCAL_XLA={tree}")
     targets = wheel_targets(wheels)
     with tempfile.TemporaryDirectory(prefix="jaxrel-build-") as scratch:
@@ -130,10 +132,15 @@ def build(
         lines = _run_streaming(command, workspace, progress)
         seconds = time.perf_counter() - started
         if lines is not None:
-            raise BuildError(f"bazel build failed: {first_error(lines)}")
+            # a rule's fail() refuses the workspace's own configuration (a wrong pin): bad input;
+            # anything else (a compiler error, a crash) is the build environment failing
+            refused = any("Error in fail:" in line for line in lines)
+            raise BuildError(f"bazel build failed: {first_error(lines)}",
+                             exit_code=ExitCode.BAD_INPUT if refused else None)
         built = [f for f in built_files(events) if f.suffix == ".whl"]
     if not built:
-        raise BuildError(f"bazel built no wheel for {' '.join(targets)}; name {WHEEL_RULE} targets with --wheels")
+        raise BuildError(f"bazel built no wheel for {' '.join(targets)}; name {WHEEL_RULE} targets with --wheels",
+                         exit_code=ExitCode.BAD_INPUT)
     output.mkdir(parents=True, exist_ok=True)
     copied = [copy_atomically(wheel, output) for wheel in built]
     return BuildResult(wheels=copied, seconds=seconds, command=command)

@@ -130,7 +130,7 @@ def test_cli_refuses_an_unreachable_index(tmp_path, capsys):
 
     code = main(["matrix", "--frontend", "jax==0.10.2", "--index-url", (tmp_path / "nowhere").as_uri(),
                  "--workdir", str(tmp_path / "w")])
-    assert code == 2
+    assert code == 3  # an external service failed (the exit-code table); bad input is 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unreachable" in err[0] and "--index-url" in err[0]
     assert not (Path(tmp_path / "w" / "frontend-src")).exists()
