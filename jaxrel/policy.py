@@ -120,7 +120,7 @@ def parse_version(text: str, what: str = "version") -> Version:
     """Parse ``text`` as PEP 440, refusing epochs; errors name ``what``."""
     try:
         version = Version(text)
-    except InvalidVersion:
+    except (InvalidVersion, ValueError):  # ValueError: a number over Python's 4300-digit limit
         raise VersionError(f"{what} {text!r} is not a PEP 440 version (expected e.g. 0.4.30)") from None
     if "!" in text:
         raise VersionError(
@@ -187,7 +187,9 @@ def verdict(
     """
     name = backend.name if backend else backend_name
     consumer = str(frontend) if frontend else "this package"
-    fix = _pip_range(name, minimum_backend, frontend.version if frontend else None)
+    fix: str | None = _pip_range(name, minimum_backend, frontend.version if frontend else None)
+    if frontend and minimum_backend and release_key(minimum_backend) > release_key(frontend.version):
+        fix = None  # an empty range: no pip command helps; the minimum-not-newer rule names the fix
     allowed = allowed_range(
         name,
         str(minimum_backend) if minimum_backend else None,
