@@ -37,6 +37,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from jaxrel._util.text import shorten
 from jaxrel.errors import BadInput
 
 __all__ = [
@@ -121,10 +122,10 @@ def parse_version(text: str, what: str = "version") -> Version:
     try:
         version = Version(text)
     except (InvalidVersion, ValueError):  # ValueError: a number over Python's 4300-digit limit
-        raise VersionError(f"{what} {text!r} is not a PEP 440 version (expected e.g. 0.4.30)") from None
+        raise VersionError(f"{what} {shorten(text)!r} is not a PEP 440 version (expected e.g. 0.4.30)") from None
     if "!" in text:
         raise VersionError(
-            f"{what} {text!r} has an epoch, which jax's version check cannot compare; drop the epoch"
+            f"{what} {shorten(text)!r} has an epoch, which jax's version check cannot compare; drop the epoch"
         )
     return version
 

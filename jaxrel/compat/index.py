@@ -11,6 +11,7 @@ mismatch is an error naming the file, never a silent retry.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -204,6 +205,21 @@ def scan_wheelhouse(directory: Path) -> list[IndexFile]:
     return files
 
 
+def _request(url: str) -> urllib.request.Request:
+    """A GET of ``url`` with credentials written into it (``https://user:token@host/…``) sent as Basic
+    auth, as pip does, rather than left in the host name where DNS would see them."""
+    parts = urllib.parse.urlsplit(url)
+    headers = {"Accept": ACCEPT}
+    if parts.username is not None:
+        user = urllib.parse.unquote(parts.username)
+        password = urllib.parse.unquote(parts.password or "")
+        headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+        host = parts.hostname or ""
+        netloc = f"[{host}]" if ":" in host else host
+        url = urllib.parse.urlunsplit(parts._replace(netloc=netloc + (f":{parts.port}" if parts.port else "")))
+    return urllib.request.Request(url, headers=headers)
+
+
 def pip_default_index(python: str | None = None) -> str:
     """pip's built-in default index URL, asked of pip itself."""
     command = pip_command(python)
@@ -322,7 +338,7 @@ class Index:
             if not html.exists():
                 return None if folder.parent.exists() else self._unreachable(source, "directory not found")
             return parse_html(html.read_text(encoding="utf-8"), html.as_uri(), source)
-        request = urllib.request.Request(page, headers={"Accept": ACCEPT})
+        request = _request(page)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout, context=self._ssl()) as response:
                 body = response.read()
@@ -380,7 +396,11 @@ class Index:
         return target
 
     def _fetch_file(self, file: IndexFile, destination: Path) -> None:
-        request = urllib.request.Request(file.url)
+        request = _request(file.url)
+        index = _request(file.source) if "://" in file.source else None
+        if index is not None and index.has_header("Authorization") and not request.has_header("Authorization") \
+                and urllib.parse.urlsplit(file.url).hostname == urllib.parse.urlsplit(index.full_url).hostname:
+            request.add_header("Authorization", index.get_header("Authorization") or "")  # the index's credentials
         try:
             with urllib.request.urlopen(request, timeout=self.timeout, context=self._ssl()) as response:
                 size = int(response.headers.get("Content-Length") or 0)
