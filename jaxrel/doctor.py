@@ -65,7 +65,11 @@ def interpreter_path(python: str | None) -> tuple[str, str, list[str]]:
             f"cannot run Python interpreter {python!r} ({error.__class__.__name__}); "
             "pass --python the path of an existing interpreter"
         ) from None
-    executable, version, path = json.loads(done.stdout)
+    try:
+        executable, version, path = json.loads(done.stdout)
+    except ValueError:
+        raise InterpreterError(f"{python!r} did not answer as a Python interpreter does; "
+                               "pass --python the path of a Python interpreter") from None
     return executable, version, [entry for entry in path if entry]
 
 

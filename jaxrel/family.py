@@ -363,6 +363,9 @@ class _Reader:
             **self.package(backend_table, "tool.jaxrel.backend", _BACKEND_KEYS),  # type: ignore[arg-type]
             ffi_header=self.string(backend_table, "ffi-header", "tool.jaxrel.backend"),
         )
+        if canonicalize_name(frontend.distribution) == canonicalize_name(backend.distribution):
+            raise self.error("tool.jaxrel.backend", f"'distribution' is {backend.distribution!r}, the frontend's "
+                             "own name; the backend is a separate distribution (e.g. jaxlib beside jax)")
         api_numbers = tuple(self.api_number(item, i) for i, item in enumerate(self.array(top, "api-numbers")))
         plugins = tuple(self.plugin(item, i) for i, item in enumerate(self.array(top, "plugins")))
         family = Family(name or "", frontend, backend, plugins, api_numbers)
@@ -435,13 +438,23 @@ def family_from_config(config: Any, source: str = "pyproject.toml") -> Family:
 def load_family(pyproject: str | Path) -> Family:
     """Load the family declared under ``[tool.jaxrel]`` in ``pyproject``."""
     path = Path(pyproject)
+    if not str(pyproject).strip():
+        raise ConfigError("--family is empty; pass a profile name (jax) or the path of a pyproject.toml")
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        raise ConfigError(f"{path}: file not found; pass --config PATH to a pyproject.toml") from None
+        raise ConfigError(f"{path}: file not found; pass --family NAME (jax) or the path of a pyproject.toml") \
+            from None
+    except IsADirectoryError:
+        raise ConfigError(f"{path} is a directory; pass --family {path / 'pyproject.toml'}") from None
+    except OSError as error:
+        raise ConfigError(f"{path}: cannot read it ({error.strerror}); pass a readable pyproject.toml") from None
+    except UnicodeDecodeError as error:
+        raise ConfigError(f"{path}: not UTF-8 text (byte {error.start}); save it as UTF-8") from None
     except tomllib.TOMLDecodeError as error:
         raise ConfigError(f"{path}: not valid TOML ({error}); fix the syntax") from None
-    config = data.get("tool", {}).get("jaxrel")
+    tool = data.get("tool", {})
+    config = tool.get("jaxrel") if isinstance(tool, dict) else None
     if config is None:
         raise ConfigError(f"{path}: no [tool.jaxrel] table; add one (e.g. profile = \"jax\")")
     return family_from_config(config, str(path))

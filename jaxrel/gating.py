@@ -44,11 +44,14 @@ class ApiVersionError(Refused):
 def read_api_number(file: str, variable: str, path: list[str] | None = None) -> int | None:
     """Read the integer literal ``variable = N`` from ``file`` (relative to a ``sys.path`` entry).
 
-    ``None`` when the file is not installed or the value is not a literal.
+    ``None`` when the file is not installed or the value is not a readable literal (a file that is
+    not UTF-8, a number longer than Python converts): the gate then says it cannot tell.
     """
     for entry in sys.path if path is None else path:
+        if not isinstance(entry, str):
+            continue  # Python's import system skips non-str sys.path entries too
         try:
-            with open(os.path.join(entry or ".", file), encoding="utf-8") as handle:
+            with open(os.path.join(entry or ".", file), encoding="utf-8", errors="replace") as handle:
                 return assigned_int(handle.read(), variable)
         except OSError:
             continue
@@ -57,7 +60,8 @@ def read_api_number(file: str, variable: str, path: list[str] | None = None) -> 
 
 def assigned_int(source: str, variable: str) -> int | None:
     """The integer literal of ``variable = N`` (a trailing comment allowed) in ``source``."""
-    found = re.search(rf"^{re.escape(variable)}\s*(?::[^=\n]*)?=\s*(\d+)\s*(?:#.*)?$", source, re.MULTILINE)
+    found = re.search(rf"^{re.escape(variable)}\s*(?::[^=\n]*)?=\s*([0-9]{{1,4300}})\s*(?:#.*)?$", source,
+                      re.MULTILINE)
     return int(found[1]) if found else None
 
 

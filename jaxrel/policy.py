@@ -37,6 +37,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from jaxrel._util.text import shorten
 from jaxrel.errors import BadInput
 
 __all__ = [
@@ -120,11 +121,11 @@ def parse_version(text: str, what: str = "version") -> Version:
     """Parse ``text`` as PEP 440, refusing epochs; errors name ``what``."""
     try:
         version = Version(text)
-    except InvalidVersion:
-        raise VersionError(f"{what} {text!r} is not a PEP 440 version (expected e.g. 0.4.30)") from None
+    except (InvalidVersion, ValueError):  # ValueError: a number over Python's 4300-digit limit
+        raise VersionError(f"{what} {shorten(text)!r} is not a PEP 440 version (expected e.g. 0.4.30)") from None
     if "!" in text:
         raise VersionError(
-            f"{what} {text!r} has an epoch, which jax's version check cannot compare; drop the epoch"
+            f"{what} {shorten(text)!r} has an epoch, which jax's version check cannot compare; drop the epoch"
         )
     return version
 
@@ -187,7 +188,9 @@ def verdict(
     """
     name = backend.name if backend else backend_name
     consumer = str(frontend) if frontend else "this package"
-    fix = _pip_range(name, minimum_backend, frontend.version if frontend else None)
+    fix: str | None = _pip_range(name, minimum_backend, frontend.version if frontend else None)
+    if frontend and minimum_backend and release_key(minimum_backend) > release_key(frontend.version):
+        fix = None  # an empty range: no pip command helps; the minimum-not-newer rule names the fix
     allowed = allowed_range(
         name,
         str(minimum_backend) if minimum_backend else None,

@@ -6,12 +6,21 @@ import hashlib
 import os
 from pathlib import Path
 
+from jaxrel.errors import BadInput
+
 
 def cache_root() -> Path:
-    """jaxrel's download/inspection cache: ``$JAXREL_CACHE_DIR``, else ``$XDG_CACHE_HOME/jaxrel``."""
+    """jaxrel's download/inspection cache: ``$JAXREL_CACHE_DIR``, else ``$XDG_CACHE_HOME/jaxrel``.
+
+    A path that exists but is not a directory is bad input (:class:`~jaxrel.errors.BadInput`).
+    """
     if os.environ.get("JAXREL_CACHE_DIR"):
-        return Path(os.environ["JAXREL_CACHE_DIR"])
-    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "jaxrel"
+        root, variable = Path(os.environ["JAXREL_CACHE_DIR"]), "JAXREL_CACHE_DIR"
+    else:
+        root, variable = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "jaxrel", "XDG_CACHE_HOME"
+    if root.exists() and not root.is_dir():
+        raise BadInput(f"{variable}: the cache {root} is not a directory; point {variable} at a directory")
+    return root
 
 
 def sha256_of(path: Path) -> str:

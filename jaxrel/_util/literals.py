@@ -57,7 +57,7 @@ def _literals_by_line(source: str) -> dict[str, object]:
             continue
         if value[:1] in ("'", '"') and value.find(value[0], 1) > 0:
             found[name] = value[1:value.find(value[0], 1)]
-        elif value.isdigit() and len(value) <= 4300:
+        elif value.isascii() and value.isdigit() and len(value) <= 4300:
             found[name] = int(value)
     return found
 
@@ -106,7 +106,8 @@ def ffi_api_in(header_text: str) -> str | None:
     found = {}
     for line in header_text.splitlines():
         words = line.split()
-        if len(words) >= 3 and words[0] == "#define" and words[2].isdigit() and len(words[2]) <= 9:
+        if len(words) >= 3 and words[0] == "#define" and words[2].isascii() and words[2].isdigit() \
+                and len(words[2]) <= 9:
             if words[1] in ("XLA_FFI_API_MAJOR", "XLA_FFI_API_MINOR"):
                 found[words[1]] = words[2]
     if len(found) != 2:

@@ -51,3 +51,11 @@ def tail(output: str | None, lines: int = 3, *, separator: str = " | ", empty: s
     """The last ``lines`` non-empty lines of a program's output, stripped, on one line (``empty`` if none)."""
     kept = [line.strip() for line in (output or "").splitlines() if line.strip()][-lines:]
     return separator.join(kept) or empty
+
+
+def shorten(text: str, width: int = 60) -> str:
+    """``text`` as given when short, else its start and end around ``…`` and its length (for one-line errors)."""
+    if len(text) <= width:
+        return text
+    keep = max(width // 2 - 4, 1)
+    return f"{text[:keep]}…{text[-keep:]} ({len(text)} characters)"

@@ -60,6 +60,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     except JaxrelError as error:
         print(f"jaxrel {verb}: error: {redact(str(error))}", file=sys.stderr)
         return int(error.exit_code)
+    except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as error:  # a path the user gave
+        print(f"jaxrel {verb}: error: {error.filename or ''}: {error.strerror or error}; check the path",
+              file=sys.stderr)
+        return int(ExitCode.BAD_INPUT)
+    except OSError as error:  # permissions, a full disk, an immutable file: the environment failed
+        print(f"jaxrel {verb}: error: {error.filename or ''}: {error.strerror or error}; "
+              "check permissions and free space, then run it again", file=sys.stderr)
+        return int(ExitCode.ENVIRONMENT)
     except KeyboardInterrupt:
         print(f"jaxrel {verb}: interrupted", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from jaxrel._util.text import redact
+from jaxrel._util.text import redact, shorten
 from jaxrel.errors import BadInput
 
 
@@ -37,7 +37,7 @@ def parse_pin(text: str) -> tuple[str, str]:
     """``NAME==VERSION`` → ``(NAME, VERSION)``."""
     name, sep, version = text.partition("==")
     if not sep or not name.strip() or not version.strip():
-        raise UsageError(f"expected NAME==VERSION, got {text!r} (e.g. jax==0.12.0)")
+        raise UsageError(f"expected NAME==VERSION, got {shorten(text)!r} (e.g. jax==0.12.0)")
     return name.strip(), version.strip()
 
 

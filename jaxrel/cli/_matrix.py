@@ -75,6 +75,7 @@ def inputs(args: argparse.Namespace, *, build: bool) -> MatrixInputs:
         raise UsageError("pass --frontend NAME==V or --frontend-src PATH, not both")
     family = resolve_family(args.family)
     sets = plugin_sets(family, args.plugins)
+    backends = backend_filter(args.backends)  # bad options are reported before the index is asked
     index = Index.from_pip(args.index_url, args.wheelhouse, refresh=args.refresh, progress=say)
     workdir = Path(args.workdir).resolve()
     front = frontends.prepare_frontend(
@@ -82,7 +83,7 @@ def inputs(args: argparse.Namespace, *, build: bool) -> MatrixInputs:
         requirement=args.frontend, build=build or bool(args.frontend_src),
     )
     pythons = [p.strip() for item in args.python for p in item.split(",") if p.strip()]
-    matrix = matrix_for(family, index, front.spec, pythons=pythons, backends=backend_filter(args.backends),
+    matrix = matrix_for(family, index, front.spec, pythons=pythons, backends=backends,
                         plugin_sets=sets, plugins_on=args.plugins_on)
     if getattr(args, "cell", None):
         matrix = matrix.select(args.cell)

@@ -10,6 +10,7 @@ from typing import Any
 
 from jaxrel import policy
 from jaxrel.cli._common import UsageError, add_common, say
+from jaxrel.errors import BadInput
 from jaxrel.family import resolve_family
 from jaxrel.gates import cover, judge, report
 
@@ -31,17 +32,19 @@ def add(verbs: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     family = resolve_family(args.family)
     tree = Path(args.src)
+    if args.min_backend is not None:
+        policy.parse_version(args.min_backend, "--min-backend")
     if not tree.is_dir():
         raise UsageError(f"{tree} is not a directory; pass a frontend source tree")
     try:
         declared, version, path = report.declared_minimum(tree, family)
         source = str(path)
     except report.MinimumNotFound:
-        if not args.min_backend:
+        if args.min_backend is None:
             raise
         declared, version, source = "", None, ""
-    minimum = args.min_backend or declared
-    source = "--min-backend" if args.min_backend else source
+    minimum = declared if args.min_backend is None else args.min_backend
+    source = source if args.min_backend is None else "--min-backend"
     found, failed = judge.find_gates(tree, family)
     maximum = policy.parse_version(version, "the tree's version") if version else None
     releases = judge.Releases.from_family(family, policy.parse_version(minimum, "minimum backend"), maximum)
@@ -78,7 +81,11 @@ def _coverage(path: str, judgements: list[judge.Judgement], releases: judge.Rele
     except (OSError, ValueError) as error:
         raise UsageError(f"--matrix {path}: cannot read a matrix JSON ({error}); "
                          "write one with jaxrel matrix --format json") from None
-    return cover.cover(judgements, releases, cover.matrix_cells(matrix))
+    try:
+        cells = cover.matrix_cells(matrix)
+    except BadInput as error:
+        raise UsageError(f"--matrix {path}: {error}") from None
+    return cover.cover(judgements, releases, cells)
 
 
 def _fix(tree: Path, judgements: list[judge.Judgement], *, write: bool, show_diff: bool) -> int:

@@ -11,6 +11,7 @@ mismatch is an error naming the file, never a silent retry.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -40,7 +41,7 @@ from jaxrel._util.atomic import write_bytes_atomically
 from jaxrel._util.files import cache_root, sha256_of
 from jaxrel.compat.filenames import name_and_version
 from jaxrel.compat.pipconfig import pip_command, pip_index_config
-from jaxrel.errors import EnvironmentFailure
+from jaxrel.errors import BadInput, EnvironmentFailure
 
 LISTING_TTL = 3600.0  # seconds a cached listing is trusted without refresh
 ACCEPT = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01"
@@ -175,11 +176,13 @@ def parse_json(data: dict[str, object], page_url: str, source: str) -> list[Inde
 
 
 def scan_wheelhouse(directory: Path) -> list[IndexFile]:
-    """The wheels and sdists in a local directory, hashed (hashes are cached by size and mtime)."""
+    """The wheels and sdists in a local directory, hashed (hashes cached by size, mtime, ctime and inode)."""
     files = []
     hashes_path = cache_root() / "wheelhouse-hashes.json"
     try:
-        known: dict[str, list[object]] = json.loads(hashes_path.read_text())
+        known: dict[str, list[object]] = json.loads(hashes_path.read_text(encoding="utf-8"))
+        if not isinstance(known, dict):
+            known = {}
     except (OSError, ValueError):
         known = {}
     changed = False
@@ -187,10 +190,11 @@ def scan_wheelhouse(directory: Path) -> list[IndexFile]:
         if not path.is_file() or not _parse_filename_ok(path.name):
             continue
         stat = path.stat()
-        stamp = [stat.st_size, stat.st_mtime_ns]
+        # ctime and inode change on any rewrite and cannot be set back with utime (as git's index does)
+        stamp = [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
         entry = known.get(str(path))
-        if entry and entry[:2] == stamp:
-            digest = str(entry[2])
+        if isinstance(entry, list) and len(entry) == 5 and entry[:4] == stamp:
+            digest = str(entry[4])
         else:
             digest = sha256_of(path)
             known[str(path)] = [*stamp, digest]
@@ -199,6 +203,21 @@ def scan_wheelhouse(directory: Path) -> list[IndexFile]:
     if changed:
         write_bytes_atomically(hashes_path, json.dumps(known).encode())
     return files
+
+
+def _request(url: str) -> urllib.request.Request:
+    """A GET of ``url`` with credentials written into it (``https://user:token@host/…``) sent as Basic
+    auth, as pip does, rather than left in the host name where DNS would see them."""
+    parts = urllib.parse.urlsplit(url)
+    headers = {"Accept": ACCEPT}
+    if parts.username is not None:
+        user = urllib.parse.unquote(parts.username)
+        password = urllib.parse.unquote(parts.password or "")
+        headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+        host = parts.hostname or ""
+        netloc = f"[{host}]" if ":" in host else host
+        url = urllib.parse.urlunsplit(parts._replace(netloc=netloc + (f":{parts.port}" if parts.port else "")))
+    return urllib.request.Request(url, headers=headers)
 
 
 def pip_default_index(python: str | None = None) -> str:
@@ -234,6 +253,9 @@ class Index:
         else:
             urls = [config.index_url or pip_default_index(), *config.extra_index_urls]
         houses = [Path(p) for p in wheelhouses]
+        missing = [str(house) for house in houses if not house.is_dir()]
+        if missing:
+            raise BadInput(f"--wheelhouse {missing[0]}: no such directory; pass a directory of wheels")
         if not index_url:
             houses += [Path(link.removeprefix("file://")) for link in config.find_links if "://" not in link
                        or link.startswith("file://")]
@@ -281,25 +303,33 @@ class Index:
         """A project's files on one index (cached); ``None`` when the index does not have it."""
         page = url.rstrip("/") + f"/{project}/"
         cached = self.cache / "listings" / hashlib.sha256(page.encode()).hexdigest()[:24] / f"{project}.json"
-        fresh = cached.exists() and time.time() - cached.stat().st_mtime < LISTING_TTL
+        fresh = cached.is_file() and time.time() - cached.stat().st_mtime < LISTING_TTL
         if fresh and not self.refresh:
-            return self._read_cached(cached)
+            readable, found = self._read_cached(cached)
+            if readable:
+                return found
         try:
             files = self._fetch_page(page, url)
         except IndexClientError:
-            if cached.exists():  # stale beats nothing when the index is unreachable; say so
+            readable, stale = self._read_cached(cached) if cached.is_file() else (False, None)
+            if readable:  # stale beats nothing when the index is unreachable; say so
                 when = time.ctime(cached.stat().st_mtime)
                 self._say(f"warning: {url} unreachable; using the listing cached at {when}")
-                return self._read_cached(cached)
+                return stale
             raise
         record = None if files is None else [asdict(f) for f in files]
         write_bytes_atomically(cached, json.dumps({"page": page, "files": record}).encode())
         return files
 
     @staticmethod
-    def _read_cached(path: Path) -> list[IndexFile] | None:
-        record = json.loads(path.read_text())["files"]
-        return None if record is None else [IndexFile(**item) for item in record]
+    def _read_cached(path: Path) -> tuple[bool, list[IndexFile] | None]:
+        """``(True, listing)`` from a cache entry, ``(False, None)`` when it cannot be read: a cache is never
+        trusted, so a truncated or corrupt entry is a miss that the next fetch rewrites."""
+        try:
+            record = json.loads(path.read_text(encoding="utf-8"))["files"]
+            return True, None if record is None else [IndexFile(**item) for item in record]
+        except (OSError, ValueError, KeyError, TypeError):
+            return False, None
 
     def _fetch_page(self, page: str, source: str) -> list[IndexFile] | None:
         if page.startswith("file://"):
@@ -308,7 +338,7 @@ class Index:
             if not html.exists():
                 return None if folder.parent.exists() else self._unreachable(source, "directory not found")
             return parse_html(html.read_text(encoding="utf-8"), html.as_uri(), source)
-        request = urllib.request.Request(page, headers={"Accept": ACCEPT})
+        request = _request(page)
         try:
             with urllib.request.urlopen(request, timeout=self.timeout, context=self._ssl()) as response:
                 body = response.read()
@@ -366,7 +396,11 @@ class Index:
         return target
 
     def _fetch_file(self, file: IndexFile, destination: Path) -> None:
-        request = urllib.request.Request(file.url)
+        request = _request(file.url)
+        index = _request(file.source) if "://" in file.source else None
+        if index is not None and index.has_header("Authorization") and not request.has_header("Authorization") \
+                and urllib.parse.urlsplit(file.url).hostname == urllib.parse.urlsplit(index.full_url).hostname:
+            request.add_header("Authorization", index.get_header("Authorization") or "")  # the index's credentials
         try:
             with urllib.request.urlopen(request, timeout=self.timeout, context=self._ssl()) as response:
                 size = int(response.headers.get("Content-Length") or 0)

@@ -53,10 +53,12 @@ def _candidates() -> list[str]:
         if on_path:
             found.append(on_path)
     root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
-    if root.is_dir():
-        for version_dir in sorted(root.iterdir()):
+    try:
+        for version_dir in sorted(root.iterdir()) if root.is_dir() else []:
             names = (version_dir / "bin").glob("python3.*")
             found += sorted(str(p) for p in names if re.fullmatch(r"python3\.\d+", p.name))
+    except OSError:
+        pass  # an unreadable pyenv: its interpreters are not candidates; those on PATH still are
     return found
 
 

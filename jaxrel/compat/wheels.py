@@ -17,6 +17,7 @@ import json
 import shutil
 import tarfile
 import zipfile
+import zlib
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -92,8 +93,9 @@ class _Archive:
                 self.tar = tarfile.open(path)
                 self.members = {m.name.split("/", 1)[-1]: m for m in self.tar.getmembers() if m.isfile()}
                 self.names = list(self.members)
-        except (zipfile.BadZipFile, tarfile.TarError, OSError) as error:
-            raise WheelError(f"{path}: not a readable {'wheel' if self.is_wheel else 'sdist'} ({error}); "
+        except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, zlib.error, ValueError) as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise WheelError(f"{path}: not a readable {'wheel' if self.is_wheel else 'sdist'} ({first}); "
                              "delete it and download again") from None
         self.record = self._record() if self.is_wheel else {}
 
@@ -163,8 +165,11 @@ def inspect(path: Path, family: Family, *, sha256: str | None = None, use_cache:
     """Read what ``path`` declares; cached under the file's sha256 (computed when not given)."""
     digest = sha256 or sha256_of(path)
     cached = cache_root() / "inspect" / f"{digest}-{family.name}-{SCHEMA}.json"
-    if use_cache and cached.exists():
-        return ArtifactInfo(**json.loads(cached.read_text()))
+    if use_cache and cached.is_file():
+        try:
+            return ArtifactInfo(**json.loads(cached.read_text(encoding="utf-8")))
+        except (OSError, ValueError, TypeError):
+            pass  # a cache is never trusted: a corrupt entry is a miss, rewritten below
     archive = _Archive(path)
     try:
         info = _read(archive, family, digest)
@@ -177,6 +182,9 @@ def inspect(path: Path, family: Family, *, sha256: str | None = None, use_cache:
 
 def _read(archive: _Archive, family: Family, digest: str) -> ArtifactInfo:
     metadata = _metadata(archive)
+    if not metadata.name or metadata.version is None:
+        missing = "Name" if not metadata.name else "Version"
+        raise WheelError(f"{archive.path}: its metadata has no {missing}; not a valid distribution")
     name = canonicalize_name(metadata.name)
     requires = []
     for requirement in metadata.requires_dist or []:

@@ -16,6 +16,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from packaging.tags import Tag
+from packaging.version import Version
 
 from jaxrel import releasedata
 from jaxrel._util.atomic import read_exactly, write_atomically
@@ -49,6 +50,7 @@ class XlaPin:
 class _Located:
     pin: XlaPin
     spans: dict[str, tuple[int, int]]  # field -> (start, end) byte offsets of its string literal
+    line: int = 0
 
 
 def _locate(source: bytes, where: str, name: str = "xla") -> _Located:
@@ -57,6 +59,7 @@ def _locate(source: bytes, where: str, name: str = "xla") -> _Located:
     except SyntaxError as error:
         raise PinError(f"{where}:{error.lineno}: cannot parse ({error.msg}); fix the syntax first") from None
     starts = line_starts(source)
+    found: list[_Located] = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == RULE):
             continue
@@ -72,8 +75,18 @@ def _locate(source: bytes, where: str, name: str = "xla") -> _Located:
                                f"write {field} = \"...\" in the call")
             spans[field] = span(starts, value)
             values[field] = value.value
-        return _Located(XlaPin(**values), spans)
-    raise PinError(f"{where}: no {RULE}(name = {name!r}, ...) call; add one (see bazel/xla.bzl)")
+        try:
+            Version(values["backend_version"])
+        except ValueError:
+            raise PinError(f"{where}:{node.lineno}: backend_version {values['backend_version'][:40]!r} is not a "
+                           "PEP 440 version; move the pin with jaxrel xla pin --jaxlib X") from None
+        found.append(_Located(XlaPin(**values), spans, node.lineno))
+    if len(found) > 1:
+        lines = ", ".join(str(located.line) for located in found)
+        raise PinError(f"{where}: {len(found)} {RULE}(name = {name!r}) calls (lines {lines}); keep exactly one")
+    if not found:
+        raise PinError(f"{where}: no {RULE}(name = {name!r}, ...) call; add one (see bazel/xla.bzl)")
+    return found[0]
 
 
 def read_pin(workspace: Path, name: str = "xla") -> XlaPin:

@@ -8,10 +8,11 @@ or the ``matrix`` of a compat ``report.json``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from jaxrel.errors import BadInput
 from jaxrel.gates.judge import Judgement, Releases, evaluate
 
 
@@ -37,10 +38,17 @@ class Coverage:
         return "; ".join(parts)
 
 
-def matrix_cells(matrix: Mapping[str, Any]) -> list[tuple[str, str]]:
+def matrix_cells(matrix: Any) -> list[tuple[str, str]]:
     """(cell id, backend release) of the cells that run (expected accepted) in a matrix JSON."""
-    body = matrix.get("matrix", matrix)  # a compat report.json holds the matrix under "matrix"
-    return [(cell["id"], cell["backend"]) for cell in body.get("cells", []) if cell.get("expected") == "accepted"]
+    body = matrix.get("matrix", matrix) if isinstance(matrix, dict) else None  # report.json: under "matrix"
+    cells = body.get("cells") if isinstance(body, dict) else None
+    if not isinstance(cells, list) or not all(isinstance(c, dict) and isinstance(c.get("id"), str)
+                                              and isinstance(c.get("backend"), str) for c in cells):
+        raise BadInput("not a compat matrix: expected {\"cells\": [{\"id\": ..., \"backend\": ...}, ...]}; "
+                       "write one with jaxrel matrix --format json")
+    if not cells:
+        raise BadInput("the matrix has no cells; write one with jaxrel matrix --format json")
+    return [(cell["id"], cell["backend"]) for cell in cells if cell.get("expected") == "accepted"]
 
 
 def cover(judgements: Sequence[Judgement], releases: Releases, cells: Sequence[tuple[str, str]]) -> list[Coverage]:

@@ -294,13 +294,28 @@ def _git(project: Project, plan: Plan) -> list[Check]:
                          "bump to a new version; never move a release tag")]
 
 
+def _paths(project: Project) -> list[Check]:
+    """Every component's declared directory exists (a checkout only: an sdist holds one component)."""
+    if project.sdist is not None:
+        return [Check("paths", NOT_APPLICABLE, "an sdist holds one component's tree")]
+    missing = [c for c in project.release.components if not (project.root / c.path).is_dir()]
+    if missing:
+        return [Check(f"path:{c.distribution}", FAIL, f"{c.distribution}'s path {c.path!r} is not a directory under "
+                      f"{project.root}", "fix 'path' in [tool.jaxrel.release.components] or restore the directory")
+                for c in missing]
+    return [Check("paths", PASS, f"every component's directory exists ({len(project.release.components)})")]
+
+
 def run_checks(project: Project, plan: Plan) -> list[Check]:
     """Every check, in order."""
+    paths = _paths(project)
+    if any(c.status == FAIL for c in paths):
+        return paths
     try:
         consistency = _versions_consistent(project, plan)
     except locations.LocationError as error:
         return [Check("versions", FAIL, str(error))]
-    return [*consistency, _declared(project, plan), *_rules(project, plan), _frontend_range(project, plan),
+    return [*paths, *consistency, _declared(project, plan), *_rules(project, plan), _frontend_range(project, plan),
             *_pins(project, plan), _unreleased(plan), _changelog(project, plan), *_git(project, plan)]
 
 

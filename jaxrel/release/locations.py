@@ -32,6 +32,11 @@ def _file(root: Path, location: Location) -> str:
     except FileNotFoundError:
         raise LocationError(f"{location}: {location.file} does not exist; fix the path in "
                             "[tool.jaxrel.release] or restore the file") from None
+    except UnicodeDecodeError as error:
+        raise LocationError(f"{location}: {location.file} is not UTF-8 text (byte {error.start}); "
+                            "save it as UTF-8") from None
+    except OSError as error:
+        raise LocationError(f"{location}: cannot read {location.file} ({error.strerror})") from None
 
 
 def _assignment(text: str, location: Location) -> ast.expr:
@@ -39,12 +44,19 @@ def _assignment(text: str, location: Location) -> ast.expr:
         module = ast.parse(text)
     except SyntaxError as error:
         raise LocationError(f"{location}: {location.file} does not parse ({error.msg}, line {error.lineno})") from None
+    found: list[ast.expr] = []
     for node in module.body:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, ast.AnnAssign) and node.value is not None else []
         if any(isinstance(t, ast.Name) and t.id == location.key for t in targets):
             assert isinstance(node, ast.Assign | ast.AnnAssign) and node.value is not None
-            return node.value
+            found.append(node.value)
+    if len(found) > 1:
+        lines = ", ".join(str(value.lineno) for value in found)
+        raise LocationError(f"{location}: {location.key} is assigned {len(found)} times in {location.file} "
+                            f"(lines {lines}); keep one assignment so the version has one source")
+    if found:
+        return found[0]
     raise LocationError(f"{location}: no top-level `{location.key} = \"...\"` in {location.file}; "
                         "assign the version there or fix [tool.jaxrel.release]")
 

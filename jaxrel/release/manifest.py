@@ -35,6 +35,19 @@ class Artifact:
     sha256: str
     size: int
 
+    def __post_init__(self) -> None:
+        texts = {"file": self.file, "distribution": self.distribution, "version": self.version, "role": self.role,
+                 "kind": self.kind, "sha256": self.sha256}
+        wrong = [key for key, value in texts.items() if not isinstance(value, str) or not value]
+        if wrong:
+            raise ManifestError(f"artifact {self.file!r}: {wrong[0]} must be a non-empty string")
+        if len(self.sha256) != 64 or any(c not in "0123456789abcdef" for c in self.sha256):
+            raise ManifestError(f"artifact {self.file!r}: sha256 {self.sha256[:70]!r} is not 64 hex digits")
+        if not isinstance(self.size, int) or isinstance(self.size, bool) or self.size < 0:
+            raise ManifestError(f"artifact {self.file!r}: size must be a non-negative integer")
+        if "/" in self.file or "\\" in self.file or self.file.startswith("."):
+            raise ManifestError(f"artifact {self.file!r}: a file name, not a path, is expected")
+
     @classmethod
     def of(cls, path: Path, distribution: str, version: str, role: str) -> Artifact:
         kind = "wheel" if path.name.endswith(".whl") else "sdist"

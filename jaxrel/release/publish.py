@@ -20,6 +20,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -31,7 +32,7 @@ from packaging.version import Version
 from jaxrel._util.text import PASSWORD_ENV, redact, table, tail
 from jaxrel.compat.index import Index, IndexClientError, Listing, pip_default_index
 from jaxrel.compat.wheels import inspect
-from jaxrel.errors import Refused
+from jaxrel.errors import ExitCode, Refused
 from jaxrel.family import Family
 from jaxrel.release.manifest import Artifact
 from jaxrel.release.verify import Verification, verify_dist
@@ -88,6 +89,10 @@ def resolve_repository(name: str | None, url: str | None, index_url: str | None)
     if (name is None) == (url is None):
         raise PublishError("name exactly one of --repository NAME (from ~/.pypirc) or --repository-url URL")
     if url is not None:
+        parts = urllib.parse.urlsplit(url)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise PublishError(f"--repository-url {url!r} is not an http(s) URL; pass e.g. "
+                               "http://127.0.0.1:8080/", exit_code=ExitCode.BAD_INPUT)
         return Repository(None, url, index_url or url.rstrip("/") + "/simple/")
     assert name is not None
     config = configparser.RawConfigParser()

@@ -169,3 +169,13 @@ def test_unmet_api_number_without_backend(installed):
 def test_unmet_refuses_an_unknown_api_number():
     with pytest.raises(ValueError, match="unknown API number 'jaxlib_version'; known: jaxlib_extension_version"):
         gating.unmet(api={"jaxlib_version": 1})
+
+
+def test_api_number_files_that_cannot_be_read_give_none(tmp_path) -> None:
+    from jaxrel.gating import read_api_number
+
+    (tmp_path / "client.py").write_bytes(b"# \xff\xfe not utf-8\n_version = 42\n")
+    assert read_api_number("client.py", "_version", [str(tmp_path)]) == 42  # undecodable bytes elsewhere
+    (tmp_path / "client.py").write_text("_version = " + "9" * 5000 + "\n")
+    assert read_api_number("client.py", "_version", [str(tmp_path)]) is None  # over Python's digit limit
+    assert read_api_number("client.py", "_version", [tmp_path, b"x", str(tmp_path / "none")]) is None  # type: ignore[list-item]

@@ -229,3 +229,26 @@ def test_bump_keeps_crlf_line_ends(repo: Path) -> None:
         bump.apply(project, bump.plan_bump(project, "0.2.0"))
     data = stamp.read_bytes()
     assert b'VERSION = "0.2.0"\r\n' in data and data.count(b"\n") == data.count(b"\r\n")
+
+
+def _digests(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*"))
+            if p.is_file() and ".git" not in p.parts}
+
+
+def test_bump_with_one_immutable_file_changes_nothing_and_exits_3(repo: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    locked = repo / "plugin" / "splitfam_cpu_plugin" / "version.py"
+    made = subprocess.run(["chattr", "+i", str(locked)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip(f"chattr +i is not supported here: {made.stderr.decode().strip()[:80]}")
+    before = _digests(repo)
+    try:
+        code = main(["release", "bump", "0.2.0", "--project", str(repo)])
+    finally:
+        subprocess.run(["chattr", "-i", str(locked)], check=False)
+    err = capsys.readouterr().err
+    assert code == 3, err
+    assert err.count("\n") == 1 and "Traceback" not in err and "version.py" in err
+    assert _digests(repo) == before, "all or nothing: no file of the bump was written"
+    assert not [p for p in (repo / "plugin" / "splitfam_cpu_plugin").iterdir() if p.name.startswith(".")]

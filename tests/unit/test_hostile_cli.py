@@ -1,0 +1,277 @@
+"""A standing fuzz test: hostile inputs through the CLI's entry point, in process.
+
+For every case: the exit code is the one the table defines (1 refused, 2 bad input, 3 the
+environment or an external service failed), stderr is exactly one line with no traceback and
+no "internal error", and the files the case could touch are byte-for-byte unchanged.
+Network cases use an index on a closed loopback port, so nothing leaves the machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from jaxrel.cli import main
+
+REPO = Path(__file__).resolve().parents[2]
+DEAD_INDEX = "http://127.0.0.1:9/simple/"  # the discard port: connection refused at once
+HUGE = "0." + "9" * 5000
+BAD_VERSIONS = ["banana", "", " ", "1!0.4.30", HUGE, "0.4.30-", "0..4", "v", "0.4.30+", "0.4.30.devx", "∞",
+                "0.4.30\x00", "0x10", "1.0 2.0", "==1.0"]
+
+
+@dataclass(frozen=True)
+class Case:
+    argv: tuple[str, ...]
+    code: int
+    env: tuple[tuple[str, str], ...] = ()
+
+    def __str__(self) -> str:
+        return " ".join(arg[:30] for arg in self.argv)[:120]
+
+
+@pytest.fixture(scope="module")
+def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A directory of hostile files, each named after what is wrong with it."""
+    root = tmp_path_factory.mktemp("hostile")
+    (root / "not-utf8.toml").write_bytes(b'[tool.jaxrel]\nname = "x\xff"\n')
+    (root / "tool-5.toml").write_text("tool = 5\n")
+    (root / "jaxrel-5.toml").write_text("[tool]\njaxrel = 5\n")
+    (root / "bad-toml.toml").write_text("[tool.jaxrel\nprofile = 'jax'\n")
+    (root / "no-table.toml").write_text("[project]\nname = 'x'\n")
+    (root / "bogus-profile.toml").write_text("[tool.jaxrel]\nprofile = 'bogus'\n")
+    (root / "unknown-key.toml").write_text("[tool.jaxrel]\nprofile = 'jax'\ncolour = 'blue'\n")
+    (root / "same-name.toml").write_text(
+        "[tool.jaxrel]\nname = 'x'\n[tool.jaxrel.frontend]\ndistribution = 'x'\n[tool.jaxrel.backend]\n"
+        "distribution = 'X'\n")
+    (root / "epoch-minimum.toml").write_text(
+        "[tool.jaxrel]\nname = 'x'\n[tool.jaxrel.frontend]\ndistribution = 'x'\nminimum-backend = '1!1.0'\n"
+        "[tool.jaxrel.backend]\ndistribution = 'x-core'\n")
+    (root / "a-directory").mkdir()
+    (root / "text-file").write_text("not a program\n")
+    (root / "not-python").write_text("#!/bin/sh\necho hello\n")
+    (root / "not-python").chmod(0o755)
+    for name, value in (("m-list.json", "[1, 2, 3]"), ("m-cells5.json", '{"cells": 5}'), ("m-null.json", "null"),
+                        ("m-bad.json", "{"), ("m-strings.json", '{"cells": ["a", "b"]}')):
+        (root / name).write_text(value)
+    workspace = (REPO / "WORKSPACE").read_text()
+    (root / "ws-banana").write_text(workspace.replace('backend_version = "0.10.2"', 'backend_version = "banana"'))
+    call = workspace[workspace.index("xla_ffi(\n"):]
+    call = call[: call.index("\n)\n") + 3]
+    (root / "ws-two").write_text(workspace + "\n" + call)
+    (root / "ws-none").write_text('workspace(name = "x")\n')
+    (root / "ws-syntax").write_text("xla_ffi(\n")
+    (root / "ws-not-utf8").write_bytes(b"\xff\xfe" + workspace.encode())
+    (root / "ws-not-literal").write_text(workspace.replace('backend_version = "0.10.2"', "backend_version = V"))
+    dist = root / "dist-null-sha"
+    dist.mkdir()
+    (dist / "manifest.json").write_text(json.dumps({"schema": 1, "family": "jax", "version": "0.1.0", "tag": "v0.1.0",
+                                                    "artifacts": [{"file": "x-0.1.0-py3-none-any.whl",
+                                                                   "distribution": "x", "version": "0.1.0",
+                                                                   "role": "frontend", "kind": "wheel",
+                                                                   "sha256": None, "size": 1}]}))
+    bad = root / "dist-bad-json"
+    bad.mkdir()
+    (bad / "manifest.json").write_text("{")
+    (root / "a-file-not-a-dir").write_text("x")
+    (root / "cache-file").write_text("not a directory")
+    tree = root / "tree-no-version"
+    (tree / "jax").mkdir(parents=True)
+    (tree / "jax" / "x.py").write_text("x = 1\n")
+    return root
+
+
+def cases(h: Path) -> list[Case]:
+    found: list[Case] = []
+
+    def add(code: int, *argv: str, env: dict[str, str] | None = None) -> None:
+        found.append(Case(tuple(argv), code, tuple((env or {}).items())))
+
+    # verdict: every malformed version in every role, and pins that do not make sense together
+    for bad in BAD_VERSIONS:
+        add(2, "verdict", f"jax=={bad}", "jaxlib==0.12.0")
+        add(2, "verdict", "jax==0.12.0", f"jaxlib=={bad}")
+        add(2, "verdict", "jax==0.12.0", "jaxlib==0.12.0", f"jax-cuda12-plugin=={bad}")
+        add(2, "verdict", "jax==0.12.0", "jaxlib==0.12.0", "--min-backend", bad)
+    for argv in (("jaxlib",), ("jaxlib=0.4",), ("==0.4",), ("jaxlib==",), ("jax==0.12.0",), ("torch==2.0", "jaxlib==1"),
+                 ("jaxlib==0.12.0", "jaxlib==0.11.2"), ("jax==0.12.0", "jax==0.11.0", "jaxlib==0.11.2"),
+                 ("jaxlib==0.12.0", "JAXLIB==0.12.0"), ("jaxlib==0.12.0", "jax_lib==0.12.0")):
+        add(2, "verdict", *argv)
+    add(1, "verdict", "jax==0.12.0", "jaxlib==0.12.0", "--min-backend", "0.13.0")
+    add(1, "verdict", "jax==0.12.0", "jaxlib==0.12.0.1")
+    # --family: every broken declaration, through three verbs
+    families = ["not-utf8.toml", "tool-5.toml", "jaxrel-5.toml", "bad-toml.toml", "no-table.toml",
+                "bogus-profile.toml", "unknown-key.toml", "same-name.toml", "epoch-minimum.toml", "a-directory",
+                "missing.toml"]
+    for name in families:
+        add(2, "verdict", "jaxlib==0.12.0", "--family", str(h / name))
+        add(2, "doctor", "--family", str(h / name))
+        add(2, "gates", str(REPO / "tests" / "data" / "gates_tree"), "--family", str(h / name))
+    add(2, "verdict", "jaxlib==0.12.0", "--family", "")
+    # doctor --python: things that are not a Python interpreter
+    for python in ("/bin/true", "/bin/false", str(h / "a-directory"), str(h / "text-file"), str(h / "not-python"),
+                   str(h / "missing-python")):
+        add(2, "doctor", "--python", python)
+    # gates: a tree that is not one, a matrix of the wrong shape, a bad minimum
+    gates_tree = str(REPO / "tests" / "data" / "gates_tree")
+    add(2, "gates", str(h / "missing-tree"))
+    add(2, "gates", str(h / "text-file"))
+    add(2, "gates", str(h / "tree-no-version"))
+    for bad in ("banana", "1!0.4", HUGE, "", "99.0"):
+        add(2, "gates", gates_tree, "--min-backend", bad)
+    for matrix in ("m-list.json", "m-cells5.json", "m-null.json", "m-bad.json", "m-strings.json", "missing.json"):
+        add(2, "gates", gates_tree, "--matrix", str(h / matrix))
+    # xla: pins that cannot be read, or would be ambiguous
+    for workspace in ("ws-banana", "ws-two", "ws-none", "ws-syntax", "ws-not-utf8", "ws-not-literal", "missing",
+                      "a-directory"):
+        add(2, "xla", "show", "--workspace", str(h / workspace))
+        add(2, "xla", "pin", "--jaxlib", "0.12.0", "--workspace", str(h / workspace), "--index-url", DEAD_INDEX)
+    for bad in ("banana", "1!0.4", HUGE):
+        add(2, "xla", "pin", "--jaxlib", bad, "--workspace", str(REPO / "WORKSPACE"), "--index-url", DEAD_INDEX)
+    add(3, "xla", "pin", "--jaxlib", "0.12.0", "--workspace", str(h / "ws-copy"), "--index-url", DEAD_INDEX)
+    # build: options that cannot be split, an interpreter that is not here
+    add(2, "build", "--bazel-options=--copt='-O2", "--workspace", str(h / "a-directory"))
+    add(2, "build", '--bazel-options="', "--workspace", str(h / "a-directory"))
+    # matrix / compat: bad options, an index that cannot be reached, a cache that is a file
+    for verb in ("matrix", "compat"):
+        add(2, verb, "--backends", "banana!!", "--index-url", DEAD_INDEX)
+        add(2, verb, "--plugins", "bogus", "--index-url", DEAD_INDEX)
+        add(2, verb, "--wheelhouse", str(h / "missing-wheelhouse"), "--index-url", DEAD_INDEX)
+        add(2, verb, "--frontend", "jax==0.12.0", "--frontend-src", str(h), "--index-url", DEAD_INDEX)
+        add(2, verb, "--frontend-src", str(h / "a-directory"), "--index-url", DEAD_INDEX)
+        add(3, verb, "--index-url", DEAD_INDEX, "--refresh", env={"JAXREL_CACHE_DIR": str(h / "cache-dir")})
+        add(2, verb, "--index-url", DEAD_INDEX, env={"JAXREL_CACHE_DIR": str(h / "cache-file")})
+    # release: manifests, URLs, outputs and versions that are wrong
+    project = str(REPO / "tests" / "data" / "splitfam")
+    add(1, "release", "verify", str(h / "dist-null-sha"), "--project", project)  # verification fails: refused
+    add(1, "release", "verify", str(h / "dist-bad-json"), "--project", project)
+    add(1, "release", "verify", str(h / "missing-dist"), "--project", project)
+    add(2, "release", "publish", str(h / "dist-null-sha"), "--project", project, "--repository-url", "not a url")
+    add(2, "release", "publish", str(h / "dist-null-sha"), "--project", project, "--repository-url", "ftp://x/")
+    add(2, "release", "build", "--project", project, "--output", str(h / "a-file-not-a-dir"))
+    for bad in ("banana", HUGE, "1!2.0"):
+        add(2, "release", "bump", bad, "--project", project, "--dry-run")
+    add(2, "release", "bump", "--project", project, "--dry-run")
+    add(2, "release", "plan", "--project", str(h / "a-directory"), "--index-url", DEAD_INDEX)
+    add(2, "release", "check", str(h / "text-file"), "--index-url", DEAD_INDEX)
+    add(2, "release", "verify", "--project", str(h / "a-directory"))
+    return found
+
+
+def _digests(root: Path) -> dict[str, str]:
+    found = {}
+    for path in sorted(root.rglob("*")):
+        if path.is_file() and not path.is_symlink():
+            found[str(path)] = hashlib.sha256(path.read_bytes()).hexdigest()
+    return found
+
+
+PLACEHOLDER = Path("/HOSTILE")  # stands for the hostile directory until the test runs
+CASES = cases(PLACEHOLDER)
+
+
+def test_there_are_at_least_150_cases() -> None:
+    assert len(CASES) >= 150
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{i}-{c.argv[0]}" for i, c in enumerate(CASES)])
+def test_hostile_input(case: Case, hostile: Path, capsys: pytest.CaptureFixture[str],
+                       monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    def place(text: str) -> str:
+        return text.replace(str(PLACEHOLDER), str(hostile))
+
+    case = Case(tuple(place(a) for a in case.argv), case.code, tuple((k, place(v)) for k, v in case.env))
+    shutil.copy(REPO / "WORKSPACE", hostile / "ws-copy")
+    (hostile / "cache-dir").mkdir(exist_ok=True)
+    monkeypatch.setenv("JAXREL_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("JAXREL_DEBUG", raising=False)
+    for key, value in case.env:
+        monkeypatch.setenv(key, value)
+    monkeypatch.chdir(tmp_path)
+    watched = {**_digests(hostile), **_digests(REPO / "tests" / "data"), str(REPO / "WORKSPACE"): hashlib.sha256(
+        (REPO / "WORKSPACE").read_bytes()).hexdigest()}
+    try:
+        code = main(list(case.argv))
+    except SystemExit as exit_:  # argparse
+        code = int(exit_.code or 0)
+    out, err = capsys.readouterr()
+    assert code == case.code, f"{case}: exit {code}, expected {case.code}; stderr: {err[-500:]}"
+    assert "Traceback" not in err and "internal error" not in err, f"{case}: {err[-500:]}"
+    lines = [line for line in err.splitlines() if not line.startswith(("warning:", "listing ", "downloading "))]
+    if case.code == 1:  # a refusal is the verb's report on stdout; stderr says nothing more
+        assert len(lines) <= 1 and out, f"{case}: {err[-800:]}"
+    else:
+        assert len(lines) == 1, f"{case}: stderr is not one line: {err[-800:]}"
+        assert len(lines[0]) < 600, f"{case}: an unreadably long message ({len(lines[0])} characters)"
+    after = {**_digests(hostile), **_digests(REPO / "tests" / "data"), str(REPO / "WORKSPACE"): hashlib.sha256(
+        (REPO / "WORKSPACE").read_bytes()).hexdigest()}
+    changed = [path for path in watched if watched[path] != after.get(path)]
+    assert not changed, f"{case}: changed {changed}"
+
+
+def _unwritable(path: Path) -> Callable[[], None]:
+    """Make ``path`` unwritable even for root where the file system allows (chattr +i); the undo."""
+    import subprocess
+
+    done = subprocess.run(["chattr", "+i", str(path)], capture_output=True)
+    if done.returncode != 0:
+        pytest.skip(f"cannot make {path.name} immutable here (chattr: {done.stderr.decode().strip()[:80]})")
+    return lambda: subprocess.run(["chattr", "-i", str(path)], check=False)
+
+
+def test_xla_pin_into_an_immutable_workspace_is_exit_3_and_leaves_it(tmp_path: Path,
+                                                                     capsys: pytest.CaptureFixture[str]) -> None:
+    workspace = tmp_path / "WORKSPACE"
+    shutil.copy(REPO / "WORKSPACE", workspace)
+    before = workspace.read_bytes()
+    undo = _unwritable(workspace)
+    try:
+        from jaxrel.extension import xla
+
+        pin = xla.read_pin(workspace)
+        moved = xla.XlaPin(**{**pin.to_json(), "backend_version": "0.12.0", "sha256": "a" * 64})
+        with pytest.raises(OSError):
+            xla.write_pin(workspace, moved)
+    finally:
+        undo()
+    assert workspace.read_bytes() == before
+    assert stat.S_ISREG(os.stat(workspace).st_mode)
+
+
+# Hypothesis: versions and pins, well-formed or not, never crash `verdict`.
+from hypothesis import HealthCheck, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+release_numbers = st.lists(st.integers(0, 10**6), min_size=1, max_size=5).map(lambda p: ".".join(map(str, p)))
+suffixes = st.sampled_from(["", "rc1", "a2", "b0", ".post3", ".dev20241119", "+gabc", ".dev1+local.7", "!", "-x"])
+versions = st.one_of(
+    st.builds(lambda r, s: r + s, release_numbers, suffixes),
+    st.builds(lambda e, r: f"{e}!{r}", st.integers(0, 9), release_numbers),
+    st.text(max_size=30),
+)
+names = st.sampled_from(["jax", "jaxlib", "jax-cuda12-plugin", "jax_cuda12_pjrt", "JAXLIB", "jax-rocm7-plugin",
+                         "torch", ""])
+pins = st.builds(lambda n, sep, v: f"{n}{sep}{v}", names, st.sampled_from(["==", "=", "", "==="]), versions)
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(argv=st.lists(pins, min_size=1, max_size=4), minimum=st.none() | versions)
+def test_verdict_never_crashes_on_any_pins(argv: list[str], minimum: str | None,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    extra = [] if minimum is None else ["--min-backend", minimum]
+    if any(a.startswith("-") for a in argv) or (minimum or "").startswith("-"):
+        return  # an argument that looks like an option is argparse's business
+    code = main(["verdict", *argv, *extra])
+    out, err = capsys.readouterr()
+    assert code in (0, 1, 2), err
+    assert "Traceback" not in err and "internal error" not in err
+    assert (code == 2) == bool(err.strip()) and err.count("\n") <= 1
+    assert (code in (0, 1)) == bool(out)
