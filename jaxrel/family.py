@@ -270,6 +270,7 @@ def jax_profile() -> Family:
             # libtpu has its own numbering; jax loads it without a version check; the tpu
             # extra pins it (libtpu==0.0.N.*): a mismatch is a warning, not a refusal.
             PluginSpec("libtpu", "libtpu", pinned=False, runtime=True),
+            PluginSpec("libtpu-nightly", "libtpu", pinned=False, runtime=True),  # the tpu extra before libtpu
         ),
         api_numbers=(
             ApiNumber(

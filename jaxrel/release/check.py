@@ -342,7 +342,8 @@ def run_checks(project: Project, plan: Plan, index: Index | None = None) -> list
     except locations.LocationError as error:
         return [Check("versions", FAIL, str(error))]
     return [*consistency, _declared(project, plan), *_rules(project, plan), _frontend_range(project, plan),
-            *_pins(project, plan), *_extras_satisfiable(project, plan, index), _unreleased(plan), _changelog(project, plan), *_git(project, plan)]
+            *_pins(project, plan), *_extras_satisfiable(project, plan, index),
+            _unreleased(plan), _changelog(project, plan), *_git(project, plan)]
 
 
 def render(checks: list[Check], plan: Plan) -> str:
