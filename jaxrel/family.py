@@ -23,6 +23,9 @@ A project declares its family in ``pyproject.toml``::
     distribution = "mylib-cuda12"
     pinned = true                                   # false: exempt from the equal-version rule
     set = "cuda12"                                  # plugins installed together in compat cells
+                                                    # (the frontend's extras define sets too)
+    released-separately = false                     # true: own release schedule (ROCm); missing = warning
+    runtime = false                                 # true: own numbering (libtpu), held to the extra's pin
     [tool.jaxrel.releases."1.2.0"]                 # optional release data: API numbers per backend
     core_extension_version = 42
 
@@ -110,6 +113,8 @@ class PluginSpec:
     package: str | None = None
     pinned: bool = True
     set: str | None = None  # the hardware plugin set it belongs to ("cuda12"); installed together
+    released_separately: bool = False  # released on its own schedule: a missing release is a warning
+    runtime: bool = False  # a runtime with its own numbering (libtpu), held to the frontend's extra pin
 
     def for_guard(self) -> GuardPlugin:
         """The guard's view of this plugin."""
@@ -249,13 +254,23 @@ def jax_profile() -> Family:
             version_file="jaxlib/version.py",
             ffi_header="jaxlib/include/xla/ffi/api/c_api.h",
         ),
+        # Which plugins exist and how they pin is read from each release's extras
+        # (jaxrel.compat.extras); the profile keeps what the extras cannot say: the import
+        # names, which distributions jax/jaxlib hold to jaxlib's release number, and which
+        # are exempt (measured from jaxlib/plugin_support.py and jax/_src/xla_bridge.py).
         plugins=(
-            PluginSpec("jax-cuda12-plugin", "jax_cuda12_plugin", set="cuda12"),
-            PluginSpec("jax-cuda12-pjrt", "jax_plugins.xla_cuda12", set="cuda12"),
-            PluginSpec("jax-cuda13-plugin", "jax_cuda13_plugin", set="cuda13"),
-            PluginSpec("jax-cuda13-pjrt", "jax_plugins.xla_cuda13", set="cuda13"),
+            PluginSpec("jax-cuda12-plugin", "jax_cuda12_plugin"),
+            PluginSpec("jax-cuda12-pjrt", "jax_plugins.xla_cuda12"),
+            PluginSpec("jax-cuda13-plugin", "jax_cuda13_plugin"),
+            PluginSpec("jax-cuda13-pjrt", "jax_plugins.xla_cuda13"),
+            PluginSpec("jax-oneapi-plugin", "jax_oneapi_plugin"),
+            PluginSpec("jax-oneapi-pjrt", "jax_plugins.xla_oneapi"),
             # ROCm plugins are released on their own schedule; jaxlib skips their check.
-            PluginSpec("jax-rocm*", None, pinned=False),
+            PluginSpec("jax-rocm*", None, pinned=False, released_separately=True),
+            # libtpu has its own numbering; jax loads it without a version check; the tpu
+            # extra pins it (libtpu==0.0.N.*): a mismatch is a warning, not a refusal.
+            PluginSpec("libtpu", "libtpu", pinned=False, runtime=True),
+            PluginSpec("libtpu-nightly", "libtpu", pinned=False, runtime=True),  # the tpu extra before libtpu
         ),
         api_numbers=(
             ApiNumber(
@@ -282,7 +297,7 @@ _PACKAGE_KEYS = {"distribution", "package", "version-file"}
 _FRONTEND_KEYS = _PACKAGE_KEYS | {"minimum-backend-variable", "minimum-backend"}
 _BACKEND_KEYS = _PACKAGE_KEYS | {"ffi-header"}
 _API_KEYS = {"name", "file", "variable", "aliases", "literal"}
-_PLUGIN_KEYS = {"distribution", "package", "pinned", "set"}
+_PLUGIN_KEYS = {"distribution", "package", "pinned", "set", "released-separately", "runtime"}
 
 
 class _Reader:
@@ -404,6 +419,12 @@ class _Reader:
         pinned = table.get("pinned", True)
         if not isinstance(pinned, bool):
             raise self.error(where, f"'pinned' must be true or false, not {pinned!r}")
+        flags: dict[str, bool] = {}
+        for key in ("released-separately", "runtime"):
+            flag = table.get(key, False)
+            if not isinstance(flag, bool):
+                raise self.error(where, f"{key!r} must be true or false, not {flag!r}")
+            flags[key.replace("-", "_")] = flag
         distribution = self.string(table, "distribution", where, required=True) or ""
         if any(char in distribution for char in "?[]"):
             raise self.error(where, f"'distribution' {distribution!r} may use only '*' as a wildcard")
@@ -412,6 +433,8 @@ class _Reader:
             package=self.string(table, "package", where),
             pinned=pinned,
             set=self.string(table, "set", where),
+            released_separately=flags["released_separately"],
+            runtime=flags["runtime"],
         )
 
     def releases(self, value: Any, family: Family) -> dict[str, dict[str, Any]]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -12,7 +13,7 @@ from packaging.version import InvalidVersion, Version
 from jaxrel.cli._common import UsageError, index_options, say
 from jaxrel.compat import frontend as frontends
 from jaxrel.compat.index import Index
-from jaxrel.compat.matrix import BackendFilter, Matrix
+from jaxrel.compat.matrix import BackendFilter, Matrix, known_plugin_sets
 from jaxrel.compat.planning import matrix_for
 from jaxrel.family import Family, resolve_family
 
@@ -32,8 +33,9 @@ def add_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--python", action="append", default=[], metavar="3.N[,3.M]",
                      help="interpreters for the cells (default: the oldest one here that the frontend supports)")
     sub.add_argument("--backends", metavar="SPEC", help="only these backend releases: >=0.11.2 or 0.12.0,0.11.2")
-    sub.add_argument("--plugins", default=None, metavar="SET[,SET]",
-                     help="hardware plugin sets to add (default: the family's first, cuda12 for jax; 'none')")
+    sub.add_argument("--plugins", default=None, metavar="all|none|SET[,SET]",
+                     help="hardware plugin families to add, as the frontend's extras declare them "
+                          "(cuda12, cuda13, rocm7, oneapi, tpu for jax 0.12); default: all")
     sub.add_argument("--plugins-on", choices=("newest", "all"), default="newest",
                      help="add plugin sets to the newest admitted backend only (default) or to every one")
     index_options(sub)
@@ -55,17 +57,17 @@ def backend_filter(text: str | None) -> BackendFilter | None:
         raise UsageError(f"--backends {text!r}: expected a specifier (>=0.11.2) or versions (0.12.0,0.11.2)") from None
 
 
-def plugin_sets(family: Family, text: str | None) -> list[str]:
-    """``--plugins``: the sets named, ``none``, or by default the family's first set."""
-    if text is None:
-        return list(family.plugin_sets())[:1]
+def plugin_sets(known: Sequence[str], text: str | None, family: str = "") -> list[str]:
+    """``--plugins``: ``all`` (the default: every family the frontend's extras declare), ``none``, or names."""
+    if text is None or text.strip() == "all":
+        return list(known)
     if text.strip() in ("", "none"):
         return []
     names = [name.strip() for name in text.split(",") if name.strip()]
-    unknown = [name for name in names if name not in family.plugin_sets()]
+    unknown = [name for name in names if name not in known]
     if unknown:
-        raise UsageError(f"--plugins: no plugin set {', '.join(unknown)} in family {family.name!r} "
-                         f"(known: {', '.join(family.plugin_sets()) or 'none'}; or 'none')")
+        raise UsageError(f"--plugins: no plugin family {', '.join(unknown)} in {family or 'the frontend'}'s extras "
+                         f"(known: {', '.join(known) or 'none'}; or 'all', 'none')")
     return names
 
 
@@ -74,7 +76,6 @@ def inputs(args: argparse.Namespace, *, build: bool) -> MatrixInputs:
     if args.frontend and args.frontend_src:
         raise UsageError("pass --frontend NAME==V or --frontend-src PATH, not both")
     family = resolve_family(args.family)
-    sets = plugin_sets(family, args.plugins)
     backends = backend_filter(args.backends)  # bad options are reported before the index is asked
     index = Index.from_pip(args.index_url, args.wheelhouse, refresh=args.refresh, progress=say)
     workdir = Path(args.workdir).resolve()
@@ -83,6 +84,8 @@ def inputs(args: argparse.Namespace, *, build: bool) -> MatrixInputs:
         requirement=args.frontend, build=build or bool(args.frontend_src),
     )
     pythons = [p.strip() for item in args.python for p in item.split(",") if p.strip()]
+    spec = front.spec
+    sets = plugin_sets(list(known_plugin_sets(family, spec)), args.plugins, f"{spec.name} {spec.version}")
     matrix = matrix_for(family, index, front.spec, pythons=pythons, backends=backends,
                         plugin_sets=sets, plugins_on=args.plugins_on)
     if getattr(args, "cell", None):

@@ -32,8 +32,9 @@ def run_plan(args: argparse.Namespace) -> int:
 
 def run_check(args: argparse.Namespace) -> int:
     with open_project(Path(args.source), args.family) as project:
-        result = plan.make_plan(project, args.version, _index(args))
-        checks = check.run_checks(project, result)
+        index = _index(args)
+        result = plan.make_plan(project, args.version, index)
+        checks = check.run_checks(project, result, index)
         emit(args, check.to_json(checks, result), check.render(checks, result))
     return 1 if any(c.status == check.Status.FAIL for c in checks) else 0
 

@@ -75,7 +75,8 @@ def frontend_spec(family: Family, info: ArtifactInfo, source: str) -> FrontendSp
         )
     policy.parse_version(minimum, f"minimum {family.backend.distribution} declared by {info.filename}")
     return FrontendSpec(info.name, info.version, minimum, source,
-                        str(declared) if declared is not None else None, info.requires_python)
+                        str(declared) if declared is not None else None, info.requires_python,
+                        tuple(info.requires_dist))
 
 
 def prepare_frontend(

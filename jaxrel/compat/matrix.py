@@ -11,7 +11,7 @@ and are expected to be refused at import by the guard with its fix command.
 from __future__ import annotations
 
 import json
-from collections.abc import Container, Mapping, Sequence
+from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -21,6 +21,7 @@ from packaging.version import Version
 
 from jaxrel import policy
 from jaxrel._util.text import markdown_table
+from jaxrel.compat.extras import PluginFamily, plugin_families, unsatisfied_extras
 from jaxrel.compat.index import Listing
 from jaxrel.errors import BadInput
 from jaxrel.family import Family
@@ -42,6 +43,7 @@ class FrontendSpec:
     source: str  # how it is installed: "sdist FILE (HEAD stand-in)", "wheel FILE", "source PATH"
     backend_range: str | None = None  # its Requires-Dist specifier on the backend
     requires_python: str | None = None
+    requires_dist: tuple[str, ...] = ()  # every Requires-Dist line, extras included (plugin families)
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,7 @@ class Matrix:
     backend: str
     cells: list[Cell] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    unsatisfiable: list[dict[str, Any]] = field(default_factory=list)  # extras the index cannot satisfy
 
     def select(self, patterns: Sequence[str]) -> Matrix:
         """Only the cells whose id matches one of ``patterns`` (``*`` wildcards)."""
@@ -79,11 +82,12 @@ class Matrix:
         chosen = [c for c in self.cells if any(fnmatchcase(c.id, p) for p in patterns)]
         if not chosen:
             raise MatrixError(f"no cell matches {', '.join(patterns)}; cells: {', '.join(c.id for c in self.cells)}")
-        return Matrix(self.family, self.frontend, self.backend, chosen, self.notes)
+        return Matrix(self.family, self.frontend, self.backend, chosen, self.notes, self.unsatisfiable)
 
     def to_json(self) -> dict[str, Any]:
         return {"family": self.family, "frontend": asdict(self.frontend), "backend": self.backend,
-                "cells": [asdict(cell) for cell in self.cells], "notes": self.notes}
+                "cells": [asdict(cell) for cell in self.cells], "notes": self.notes,
+                "unsatisfiable": self.unsatisfiable}
 
     def to_markdown(self) -> str:
         front = self.frontend
@@ -128,6 +132,18 @@ def expectation(
     )
 
 
+def known_plugin_sets(family: Family, frontend: FrontendSpec) -> dict[str, PluginFamily]:
+    """The frontend's plugin families: from its extras, then any set the family declares that they lack."""
+    sets = plugin_families(family, frontend.requires_dist)
+    for name, distributions in family.plugin_sets().items():
+        if name not in sets:
+            specs = [family.plugin_for(d) for d in distributions]
+            sets[name] = PluginFamily(name, (), distributions, (), all(s is not None and s.pinned for s in specs),
+                                      any(s is not None and s.released_separately for s in specs),
+                                      any(s is not None and s.runtime for s in specs))
+    return sets
+
+
 def build_matrix(
     family: Family,
     frontend: FrontendSpec,
@@ -148,7 +164,7 @@ def build_matrix(
     """
     if plugins_on not in ("newest", "all"):
         raise MatrixError(f"plugins_on must be 'newest' or 'all', not {plugins_on!r}")
-    known_sets = family.plugin_sets()
+    known_sets = known_plugin_sets(family, frontend)
     for name in plugin_sets:
         if name not in known_sets:
             known = ", ".join(known_sets) or "none"
@@ -160,6 +176,11 @@ def build_matrix(
     for python, tags in pythons.items():
         _cells_for_python(matrix, family, frontend, listings, python, tags, released,
                           backends, plugin_sets, plugins_on, negatives, known_sets)
+    for missing in unsatisfied_extras(family, frontend.requires_dist, listings):
+        matrix.unsatisfiable.append({"extra": missing.extra, "requirement": missing.requirement,
+                                     "distribution": missing.distribution, "newest": missing.newest,
+                                     "released_separately": missing.released_separately})
+        matrix.notes.append(missing.message(f"{frontend.name}=={frontend.version}"))
     if not any(cell.expected == "accepted" for cell in matrix.cells):
         raise MatrixError(
             f"no {backend_name} release admitted by {frontend.name} {frontend.version} "
@@ -172,7 +193,7 @@ def build_matrix(
 def _cells_for_python(
     matrix: Matrix, family: Family, frontend: FrontendSpec, listings: Mapping[str, Listing], python: str,
     tags: Sequence[Tag], released: Sequence[Version], backends: BackendFilter | None,
-    plugin_sets: Sequence[str], plugins_on: str, negatives: bool, known_sets: Mapping[str, tuple[str, ...]],
+    plugin_sets: Sequence[str], plugins_on: str, negatives: bool, known_sets: Mapping[str, PluginFamily],
 ) -> None:
     backend_name = family.backend.distribution
     available = installable_versions(listings[backend_name], python, tags)
@@ -194,14 +215,7 @@ def _cells_for_python(
     for version in chosen:
         add(version, "admitted")
     newest = chosen[-1] if chosen else None
-    for set_name in plugin_sets:
-        for version in chosen if plugins_on == "all" else ([newest] if newest else []):
-            plugins = _plugin_pins(known_sets[set_name], version, listings, python, tags)
-            if plugins is None:
-                matrix.notes.append(f"Python {python}: plugin set {set_name} has no installable release "
-                                    f"{version}; no plugin cell for {backend_name} {version}")
-            else:
-                add(version, "plugins", plugins, f"-{set_name}")
+    placed = _plugin_cells(matrix, known_sets, plugin_sets, chosen, plugins_on, listings, python, tags, add)
     if not negatives:
         return
     minimum_key = _key(frontend.minimum_backend)
@@ -217,28 +231,86 @@ def _cells_for_python(
     else:
         matrix.notes.append(f"Python {python}: no {backend_name} release newer than {frontend.name} "
                             f"{frontend.version} is installable; no newer-than-frontend cell")
-    for set_name in plugin_sets[:1]:
-        if newest is None:
+    for set_name in plugin_sets:
+        plugin_family = known_sets[set_name]
+        if not plugin_family.pinned:
+            matrix.notes.append(f"Python {python}: plugin set {set_name} is exempt from {PIN_RULE} "
+                                f"({'own numbering' if plugin_family.runtime else 'released separately'}); "
+                                "no mismatched-plugin cell")
             continue
-        other = _mismatched_version(known_sets[set_name], newest, listings, python, tags)
-        plugins = _plugin_pins(known_sets[set_name], other, listings, python, tags) if other else None
+        base = placed.get(set_name, newest)
+        if base is None:
+            continue
+        other = _mismatched_version(plugin_family.distributions, base, listings, python, tags)
+        plugins = _plugin_pins(plugin_family, other, listings, python, tags) if other else None
         if plugins:
-            add(newest, "mismatched-plugin", plugins, f"-{set_name}@{other}")
+            add(base, "mismatched-plugin", plugins, f"-{set_name}@{other}")
         else:
             matrix.notes.append(f"Python {python}: plugin set {set_name} has no other installable release; "
                                 "no mismatched-plugin cell")
 
 
+PIN_RULE = policy.Rule.PLUGIN_MATCHES_BACKEND.value
+
+
+def _plugin_cells(
+    matrix: Matrix, known_sets: Mapping[str, PluginFamily], plugin_sets: Sequence[str], chosen: Sequence[Version],
+    plugins_on: str, listings: Mapping[str, Listing], python: str, tags: Sequence[Tag],
+    add: Callable[[Version, str, Sequence[tuple[str, str]], str], None],
+) -> dict[str, Version]:
+    """A positive cell per family on the newest admitted backend it installs with (or on each); where placed."""
+    placed: dict[str, Version] = {}
+    backend_name = matrix.backend
+    for set_name in plugin_sets:
+        plugin_family = known_sets[set_name]
+        candidates = list(reversed(chosen)) if plugins_on == "newest" else chosen
+        added = False
+        for version in candidates:
+            plugins = _plugin_pins(plugin_family, version, listings, python, tags)
+            if plugins is None:
+                if plugins_on == "all":
+                    matrix.notes.append(f"Python {python}: plugin set {set_name} has no installable release "
+                                        f"for {backend_name} {version}; no plugin cell for it")
+                continue
+            add(version, "plugins", plugins, f"-{set_name}")
+            placed.setdefault(set_name, version)
+            added = True
+            if plugins_on == "newest":
+                break
+        if not added and plugins_on == "newest":
+            matrix.notes.append(f"Python {python}: plugin set {set_name} ({', '.join(plugin_family.distributions)}) "
+                                f"has no installable release for any admitted {backend_name} "
+                                f"({', '.join(str(v) for v in chosen) or 'none'}); no plugin cell")
+    return placed
+
+
 def _plugin_pins(
-    distributions: Sequence[str], version: Version, listings: Mapping[str, Listing], python: str, tags: Sequence[Tag]
+    plugin_family: PluginFamily, version: Version, listings: Mapping[str, Listing], python: str,
+    tags: Sequence[Tag],
 ) -> list[tuple[str, str]] | None:
-    """Every plugin of a set at ``version``, or ``None`` when one of them has no installable wheel."""
+    """Every distribution of a family for backend ``version``, or ``None`` when one has no installable wheel.
+
+    A pinned distribution is at the backend's version; an exempt one (ROCm) at its newest release
+    with the backend's release number (``0.12.0.post1`` for 0.12.0); a runtime with its own
+    numbering (libtpu) at the newest release the frontend's extra admits.
+    """
     pins = []
-    for name in distributions:
+    for name in plugin_family.distributions:
         listing = listings.get(name)
-        if listing is None or listing.wheel_for(version, python, tags) is None:
+        if listing is None:
             return None
-        pins.append((name, str(version)))
+        chosen: Version | None
+        if plugin_family.pinned:
+            chosen = version if listing.wheel_for(version, python, tags) else None
+        else:
+            available = installable_versions(listing, python, tags)
+            same = [v for v in available if _key(v) == _key(version)]
+            specifier = plugin_family.specifier(name)
+            admitted = [v for v in available if specifier is not None and specifier.contains(v)]
+            chosen = same[-1] if same else (admitted[-1] if admitted and plugin_family.runtime else None)
+        if chosen is None:
+            return None
+        pins.append((name, str(chosen)))
     return pins
 
 

@@ -8,7 +8,14 @@ from packaging.specifiers import SpecifierSet
 
 from jaxrel.compat.frontend import CompatError
 from jaxrel.compat.index import Index
-from jaxrel.compat.matrix import BackendFilter, FrontendSpec, Matrix, MatrixError, build_matrix
+from jaxrel.compat.matrix import (
+    BackendFilter,
+    FrontendSpec,
+    Matrix,
+    MatrixError,
+    build_matrix,
+    known_plugin_sets,
+)
 from jaxrel.compat.pythons import find_pythons, python_for
 from jaxrel.family import Family
 
@@ -18,7 +25,9 @@ def matrix_for(
     backends: BackendFilter | None = None, plugin_sets: Sequence[str] = (), plugins_on: str = "newest",
 ) -> Matrix:
     """The matrix from the index's listings; with no ``pythons``, the oldest interpreter here that works."""
-    projects = [family.backend.distribution, *{d for s in plugin_sets for d in family.plugin_sets().get(s, ())}]
+    known = known_plugin_sets(family, spec)
+    # every family's listings: the cells need the chosen ones, the satisfiability check all of them
+    projects = [family.backend.distribution, *dict.fromkeys(d for f in known.values() for d in f.distributions)]
     listings = {project: index.listing(project) for project in projects}
 
     def build(chosen: Sequence[str]) -> Matrix:

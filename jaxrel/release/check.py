@@ -24,6 +24,8 @@ from packaging.version import Version
 
 from jaxrel import policy
 from jaxrel._util.text import table
+from jaxrel.compat.extras import plugin_families, unsatisfied_extras
+from jaxrel.compat.index import Index, IndexClientError, IndexFile, Listing
 from jaxrel.release import locations
 from jaxrel.release.config import Component, Location
 from jaxrel.release.pins import frontend_range, is_frontend_range, pins_exactly
@@ -37,9 +39,10 @@ class Status(StrEnum):
     PASS = "pass"
     FAIL = "fail"
     NOT_APPLICABLE = "n/a"
+    WARN = "warn"  # does not fail the release (a family released separately, e.g. ROCm)
 
 
-PASS, FAIL, NOT_APPLICABLE = Status.PASS, Status.FAIL, Status.NOT_APPLICABLE
+PASS, FAIL, NOT_APPLICABLE, WARN = Status.PASS, Status.FAIL, Status.NOT_APPLICABLE, Status.WARN
 
 
 @dataclass(frozen=True)
@@ -235,6 +238,44 @@ def _frontend_extras(project: Project, plan: Plan, current: Version) -> list[Che
     return checks
 
 
+def _extras_satisfiable(project: Project, plan: Plan, index: Index | None) -> list[Check]:
+    """Every plugin family extra of the frontend can be installed at release time: each requirement on a
+    family distribution is met by the index or by this release; a family released separately (ROCm)
+    that is not met yet is a warning naming the release it expects."""
+    frontend = project.release.frontend()
+    if frontend is None or index is None:
+        return []
+    requirements, source = _requirements(project, frontend)
+    if requirements is None:
+        return [Check("extras-satisfiable", NOT_APPLICABLE, f"cannot read the frontend's requirements: {source}")]
+    family = project.family
+    texts = [str(r) for r in requirements]
+    names = {d for f in plugin_families(family, texts).values() for d in f.distributions}
+    listings: dict[str, Listing] = {}
+    try:
+        for name in sorted(names | {str(canonicalize_name(family.backend.distribution))}):
+            listings[name] = index.listing(name)
+    except IndexClientError as error:
+        return [Check("extras-satisfiable", FAIL, f"cannot tell whether the extras can be installed: {error}")]
+    in_release = [(str(canonicalize_name(p.distribution)), Version(plan.version)) for p in plan.components
+                  if p.in_release]
+    for name, version in in_release:  # what this release uploads counts as available
+        if name in listings:
+            listings[name] = Listing(name, [*listings[name].files, IndexFile(
+                f"{name.replace('-', '_')}-{version}-py3-none-any.whl", "", "this release")])
+    checks = []
+    frontend_name = f"{family.frontend.distribution}=={plan.version}"
+    for missing in unsatisfied_extras(family, texts, listings):
+        status = WARN if missing.released_separately else FAIL
+        fix = (f"release {missing.requirement} before {frontend_name}, or drop it from the extra"
+               if not missing.released_separately else None)
+        checks.append(Check(f"extra:{missing.extra}", status, missing.message(frontend_name), fix))
+    if not checks:
+        checks.append(Check("extras-satisfiable", PASS, f"{source}: every plugin family extra can be installed "
+                            "from the index or this release"))
+    return checks
+
+
 def _unreleased(plan: Plan) -> Check:
     taken = [p.distribution for p in plan.components if p.in_release and p.on_index]
     if any(p.in_release and p.on_index is None for p in plan.components):
@@ -306,8 +347,8 @@ def _paths(project: Project) -> list[Check]:
     return [Check("paths", PASS, f"every component's directory exists ({len(project.release.components)})")]
 
 
-def run_checks(project: Project, plan: Plan) -> list[Check]:
-    """Every check, in order."""
+def run_checks(project: Project, plan: Plan, index: Index | None = None) -> list[Check]:
+    """Every check, in order (the extras' satisfiability only with an ``index``)."""
     paths = _paths(project)
     if any(c.status == FAIL for c in paths):
         return paths
@@ -316,16 +357,19 @@ def run_checks(project: Project, plan: Plan) -> list[Check]:
     except locations.LocationError as error:
         return [Check("versions", FAIL, str(error))]
     return [*paths, *consistency, _declared(project, plan), *_rules(project, plan), _frontend_range(project, plan),
-            *_pins(project, plan), _unreleased(plan), _changelog(project, plan), *_git(project, plan)]
+            *_pins(project, plan), *_extras_satisfiable(project, plan, index),
+            _unreleased(plan), _changelog(project, plan), *_git(project, plan)]
 
 
 def render(checks: list[Check], plan: Plan) -> str:
-    marks = {PASS: "ok  ", FAIL: "FAIL", NOT_APPLICABLE: "n/a "}
+    marks = {PASS: "ok  ", FAIL: "FAIL", NOT_APPLICABLE: "n/a ", WARN: "warn"}
     lines = [f"release check {plan.family} {plan.version} ({plan.contents})",
              table(None, [(marks[c.status], c.name, c.line()) for c in checks], indent="  ")]
     failed = sum(c.status == FAIL for c in checks)
+    warned = sum(c.status == WARN for c in checks)
     lines.append(f"{len(checks)} checks: {sum(c.status == PASS for c in checks)} passed, {failed} failed, "
-                 f"{sum(c.status == NOT_APPLICABLE for c in checks)} not applicable")
+                 f"{sum(c.status == NOT_APPLICABLE for c in checks)} not applicable"
+                 + (f", {warned} warning(s)" if warned else ""))
     return "\n".join(lines)
 
 

@@ -19,8 +19,46 @@ DATA = Path(__file__).parents[1] / "data" / "listings.json"
 LINUX = ["manylinux_2_28_x86_64", "manylinux_2_27_x86_64", "manylinux_2_17_x86_64", "manylinux2014_x86_64",
          "linux_x86_64"]
 FAMILY = jax_profile()
-JAX_0_10_2 = FrontendSpec("jax", "0.10.2", "0.10.1", "wheel", "<=0.10.2,>=0.10.1", ">=3.11")
-JAX_0_12_0_1 = FrontendSpec("jax", "0.12.0.1", "0.11.2", "sdist", "<=0.12.0.1,>=0.11.2", ">=3.12")
+# jax 0.10.2's cuda12 extras (its real METADATA; the recorded listings keep the other families from 0.11 on)
+JAX_0_10_2_REQUIRES = (
+    'jaxlib<=0.10.2,>=0.10.2; extra == "cuda12"',
+    'jax-cuda12-plugin[with-cuda]<=0.10.2,>=0.10.2; extra == "cuda12"',
+    'jaxlib<=0.10.2,>=0.10.2; extra == "cuda12-local"',
+    'jax-cuda12-plugin<=0.10.2,>=0.10.2; extra == "cuda12-local"',
+)
+# jax 0.12.0.1's Requires-Dist, every line of its real METADATA
+JAX_0_12_0_1_REQUIRES = (
+    'jaxlib<=0.12.0.1,>=0.11.2',
+    'ml_dtypes>=0.5.0',
+    'numpy>=2.2',
+    'opt_einsum',
+    'scipy>=1.15',
+    'jaxlib==0.11.2; extra == "minimum-jaxlib"',
+    'jaxlib==0.11.2; extra == "ci"',
+    'jaxlib<=0.12.0.1,>=0.12.0.1; extra == "tpu"',
+    'libtpu==0.0.50.*; extra == "tpu"',
+    'requests; extra == "tpu"',
+    'jaxlib<=0.12.0.1,>=0.12.0.1; extra == "cuda"',
+    'jax-cuda12-plugin[with-cuda]<=0.12.0.1,>=0.12.0.1; extra == "cuda"',
+    'jaxlib<=0.12.0.1,>=0.12.0.1; extra == "cuda12"',
+    'jax-cuda12-plugin[with-cuda]<=0.12.0.1,>=0.12.0.1; extra == "cuda12"',
+    'jaxlib<=0.12.0.1,>=0.12.0.1; extra == "cuda13"',
+    'jax-cuda13-plugin[with-cuda]<=0.12.0.1,>=0.12.0.1; extra == "cuda13"',
+    'jaxlib<=0.12.0.1,>=0.12.0.1; extra == "cuda12-local"',
+    'jax-cuda12-plugin<=0.12.0.1,>=0.12.0.1; extra == "cuda12-local"',
+    'jaxlib<=0.12.0.1,>=0.12.0.1; extra == "cuda13-local"',
+    'jax-cuda13-plugin<=0.12.0.1,>=0.12.0.1; extra == "cuda13-local"',
+    'jaxlib<=0.12.0.1,>=0.12.0.1; extra == "rocm7-local"',
+    'jax-rocm7-plugin==0.12.0.1.*; extra == "rocm7-local"',
+    'jaxlib<=0.12.0.1,>=0.12.0.1; extra == "oneapi"',
+    'jax-oneapi-plugin[with-oneapi]<=0.12.0.1,>=0.12.0.1; extra == "oneapi"',
+    'kubernetes; extra == "k8s"',
+    'xprof; extra == "xprof"',
+)
+JAX_0_10_2 = FrontendSpec("jax", "0.10.2", "0.10.1", "wheel", "<=0.10.2,>=0.10.1", ">=3.11",
+                          JAX_0_10_2_REQUIRES)
+JAX_0_12_0_1 = FrontendSpec("jax", "0.12.0.1", "0.11.2", "sdist", "<=0.12.0.1,>=0.11.2", ">=3.12",
+                            JAX_0_12_0_1_REQUIRES)
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +120,8 @@ def test_admitted_cells_equal_the_declared_range_for_every_pair(listings):
         installable = installable_versions(listings["jaxlib"], python, supported_tags(python, LINUX))
         declared = [str(v) for v in installable if v in SpecifierSet(spec.backend_range or "")]
         assert backends_of(matrix) == declared
-        assert not matrix.notes
+        # issue #16 adds notes on extras the index cannot satisfy; no other note may appear
+        assert [n for n in matrix.notes if "cannot be installed from the index" not in n] == []
 
 
 def test_yanked_and_foreign_platform_releases_are_not_cells(listings):
@@ -144,3 +183,69 @@ def test_output_formats(listings):
     markdown = matrix.to_markdown()
     row = "| `py3.11-jaxlib0.10.0` | 3.11 | 0.10.0 | – | below-minimum | refused (backend-at-least-minimum) |"
     assert row in markdown
+
+
+TPU_LINUX = ["manylinux_2_31_x86_64", *LINUX]  # libtpu wheels are manylinux_2_31
+
+
+def test_plugin_families_come_from_the_extras():
+    from jaxrel.compat.extras import plugin_families
+
+    families = plugin_families(FAMILY, JAX_0_12_0_1_REQUIRES)
+    assert list(families) == ["tpu", "cuda12", "cuda13", "rocm7", "oneapi"]
+    assert families["cuda12"].extras == ("cuda", "cuda12", "cuda12-local")
+    assert families["cuda12"].distributions == ("jax-cuda12-plugin", "jax-cuda12-pjrt")
+    assert families["rocm7"].extras == ("rocm7-local",) and not families["rocm7"].pinned
+    assert families["rocm7"].released_separately
+    assert families["tpu"].distributions == ("libtpu",) and families["tpu"].runtime
+    assert str(families["tpu"].specifier("libtpu")) == "==0.0.50.*"
+    assert families["oneapi"].pinned and families["cuda13"].pinned
+
+
+def test_default_plugin_families_of_jax_0_12_0_1(listings):
+    from jaxrel.compat.matrix import known_plugin_sets
+
+    sets = list(known_plugin_sets(FAMILY, JAX_0_12_0_1))
+    matrix = build_matrix(FAMILY, JAX_0_12_0_1, listings, {"3.12": supported_tags("3.12", TPU_LINUX)},
+                          plugin_sets=sets)
+    cells = {c.id: c for c in matrix.cells}
+    assert cells["py3.12-jaxlib0.12.0.1-cuda13"].plugins == (
+        ("jax-cuda13-plugin", "0.12.0.1"), ("jax-cuda13-pjrt", "0.12.0.1"))
+    assert cells["py3.12-jaxlib0.12.0.1-cuda13@0.12.0"].rules == ("plugin-matches-backend",)
+    assert cells["py3.12-jaxlib0.12.0.1-cuda12@0.12.0"].expected == "refused"
+    # ROCm: the newest admitted jaxlib the index has a ROCm release for, accepted (exempt)
+    assert cells["py3.12-jaxlib0.12.0-rocm7"].plugins == (("jax-rocm7-plugin", "0.12.0"), ("jax-rocm7-pjrt", "0.12.0"))
+    assert cells["py3.12-jaxlib0.12.0-rocm7"].expected == "accepted"
+    assert cells["py3.12-jaxlib0.11.2-oneapi"].plugins == (
+        ("jax-oneapi-plugin", "0.11.2"), ("jax-oneapi-pjrt", "0.11.2"))
+    # libtpu at the newest release the tpu extra's pin (==0.0.50.*) admits
+    assert cells["py3.12-jaxlib0.12.0.1-tpu"].plugins == (("libtpu", "0.0.50.1"),)
+    assert not any(c.id.endswith(("-rocm7@", "-tpu@")) for c in matrix.cells)
+    assert [(u["extra"], u["requirement"], u["newest"], u["released_separately"]) for u in matrix.unsatisfiable] == [
+        ("rocm7-local", "jax-rocm7-plugin==0.12.0.1.*", "0.12.0", True),
+        ("oneapi", "jax-oneapi-plugin<=0.12.0.1,>=0.12.0.1", "0.11.2", False),
+    ]
+    assert any("jax==0.12.0.1[oneapi] cannot be installed" in n and "0.11.2" in n for n in matrix.notes)
+    assert matrix.to_json()["unsatisfiable"] == matrix.unsatisfiable
+
+
+def test_rocm_post_release_stands_for_its_jaxlib(listings):
+    from jaxrel.compat.extras import plugin_families
+
+    rocm = plugin_families(FAMILY, JAX_0_12_0_1_REQUIRES)["rocm7"]
+    from jaxrel.compat.matrix import _plugin_pins
+
+    pins = _plugin_pins(rocm, Version("0.11.0"), listings, "3.12", supported_tags("3.12", LINUX))
+    assert pins == [("jax-rocm7-plugin", "0.11.0.post1"), ("jax-rocm7-pjrt", "0.11.0.post1")]
+
+
+def test_no_plugin_cell_is_said_not_hidden(listings):
+    # on Python 3.12 without manylinux_2_31, libtpu has no wheel: a line says so
+    matrix = build_matrix(FAMILY, JAX_0_12_0_1, listings, tags("3.12"), plugin_sets=["tpu"])
+    assert not any(c.id.endswith("-tpu") for c in matrix.cells)
+    assert any("plugin set tpu (libtpu) has no installable release" in n for n in matrix.notes)
+
+
+def test_unknown_plugin_set_names_the_families_of_the_extras(listings):
+    with pytest.raises(MatrixError, match="has: tpu, cuda12, cuda13, rocm7, oneapi"):
+        build_matrix(FAMILY, JAX_0_12_0_1, listings, tags("3.12"), plugin_sets=["cuda11"])

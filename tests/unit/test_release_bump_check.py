@@ -252,3 +252,38 @@ def test_bump_with_one_immutable_file_changes_nothing_and_exits_3(repo: Path,
     assert err.count("\n") == 1 and "Traceback" not in err and "version.py" in err
     assert _digests(repo) == before, "all or nothing: no file of the bump was written"
     assert not [p for p in (repo / "plugin" / "splitfam_cpu_plugin").iterdir() if p.name.startswith(".")]
+
+
+def test_extras_that_cannot_be_installed_fail_except_families_released_separately(
+        repo: Path, tmp_path: Path) -> None:
+    config = repo / "pyproject.toml"
+    config.write_text(config.read_text().replace('''set = "cpu"
+''', '''set = "cpu"
+
+[[tool.jaxrel.plugins]]
+distribution = "splitfam-gpu-plugin"
+
+[[tool.jaxrel.plugins]]
+distribution = "splitfam-rocm*"
+pinned = false
+released-separately = true
+'''))
+    frontend = repo / "frontend/pyproject.toml"
+    frontend.write_text(frontend.read_text().replace('''[tool.setuptools''', '''[project.optional-dependencies]
+cpu = ["splitfam-core>=0.1.0,<=0.1.0", "splitfam-cpu-plugin>=0.1.0,<=0.1.0"]
+gpu = ["splitfam-gpu-plugin>=0.1.0,<=0.1.0"]
+rocm = ["splitfam-rocm-plugin==0.1.0.*"]
+
+[tool.setuptools'''))
+    with open_project(repo) as project:
+        made = plan.make_plan(project, None, offline(tmp_path))
+        found = {c.name: c for c in check.run_checks(project, made, offline(tmp_path))}
+    # the cpu plugin is part of this release: satisfiable; gpu is on no index and not released: a failure
+    assert "extra:cpu" not in found
+    assert found["extra:gpu"].status == check.FAIL
+    assert "splitfam==0.1.0[gpu] cannot be installed" in found["extra:gpu"].detail
+    assert "splitfam-gpu-plugin<=0.1.0,>=0.1.0" in found["extra:gpu"].detail
+    # ROCm-like families come on their own schedule: a warning naming the release expected
+    assert found["extra:rocm"].status == check.WARN
+    assert "splitfam-rocm-plugin==0.1.0.*" in found["extra:rocm"].detail
+    assert "warning(s)" in check.render(list(found.values()), made)
