@@ -15,6 +15,8 @@ from dataclasses import asdict, dataclass, field
 from importlib import metadata
 from typing import Any
 
+from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from jaxrel import policy
@@ -36,6 +38,7 @@ class Installed:
     name: str
     version: str
     location: str
+    requires: list[str] = field(default_factory=list)  # Requires-Dist, extras' markers included
 
 
 @dataclass
@@ -79,7 +82,7 @@ def _distributions(path: list[str]) -> dict[str, Installed]:
         name = dist.metadata["Name"]
         if name and canonicalize_name(name) not in found:
             found[canonicalize_name(name)] = Installed(
-                canonicalize_name(name), dist.version, str(dist.locate_file(""))
+                canonicalize_name(name), dist.version, str(dist.locate_file("")), list(dist.requires or [])
             )
     return found
 
@@ -152,7 +155,8 @@ def diagnose(family: Family, env: Environment) -> policy.Verdict:
 
 def to_json(family: Family, env: Environment, result: policy.Verdict) -> dict[str, Any]:
     """The doctor's stable JSON object."""
-    return {**result.to_json(), "family": family.name, "environment": asdict(env)}
+    return {**result.to_json(), "family": family.name, "environment": asdict(env),
+            "plugin_families": [asdict(status) for status in plugin_families(family, env)]}
 
 
 def render(family: Family, env: Environment, result: policy.Verdict) -> str:
@@ -170,6 +174,11 @@ def render(family: Family, env: Environment, result: policy.Verdict) -> str:
         rows.append(("XLA FFI API", env.xla_ffi_api or "unknown", family.backend.ffi_header))
     lines = [f"jaxrel doctor: family {family.name}", table(None, rows, indent="  ")]
     lines += [f"  note: {note}" for note in env.notes]
+    statuses = plugin_families(family, env)
+    if statuses:
+        lines.append("plugin families:")
+        lines += [f"  {s.name}: {s.verdict} ({', '.join(s.installed)}): {s.detail}" + (f"; fix: {s.fix}" if s.fix
+                                                                                        else "") for s in statuses]
     lines.append(f"verdict: {'compatible' if result.compatible else 'INCOMPATIBLE'}")
     lines += [f"  x {v.rule}: {v.message}" for v in result.violations]
     lines += [f"  ! {w.rule}: {w.message} ({w.fix})" for w in result.warnings]
@@ -177,3 +186,80 @@ def render(family: Family, env: Environment, result: policy.Verdict) -> str:
         lines.append(f"fix: {result.fix}")
         lines += [f" or: {alt}" for alt in result.alternatives]
     return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class FamilyStatus:
+    """One installed hardware family (its plugin and pjrt, or a runtime), judged against the backend."""
+
+    name: str  # cuda12, rocm7, tpu
+    installed: tuple[str, ...]  # "jax-cuda12-plugin 0.12.0.1", ...
+    verdict: str  # ok | mismatched | exempt | warning
+    detail: str
+    fix: str | None = None
+
+
+def _family_name(distribution: str, frontend: str) -> str:
+    name = distribution.removeprefix(f"{frontend}-").removesuffix("-plugin").removesuffix("-pjrt")
+    return "tpu" if name.startswith("libtpu") else name
+
+
+def _extra_pin(frontend: Installed | None, distribution: str) -> tuple[str, SpecifierSet] | None:
+    """The frontend's extra that pins ``distribution`` and its specifier (``tpu``, ``==0.0.50.*``)."""
+    for text in frontend.requires if frontend else []:
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            continue
+        if canonicalize_name(requirement.name) == distribution and requirement.marker is not None:
+            extra = str(requirement.marker).split("==")[-1].strip().strip("\"'")
+            return extra, requirement.specifier
+    return None
+
+
+def plugin_families(family: Family, env: Environment) -> list[FamilyStatus]:
+    """Each installed plugin family with its verdict and fix.
+
+    Pinned families (CUDA, oneapi) must have the backend's release number, as jaxlib's
+    ``check_plugin_version`` requires (otherwise it skips the plugin with a warning); families
+    released separately (ROCm) are exempt, as jaxlib exempts them; a runtime with its own
+    numbering (libtpu) is held to the pin of the frontend's extra, as a warning: jax loads it
+    without a version check.
+    """
+    grouped: dict[str, list[Installed]] = {}
+    for dist in env.plugins:
+        grouped.setdefault(_family_name(dist.name, canonicalize_name(family.frontend.distribution)), []).append(dist)
+    backend = env.backend
+    statuses = []
+    for name, dists in sorted(grouped.items()):
+        shown = tuple(f"{d.name} {d.version}" for d in dists)
+        specs = [family.plugin_for(d.name) for d in dists]
+        if any(s is not None and s.runtime for s in specs):
+            pinned = [(d, pin) for d in dists if (pin := _extra_pin(env.frontend, d.name))]
+            wrong = [(d, pin) for d, pin in pinned if not pin[1].contains(d.version, prereleases=True)]
+            if wrong:
+                dist, (extra, spec) = wrong[0]
+                statuses.append(FamilyStatus(name, shown, "warning", f"{dist.name} {dist.version} is outside "
+                                             f"{family.frontend.distribution}[{extra}]'s pin {spec}; jax loads it "
+                                             "without a version check", f'pip install "{dist.name}{spec}"'))
+            else:
+                statuses.append(FamilyStatus(name, shown, "ok", "its own numbering; within the frontend's pin"
+                                             if pinned else "its own numbering; no pin in the frontend's extras"))
+        elif any(s is not None and not s.pinned for s in specs):
+            statuses.append(FamilyStatus(name, shown, "exempt", "released on its own schedule; jaxlib does not "
+                                         "hold it to its release number"))
+        elif backend is None:
+            statuses.append(FamilyStatus(name, shown, "mismatched", f"no {family.backend.distribution} installed",
+                                         f"pip install {family.backend.distribution}"))
+        else:
+            key = policy.release_key(policy.parse_version(backend.version))
+            wrong_dists = [d for d in dists if policy.release_key(policy.parse_version(d.version)) != key]
+            if wrong_dists:
+                aligned = " ".join(f'"{d.name}=={backend.version}"' for d in wrong_dists)
+                statuses.append(FamilyStatus(name, shown, "mismatched", f"must have {family.backend.distribution}"
+                                             f"'s release number {backend.version}; jaxlib skips it otherwise",
+                                             f"pip install {aligned}"))
+            else:
+                statuses.append(FamilyStatus(name, shown, "ok", f"matches {family.backend.distribution} "
+                                             f"{backend.version}"))
+    return statuses

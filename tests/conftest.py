@@ -55,5 +55,3 @@ def site(tmp_path: Path) -> Site:
     return Site(tmp_path / "site")
 
 
-# The compat suite runs inside each compat cell's environment (jaxrel compat), not here.
-collect_ignore = ["compat"]

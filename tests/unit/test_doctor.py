@@ -61,3 +61,39 @@ def test_rocm_plugin_exempt(site):
     site.distribution("jax-rocm7-plugin", "0.9.1")
     _, result = diagnose(site)
     assert result.compatible
+
+
+def test_plugin_families_each_with_its_verdict_and_fix(site):
+    site.jax("0.12.0.1", "0.11.2")
+    site.write("jax-0.12.0.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: jax\nVersion: 0.12.0.1\n"
+               "Provides-Extra: tpu\nRequires-Dist: libtpu==0.0.50.*; extra == \"tpu\"\n")
+    site.jaxlib("0.12.0.1")
+    site.distribution("jax-cuda12-plugin", "0.12.0.1")
+    site.distribution("jax-cuda12-pjrt", "0.12.0.1")
+    site.distribution("jax-cuda13-plugin", "0.12.0")
+    site.distribution("jax-rocm7-plugin", "0.12.0.post1")
+    site.distribution("libtpu", "0.0.52")
+    family = jax_profile()
+    env, result = diagnose(site)
+    found = {s.name: s for s in doctor.plugin_families(family, env)}
+    assert found["cuda12"].verdict == "ok" and len(found["cuda12"].installed) == 2
+    assert found["cuda13"].verdict == "mismatched"
+    assert found["cuda13"].fix == 'pip install "jax-cuda13-plugin==0.12.0.1"'
+    assert found["rocm7"].verdict == "exempt"
+    assert found["tpu"].verdict == "warning" and found["tpu"].fix == 'pip install "libtpu==0.0.50.*"'
+    text = doctor.render(family, env, result)
+    assert "plugin families:" in text and 'cuda13: mismatched' in text
+    data = doctor.to_json(family, env, result)
+    assert {f["name"]: f["verdict"] for f in data["plugin_families"]} == {
+        "cuda12": "ok", "cuda13": "mismatched", "rocm7": "exempt", "tpu": "warning"}
+
+
+def test_a_runtime_within_the_extras_pin_is_ok(site):
+    site.jax("0.12.0.1", "0.11.2")
+    site.write("jax-0.12.0.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: jax\nVersion: 0.12.0.1\n"
+               "Requires-Dist: libtpu==0.0.50.*; extra == \"tpu\"\n")
+    site.jaxlib("0.12.0.1")
+    site.distribution("libtpu", "0.0.50.1")
+    env, _ = diagnose(site)
+    (status,) = doctor.plugin_families(jax_profile(), env)
+    assert (status.name, status.verdict, status.fix) == ("tpu", "ok", None)
