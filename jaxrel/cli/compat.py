@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     options = runner.Options(workdir=workdir, suite=Path(args.suite).resolve() if args.suite else runner.DEFAULT_SUITE,
                              keyword=args.k, frontend_tests=args.frontend_tests,
                              use_uv=False if args.no_uv else None, extensions=not args.no_extension,
-                             workspace=workspace)
+                             workspace=workspace, index=found.index)
     results = runner.run(matrix, found.family, front, options)
     json_path, md_path = report.write(workdir, matrix, results)
     if args.json:

@@ -25,10 +25,11 @@ from packaging.utils import canonicalize_name
 
 import jaxrel
 from jaxrel import doctor
+from jaxrel._util.files import sha256_of
 from jaxrel._util.text import tail
 from jaxrel.compat import envs
 from jaxrel.compat.frontend import CompatError, PreparedFrontend
-from jaxrel.compat.index import IndexClientError
+from jaxrel.compat.index import Index, IndexClientError
 from jaxrel.compat.matrix import Cell, Matrix
 from jaxrel.compat.pythons import python_for
 from jaxrel.compat.wheels import write_wheel
@@ -89,6 +90,7 @@ class CellResult:
     extension: str | None = None  # the extension wheels installed in the cell, or why none were
     backend_api: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    wheels: dict[str, str] = field(default_factory=dict)  # every family wheel installed (file name -> sha256)
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "cell": asdict(self.cell)}
@@ -105,6 +107,7 @@ class Options:
     use_uv: bool | None = None
     extensions: bool = True  # build the workspace's Bazel wheels (e.g. an XLA FFI extension) and add them to cells
     workspace: Path | None = None  # the user's Bazel workspace (None: none, extensions are skipped with a reason)
+    index: Index | None = None  # install the backend and plugins from files verified against it (else by name)
     progress: Progress = field(default=lambda message: print(message, file=sys.stderr, flush=True))
 
 
@@ -131,6 +134,19 @@ def _counts(junit: Path) -> tuple[TestCounts, dict[str, str]]:
             counts.passed += 1
             outcomes[name] = "passed"
     return counts, outcomes
+
+
+def verified_wheel(index: Index, name: str, version: str, python: str) -> Path:
+    """The local file of ``name==version``'s wheel for ``python``, its sha256 verified against ``index``.
+
+    The cell installs this file, not ``name==version`` resolved again: the bytes jaxrel checked are
+    the bytes that run. A hash mismatch (a tampered wheelhouse or cache) raises, naming the file.
+    """
+    file = index.listing(name).wheel_for(version, python, python_for(python).tags())
+    if file is None:
+        raise IndexClientError(f"{name} {version} has no wheel for Python {python} on "
+                               f"{', '.join(index.describe())}")
+    return index.download(file)
 
 
 def _last_json(output: str) -> dict[str, Any] | None:
@@ -165,18 +181,24 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
     junit.unlink(missing_ok=True)
     backend = family.backend.distribution
     excluded = {str(canonicalize_name(n)) for n in (family.frontend.distribution, backend)}
-    requirements = [f"{backend}=={cell.backend}", *front.info.plain_requirements(excluded), "pytest"]
     assert front.wheel is not None, "prepare_frontend(build=True) first"
-    no_deps = [str(front.wheel), str(jaxrel_wheel), *(f"{name}=={version}" for name, version in cell.plugins)]
-    if isinstance(extensions, list):
-        no_deps += [str(wheel) for wheel in extensions]
+    local = [front.wheel, jaxrel_wheel, *(extensions if isinstance(extensions, list) else [])]
     try:
+        pinned = [(backend, cell.backend), *cell.plugins]
+        verified = ({name: verified_wheel(options.index, name, version, cell.python) for name, version in pinned}
+                    if options.index is not None else {})
+        installs = {name: str(verified[name]) if name in verified else f"{name}=={version}"
+                    for name, version in pinned}
+        requirements = [installs[backend], *front.info.plain_requirements(excluded), "pytest"]
+        no_deps = [str(front.wheel), str(jaxrel_wheel), *(installs[name] for name, _ in cell.plugins),
+                   *(str(path) for path in local[2:])]
         env = envs.create(root, python=python_for(cell.python).executable, requirements=requirements,
                           no_deps=no_deps, use_uv=options.use_uv)
-    except envs.EnvError as error:
+    except (envs.EnvError, IndexClientError) as error:
         result = CellResult(cell, "install-failed", False, time.perf_counter() - start, problems=[str(error)])
         _write_junit(junit, cell, False, str(error))
         return result
+    wheels = {path.name: sha256_of(path) for path in [*verified.values(), *local]}
 
     arguments = family.guard_arguments(front.spec.version, front.spec.minimum_backend)
     arguments["plugins"] = [[p.distribution, p.pinned] for p in arguments["plugins"]]
@@ -187,7 +209,7 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
         result = CellResult(cell, "guard-error", False, time.perf_counter() - start, problems=[problem])
         _write_junit(junit, cell, False, problem)
         return result
-    result = CellResult(cell, "accepted" if guard["accepted"] else "refused", False, 0.0,
+    result = CellResult(cell, "accepted" if guard["accepted"] else "refused", False, 0.0, wheels=wheels,
                         guard_message=guard.get("message"), guard_fix=guard.get("fix"),
                         extension=(", ".join(w.name for w in extensions) if isinstance(extensions, list)
                                    else extensions))

@@ -123,6 +123,11 @@ class Harness:
                                  **changes})
 
     def run_cell(self, cell: Cell, extensions: list[Path] | str | None = None, **changes: Any) -> runner.CellResult:
+        for wheel in [self.front.wheel, self.workdir / "jaxrel-0.1-py3-none-any.whl",
+                      *(extensions if isinstance(extensions, list) else [])]:
+            assert wheel is not None
+            wheel.parent.mkdir(parents=True, exist_ok=True)
+            wheel.write_bytes(wheel.name.encode())  # the runner records each installed file's sha256
         return runner.run_cell(cell, FAMILY, self.front, self.workdir / "jaxrel-0.1-py3-none-any.whl",
                                self.options(**changes), extensions)
 
@@ -139,6 +144,9 @@ def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Harness:
                         requires_dist=["jaxlib<=0.10.2,>=0.10.1", "numpy>=1.26", "opt_einsum",
                                        "jax-cuda12-plugin==0.10.2; extra == 'cuda12'"])
     front = PreparedFrontend(SPEC, tmp_path / "dist" / info.filename, info)
+    assert front.wheel is not None
+    front.wheel.parent.mkdir(parents=True)
+    front.wheel.write_bytes(b"a frontend wheel")
     world = Harness(tmp_path / "work", front)
 
     def create(root: Path, **kwargs: Any) -> envs.Env:
@@ -508,3 +516,57 @@ def test_report_write_is_all_or_nothing(results: list[runner.CellResult], tmp_pa
     monkeypatch.setattr(atomic.os, "replace", real_replace)
     assert (out / "report.json").read_text() == "old json" and (out / "report.md").read_text() == "old md"
     assert sorted(p.name for p in out.iterdir()) == ["report.json", "report.md"]
+
+
+def test_a_cell_installs_the_verified_files_and_records_their_sha256(harness: Harness, tmp_path: Path) -> None:
+    from jaxrel._util.files import sha256_of
+    from jaxrel.compat.index import Index
+
+    house = tmp_path / "wheelhouse"
+    house.mkdir()
+    names = {"jaxlib": "jaxlib-0.10.2-py3-none-any.whl",
+             "jax-cuda12-plugin": "jax_cuda12_plugin-0.10.2-py3-none-any.whl",
+             "jax-cuda12-pjrt": "jax_cuda12_pjrt-0.10.2-py3-none-any.whl"}
+    for filename in names.values():
+        (house / filename).write_bytes(filename.encode())
+    index = Index([], [house], cache=tmp_path / "cache")
+    result = harness.run_cell(PLUGINS, index=index)
+    created = harness.created[PLUGINS.id]
+    assert created["requirements"][0] == str(house / names["jaxlib"]), "the verified file, not jaxlib==V by name"
+    assert str(house / names["jax-cuda12-plugin"]) in created["no_deps"]
+    assert result.wheels[names["jaxlib"]] == sha256_of(house / names["jaxlib"])
+    assert set(result.wheels) >= {*names.values(), harness.front.wheel.name}  # type: ignore[union-attr]
+
+
+def test_a_wheel_rewritten_in_place_with_its_mtime_reset_is_refused(harness: Harness, tmp_path: Path) -> None:
+    """A wheelhouse copy whose bytes change behind the same size and mtime no longer matches the index's
+    sha256, and the cell refuses it, naming the file (the hash cache keys on ctime and inode too)."""
+    import hashlib
+    import os
+
+    from jaxrel.compat.index import Index
+
+    original = b"the original bytes"
+    served = tmp_path / "served"
+    (served / "jaxlib").mkdir(parents=True)
+    name = "jaxlib-0.10.2-py3-none-any.whl"
+    (served / name).write_bytes(original)
+    digest = hashlib.sha256(original).hexdigest()
+    (served / "jaxlib" / "index.html").write_text(f'<a href="../{name}#sha256={digest}">{name}</a>\n')
+    house = tmp_path / "wheelhouse"
+    house.mkdir()
+    wheel = house / name
+    wheel.write_bytes(original)
+
+    def index() -> Index:
+        return Index([served.as_uri()], [house], cache=tmp_path / "cache")
+
+    result = harness.run_cell(ADMITTED, index=index())
+    assert result.wheels[name] == digest and harness.created[ADMITTED.id]["requirements"][0] == str(wheel)
+    before = wheel.stat()
+    wheel.write_bytes(b"the tampered bytes")  # the same size
+    os.utime(wheel, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert (wheel.stat().st_size, wheel.stat().st_mtime_ns) == (before.st_size, before.st_mtime_ns)
+    refused = harness.run_cell(ADMITTED, index=index())
+    assert refused.observed == "install-failed" and not refused.ok
+    assert str(wheel) in refused.problems[0] and "altered" in refused.problems[0]
