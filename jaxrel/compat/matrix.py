@@ -63,6 +63,16 @@ class Cell:
     def negative(self) -> bool:
         return self.expected == "refused"
 
+    @property
+    def device(self) -> str:
+        """The runner label a cell's device tests need: ``tpu`` (libtpu), ``gpu`` (other plugins), or none.
+
+        Only accepted plugin cells have device tests; refused cells stop at the guard.
+        """
+        if self.negative or not self.plugins:
+            return ""
+        return "tpu" if any(name.startswith("libtpu") for name, _ in self.plugins) else "gpu"
+
 
 @dataclass
 class Matrix:
@@ -102,7 +112,8 @@ class Matrix:
     def to_github(self) -> str:
         """A GitHub Actions ``strategy.matrix`` object (``include`` list), one job per cell."""
         include = [{"cell": c.id, "python": c.python, "backend": c.backend, "expected": c.expected,
-                    "plugins": " ".join(f"{n}=={v}" for n, v in c.plugins)} for c in self.cells]
+                    "plugins": " ".join(f"{n}=={v}" for n, v in c.plugins), "device": c.device}
+                   for c in self.cells]
         return json.dumps({"include": include}, separators=(",", ":"))
 
 

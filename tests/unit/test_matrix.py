@@ -249,3 +249,15 @@ def test_no_plugin_cell_is_said_not_hidden(listings):
 def test_unknown_plugin_set_names_the_families_of_the_extras(listings):
     with pytest.raises(MatrixError, match="has: tpu, cuda12, cuda13, rocm7, oneapi"):
         build_matrix(FAMILY, JAX_0_12_0_1, listings, tags("3.12"), plugin_sets=["cuda11"])
+
+
+def test_github_matrix_labels_the_device_each_plugin_cell_needs() -> None:
+    from jaxrel.compat.matrix import Cell, Matrix
+
+    cells = [Cell("a", "3.12", "0.12.0.1", (), "admitted", "accepted"),
+             Cell("b", "3.12", "0.12.0.1", (("jax-cuda12-plugin", "0.12.0.1"),), "plugins", "accepted"),
+             Cell("c", "3.12", "0.12.0.1", (("libtpu", "0.0.50.1"),), "plugins", "accepted"),
+             Cell("d", "3.12", "0.12.0.1", (("jax-cuda12-plugin", "0.12.0"),), "mismatched-plugin", "refused")]
+    spec = FrontendSpec("jax", "0.12.0.1", "0.11.2", "test", None, None)
+    jobs = json.loads(Matrix("jax", spec, "jaxlib", cells).to_github())["include"]
+    assert [job["device"] for job in jobs] == ["", "gpu", "tpu", ""]
