@@ -355,8 +355,9 @@ def fix_source(source: str, judgements: Sequence[Judgement]) -> FileFix:
         before, after = ast.parse(source), ast.parse(rewritten.code)
     except SyntaxError:  # syntax newer than this interpreter: libcst rewrote it, imports stay as they are
         return FileFix(rewritten.code, changed + ["imports not checked (syntax newer than this Python)"], refused)
-    dropped = {name for name in _imported_names(before) if name in _used_names(before)
-               and name not in _used_names(after) and name in _imported_names(after)}
+    used_before, used_after, imported_after = _used_names(before), _used_names(after), _imported_names(after)
+    dropped = {name for name in _imported_names(before) if name in used_before
+               and name not in used_after and name in imported_after}
     if dropped:
         rewritten = rewritten.visit(_DropImports(dropped))
     changed += [f"import {name}: no longer used, removed" for name in sorted(dropped)]
