@@ -120,15 +120,25 @@ def top_level_chunks(lines: Sequence[str]) -> list[tuple[int, int]]:
     return [(first, (starts[i + 1] - 1) if i + 1 < len(starts) else len(lines)) for i, first in enumerate(starts)]
 
 
+def parse_lines(source: str, lines: Sequence[str], wanted: set[int], filename: str = "<unknown>") -> ast.Module:
+    """Like :func:`parse_around`, for the definitions holding the line numbers ``wanted``."""
+    return _parse_pieces(source, lines, lambda first, last: any(first <= n <= last for n in wanted), filename)
+
+
 def parse_around(source: str, lines: Sequence[str], wanted: Callable[[str], bool],
                  filename: str = "<unknown>") -> ast.Module:
     """The module's top-level statements that hold a wanted line, or are not definitions (imports,
     assignments, ``if TYPE_CHECKING:`` blocks), parsed with their real line numbers; the whole
     module when a piece does not parse on its own (the split was wrong)."""
+    return _parse_pieces(source, lines, lambda first, last: any(wanted(line) for line in lines[first - 1:last]),
+                         filename)
+
+
+def _parse_pieces(source: str, lines: Sequence[str], keep: Callable[[int, int], bool], filename: str) -> ast.Module:
     body: list[ast.stmt] = []
     for first, last in top_level_chunks(lines):
         piece = lines[first - 1:last]
-        if _DEFINITION.match(piece[0]) and not any(wanted(line) for line in piece):
+        if _DEFINITION.match(piece[0]) and not keep(first, last):
             continue
         try:  # blank lines first: the real line numbers without a second walk
             chunk = ast.parse("\n" * (first - 1) + "\n".join(piece), filename=filename)

@@ -1,0 +1,75 @@
+"""Check a rewritten tree before it is written: every rewritten file compiles under the newest
+Python here, and no name another module imports (``from M import N``, ``M.N``) stopped being bound
+at the top level of its module."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+from collections.abc import Mapping
+
+from jaxrel.compat.pythons import newest_python
+from jaxrel.gates import names as qualnames
+from jaxrel.gates.imports import TreeIndex, bound_by_import
+
+_DEFINITION = re.compile(r"^(?:async\s+def|def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
+
+_TARGETS = (ast.Tuple, ast.List, ast.Starred, ast.NamedExpr)  # expressions that may bind names
+_COMPILE = """
+import json, sys
+sources = json.load(sys.stdin)
+failed = {}
+for name, source in sources.items():
+    try:
+        compile(source, name, "exec", dont_inherit=True)
+    except (SyntaxError, ValueError) as error:
+        failed[name] = f"line {getattr(error, 'lineno', '?')}: {getattr(error, 'msg', error)}"
+json.dump(failed, sys.stdout)
+"""
+
+
+def compile_errors(sources: Mapping[str, str]) -> dict[str, str]:
+    """File → why it does not compile, under the newest Python here (one subprocess for all)."""
+    if not sources:
+        return {}
+    newest = newest_python()
+    version, executable = newest.version, newest.executable
+    done = subprocess.run([executable, "-I", "-c", _COMPILE], input=json.dumps(dict(sources)), capture_output=True,
+                          text=True, timeout=600)
+    if done.returncode != 0:
+        return {name: f"cannot run Python {version} to compile it: {done.stderr.strip()[-200:]}" for name in sources}
+    return {name: f"{reason} (Python {version})" for name, reason in json.loads(done.stdout).items()}
+
+
+def top_level_names(source: str, filename: str = "<unknown>") -> set[str]:
+    """Names bound at the top level of a module: definitions, assignments, imports, loop and
+    ``with`` targets, in any ``if``/``try``/``with``/``for`` block (not inside functions or classes)."""
+    tree = qualnames.parse_around(source, re.split(r"\r\n|\r|\n", source), lambda line: False, filename)
+    found = set(_DEFINITION.findall(source))
+    pending: list[ast.AST] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            found.add(node.name)
+            continue
+        if isinstance(node, ast.Import | ast.ImportFrom):
+            found.update(bound_by_import(node))
+            continue
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Name) and isinstance(child.ctx, ast.Store):
+                found.add(child.id)
+            elif not isinstance(child, ast.expr) or isinstance(child, _TARGETS):
+                pending.append(child)
+    return found
+
+
+def lost_imports(before: str, after: str, module: str, index: TreeIndex, filename: str = "<unknown>") -> list[str]:
+    """``"N (imported by F)"`` for every top-level name of ``module`` that ``after`` no longer binds and
+    another module of the tree imports."""
+    if re.search(r"^def __getattr__\b", after, re.MULTILINE):
+        return []  # a module __getattr__ answers any name
+    lost = top_level_names(before, filename) - top_level_names(after, filename)
+    return [f"{name} (imported by {', '.join(users[:3])})" for name in sorted(lost)
+            if (users := index.users(module, name))]
