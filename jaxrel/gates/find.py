@@ -27,6 +27,7 @@ import sys
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from jaxrel._util import parallel
 from jaxrel.gates import names as qualnames
 
 _OPS: dict[type, str] = {ast.GtE: ">=", ast.LtE: "<=", ast.Gt: ">", ast.Lt: "<", ast.Eq: "==", ast.NotEq: "!="}
@@ -307,15 +308,16 @@ class Prefilter:
 
 def scan(root: str, files: Sequence[str], names: Mapping[str, str],
          raw: Mapping[tuple[str, str], str], release: Release | None = None,
-         texts: dict[str, str] | None = None) -> tuple[list[dict[str, Any]], dict[str, str]]:
+         texts: dict[str, str] | None = None, processes: int | None = 1) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Gates of ``files`` under ``root``, and the files that could not be read or parsed (file -> reason).
 
-    ``texts`` (optional) receives every file's text as read, for callers that need them again.
+    ``texts`` (optional) receives every file's text as read, for callers that need them again;
+    ``processes`` parse the candidate files in parallel (``None``: one per CPU).
     """
     may_hold_gates = Prefilter(names, raw, release)
     prefix = qualnames.package_prefix(root)
-    gates: list[dict[str, Any]] = []
     failed: dict[str, str] = {}
+    candidates: list[tuple[str, str]] = []
     for relative in files:
         try:
             with open(os.path.join(root, relative), encoding="utf-8") as handle:
@@ -325,12 +327,22 @@ def scan(root: str, files: Sequence[str], names: Mapping[str, str],
             continue
         if texts is not None:
             texts[relative] = source
-        if not may_hold_gates(source):
-            continue  # most files: nothing to parse
+        if may_hold_gates(source):  # most files: nothing to parse
+            candidates.append((relative, source))
+    candidates.sort(key=lambda c: -len(c[1]))  # the largest first: workers finish together
+
+    def one(candidate: tuple[str, str]) -> tuple[list[dict[str, Any]], str | None]:
+        relative, source = candidate
         try:
-            gates.extend(find_in_source(source, relative, names, raw, release, prefix))
+            return find_in_source(source, relative, names, raw, release, prefix), None
         except SyntaxError as error:
-            failed[relative] = f"line {error.lineno}: {error.msg} (Python {sys.version_info[0]}.{sys.version_info[1]})"
+            return [], f"line {error.lineno}: {error.msg} (Python {sys.version_info[0]}.{sys.version_info[1]})"
+
+    gates: list[dict[str, Any]] = []
+    for (relative, _), (found, why) in zip(candidates, parallel.map_forked(one, candidates, processes), strict=True):
+        gates.extend(found)
+        if why:
+            failed[relative] = why
     return gates, failed
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 import libcst as cst
 from libcst.metadata import MetadataWrapper
 
+from jaxrel._util import parallel
 from jaxrel._util.atomic import read_exactly, unwritable, write_all_atomically, write_atomically
 from jaxrel.errors import EnvironmentFailure
 from jaxrel.gates import imports, slices, verify
@@ -258,14 +259,18 @@ def fix_tree(root: Path, judgements: Sequence[Judgement], *, texts: dict[str, st
     for judgement in judgements:
         by_file.setdefault(judgement.gate.file, []).append(judgement)
     index = imports.TreeIndex(root, texts)
-    files = {}
     todo = sorted(by_file.items())
-    for number, (file, group) in enumerate(todo, 1):
+
+    def one(item: tuple[str, list[Judgement]]) -> tuple[str, FileFix]:
+        file, group = item
+        original = read_exactly(root / file)  # CRLF line ends kept as they are
+        return original, fix_source(original, group, module=index.module_of.get(file), index=index, filename=file)
+
+    files = {}
+    for number, ((file, _), done) in enumerate(zip(todo, parallel.map_forked(one, todo), strict=True), 1):
         if progress:
             progress(number, len(todo), file)
-        original = read_exactly(root / file)  # CRLF line ends kept as they are
-        files[file] = (original, fix_source(original, group, module=index.module_of.get(file), index=index,
-                                            filename=file))
+        files[file] = done
     fixed = TreeFix(root, files)
     fixed.failed = _verify(fixed, index)
     return fixed

@@ -43,6 +43,7 @@ class TreeIndex:
         self.file_of = {module: f for f, module in self.module_of.items()}
         self._users: dict[tuple[str, str], list[str]] = {}
         self._statements: dict[str, list[ast.Import | ast.ImportFrom] | None] = {}
+        self._stars: dict[str, bool] = {}
 
     def text(self, relative: str) -> str:
         if relative not in self.texts:
@@ -59,9 +60,15 @@ class TreeIndex:
             own = self.file_of.get(module)
             word = re.compile(rf"\b{re.escape(name)}\b")
             self._users[key] = [relative for relative in self.files if relative != own
-                                and name in (text := self.text(relative)) and word.search(text)
+                                and ((name in (text := self.text(relative)) and word.search(text))
+                                     or (not name.startswith("_") and self._star(relative, text)))
                                 and self._imports(relative, text, module, name)]
         return self._users[key]
+
+    def _star(self, relative: str, text: str) -> bool:
+        if relative not in self._stars:
+            self._stars[relative] = "*" in text and _STAR.search(text) is not None
+        return self._stars[relative]
 
     def _imports(self, relative: str, text: str, module: str, name: str) -> bool:
         """``relative`` imports ``name`` from ``module``, judged from its import statements alone (an
@@ -101,6 +108,7 @@ def _import_statements(text: str) -> list[ast.Import | ast.ImportFrom]:
     return [node for node in body if isinstance(node, ast.Import | ast.ImportFrom)]
 
 
+_STAR = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+\*", re.MULTILINE)
 _CHAIN_END = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
 _IMPORT_STATEMENT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]+(?:\([^)]*\)|[^\n;#]*)"
                                r"|import[ \t]+[^\n;#]*)", re.MULTILINE)
@@ -147,9 +155,9 @@ def removable(before: str, after: str, removed_text: str, module: str | None, in
               filename: str = "<unknown>") -> tuple[set[str], list[str]]:
     """Names whose imports the rewrite of ``before`` into ``after`` left unread and no one else needs,
     and why other unread ones stay (``"name: kept, why"``)."""
-    code_after = _IMPORT.sub("", after)  # a name still written anywhere but in imports stays imported
+    code_after = _IMPORT.sub("", after)  # a name still written anywhere but in imports or quotes stays imported
     words = {w for w in set(re.findall(r"[A-Za-z_]\w*", removed_text)) & _imported_words(after)
-             if w in after and not re.search(rf"\b{re.escape(w)}\b", code_after)}
+             if w in after and not re.search(rf"(?<!['\"])\b{re.escape(w)}\b(?!['\"])", code_after)}
     drop: set[str] = set()
     kept: list[str] = []
     if not words:

@@ -118,7 +118,7 @@ def find_gates(tree: Path, family: Family,
     release = release_spellings(family)
     files = list(gatefind.python_files(str(tree)))
     found, failed = gatefind.scan(str(tree), files, names, {(s, v): n for s, v, n in raw},
-                                  gatefind.Release(*release) if release else None, texts)
+                                  gatefind.Release(*release) if release else None, texts, processes=None)
     if failed:
         retried, failed = _scan_with_newer_python(tree, sorted(failed), names, raw, release, failed)
         found += retried

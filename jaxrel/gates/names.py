@@ -135,13 +135,18 @@ def parse_around(source: str, lines: Sequence[str], wanted: Callable[[str], bool
 
 
 def _parse_pieces(source: str, lines: Sequence[str], keep: Callable[[int, int], bool], filename: str) -> ast.Module:
-    body: list[ast.stmt] = []
+    runs: list[tuple[int, int]] = []  # consecutive kept pieces, parsed together
     for first, last in top_level_chunks(lines):
-        piece = lines[first - 1:last]
-        if _DEFINITION.match(piece[0]) and not keep(first, last):
+        if _DEFINITION.match(lines[first - 1]) and not keep(first, last):
             continue
+        if runs and runs[-1][1] == first - 1:
+            runs[-1] = (runs[-1][0], last)
+        else:
+            runs.append((first, last))
+    body: list[ast.stmt] = []
+    for first, last in runs:
         try:  # blank lines first: the real line numbers without a second walk
-            chunk = ast.parse("\n" * (first - 1) + "\n".join(piece), filename=filename)
+            chunk = ast.parse("\n" * (first - 1) + "\n".join(lines[first - 1:last]), filename=filename)
         except SyntaxError:
             return ast.parse(source, filename=filename)
         body.extend(chunk.body)

@@ -43,14 +43,20 @@ def _constant(node: cst.BaseExpression) -> bool | None:
     return None
 
 
+_PREDICATES = frozenset({"hasattr", "isinstance", "issubclass", "callable"})  # builtins that only look
+
+
 def _pure(node: cst.BaseExpression) -> bool:
-    """Evaluating ``node`` has no side effects we could drop (names, attributes, constants)."""
+    """Evaluating ``node`` has no side effects we could drop: names, attributes, constants, and
+    ``hasattr``/``isinstance``/``issubclass``/``callable`` of such (``hasattr(x, "serialize") or True``)."""
     if isinstance(node, cst.Name | cst.Integer | cst.SimpleString):
         return True
     if isinstance(node, cst.Attribute):
         return _pure(node.value)
     if isinstance(node, cst.UnaryOperation):
         return _pure(node.expression)
+    if isinstance(node, cst.Call) and isinstance(node.func, cst.Name) and node.func.value in _PREDICATES:
+        return all(_pure(argument.value) and not argument.star for argument in node.args)
     return False
 
 
@@ -143,6 +149,7 @@ class Rewriter(cst.CSTTransformer):
                 if _pure(other):
                     return cst.Name("True" if absorbing else "False", lpar=updated.lpar, rpar=updated.rpar)
                 self.unsafe = True
+        self._note_expression(original, updated)
         return updated
 
     def leave_UnaryOperation(self, original: cst.UnaryOperation, updated: cst.UnaryOperation) -> cst.BaseExpression:
