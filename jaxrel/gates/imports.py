@@ -155,9 +155,9 @@ def removable(before: str, after: str, removed_text: str, module: str | None, in
               filename: str = "<unknown>") -> tuple[set[str], list[str]]:
     """Names whose imports the rewrite of ``before`` into ``after`` left unread and no one else needs,
     and why other unread ones stay (``"name: kept, why"``)."""
-    code_after = _IMPORT.sub("", after)  # a name still written anywhere but in imports or quotes stays imported
+    code_after = _IMPORT.sub("", after)  # a name still written anywhere (not in imports, quotes, after a dot) stays
     words = {w for w in set(re.findall(r"[A-Za-z_]\w*", removed_text)) & _imported_words(after)
-             if w in after and not re.search(rf"(?<!['\"])\b{re.escape(w)}\b(?!['\"])", code_after)}
+             if w in after and not re.search(rf"(?<![.'\"])\b{re.escape(w)}\b(?!['\"])", code_after)}
     drop: set[str] = set()
     kept: list[str] = []
     if not words:
