@@ -146,7 +146,8 @@ def test_release_gates_are_fixed_like_api_number_gates(tmp_path: Path) -> None:
     """)
     assert fixed.files["tests/spell_test.py"][1].changed == [
         "13: skip decorator never skips: removed", "15: if always false: kept nothing",
-        "17: ternary: kept its true side", "20: if always true: kept its body", "22: if always false: kept nothing", "24: assert always holds: removed",
+        "17: ternary: kept its true side", "20: if always true: kept its body", "22: if always false: kept nothing",
+        "24: assert always holds: removed",
         "import jaxlib: no longer used, removed", "import jaxlib_version: no longer used, removed",
         "import unittest: no longer used, removed"]
 
