@@ -69,7 +69,7 @@ class GuardError(ImportError):
     range, ``fix`` is the command that repairs the environment.
     """
 
-    def __init__(self, message: str, *, installed: dict, allowed: str, fix: str) -> None:
+    def __init__(self, message: str, *, installed: dict[str, str], allowed: str, fix: str) -> None:
         super().__init__(message)
         self.installed = installed
         self.allowed = allowed
@@ -191,8 +191,9 @@ def backend_version(package: str, version_module: str = "version", path: list[st
     holding ``package``. ``None`` when the backend is not installed.
     """
     module = sys.modules.get(package) if path is None else None
-    if module is not None and isinstance(getattr(module, "__version__", None), str):
-        return module.__version__
+    version = getattr(module, "__version__", None) if module is not None else None
+    if isinstance(version, str):
+        return version
     relative = os.path.join(package.replace(".", os.sep), *version_module.split(".")) + ".py"
     for entry in sys.path if path is None else path:
         found = read_version_file(os.path.join(entry or ".", relative))
