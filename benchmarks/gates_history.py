@@ -43,7 +43,7 @@ from jaxrel.gates import judge as gates
 # Raise commits of jax's minimum jaxlib (git log -p -- jax/version.py), newest first.
 POINTS = ["a1521744c6", "55d755f4d2", "433d98d755", "08a228a948"]
 TESTS = ["tests/api_util_test.py", "tests/tree_util_test.py", "tests/config_test.py", "tests/control_deps_test.py",
-         "tests/util_test.py", "tests/dtypes_test.py"]
+         "tests/util_test.py", "tests/dtypes_test.py", "tests/xla_transform_test.py"]
 REQUIREMENTS = ["ml_dtypes>=0.5.0", "numpy>=2.0", "opt_einsum", "scipy>=1.14", "absl-py", "cloudpickle", "filelock",
                 "flatbuffers", "hypothesis==6.142.1", "mpmath==1.3.0", "portpicker", "pytest<9.0", "rich"]
 COMPUTE = "import jax, jax.numpy as jnp; print(float(jax.jit(lambda x: (x * x).sum())(jnp.arange(4.0))))"

@@ -261,31 +261,25 @@ def fix_tree(root: Path, judgements: Sequence[Judgement], *, texts: dict[str, st
     index = imports.TreeIndex(root, texts)
     todo = sorted(by_file.items())
 
-    def one(item: tuple[str, list[Judgement]]) -> tuple[str, FileFix]:
+    def one(item: tuple[str, list[Judgement]]) -> tuple[str, FileFix, list[str]]:
         file, group = item
         original = read_exactly(root / file)  # CRLF line ends kept as they are
-        return original, fix_source(original, group, module=index.module_of.get(file), index=index, filename=file)
+        module = index.module_of.get(file)
+        done = fix_source(original, group, module=module, index=index, filename=file)
+        lost = verify.lost_imports(original, done.source, module, index, file) \
+            if module is not None and done.source != original else []
+        return original, done, lost
 
     files = {}
-    for number, ((file, _), done) in enumerate(zip(todo, parallel.map_forked(one, todo), strict=True), 1):
+    failed = {}
+    for number, ((file, _), (original, done, lost)) in enumerate(zip(todo, parallel.map_forked(one, todo),
+                                                                      strict=True), 1):
         if progress:
             progress(number, len(todo), file)
-        files[file] = done
-    fixed = TreeFix(root, files)
-    fixed.failed = _verify(fixed, index)
-    return fixed
-
-
-def _verify(fixed: TreeFix, index: imports.TreeIndex) -> dict[str, str]:
-    """Files whose rewrite does not compile or loses a name other modules import (file → why)."""
-    changed = fixed.changed
-    failed = {file: f"does not compile after the rewrite: {why}" for file, why in
-              verify.compile_errors(changed).items()}
-    for file, source in changed.items():
-        module = index.module_of.get(file)
-        if file in failed or module is None:
-            continue
-        lost = verify.lost_imports(fixed.files[file][0], source, module, index, file)
+        files[file] = (original, done)
         if lost:
             failed[file] = f"the rewrite no longer binds {'; '.join(lost)}"
-    return failed
+    fixed = TreeFix(root, files)
+    compiled = verify.compile_errors({file: source for file, source in fixed.changed.items() if file not in failed})
+    fixed.failed = {**failed, **{file: f"does not compile after the rewrite: {why}" for file, why in compiled.items()}}
+    return fixed
