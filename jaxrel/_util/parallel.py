@@ -24,7 +24,10 @@ def _run(item: object) -> object:
 
 
 def workers() -> int:
-    """How many processes to use: the CPUs this process may run on, at most 4."""
+    """How many processes to use: ``$JAXREL_WORKERS``, else the CPUs this process may run on, at most 4."""
+    chosen = os.environ.get("JAXREL_WORKERS", "")
+    if chosen.isdigit() and int(chosen) > 0:
+        return int(chosen)
     try:
         return max(1, min(4, len(os.sched_getaffinity(0))))
     except AttributeError:  # not on Linux

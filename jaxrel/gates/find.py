@@ -232,6 +232,8 @@ def _words(source: str, names: Mapping[str, str], raw: Mapping[tuple[str, str], 
         words += re.findall(rf"\b(?:{'|'.join(map(re.escape, names))})\s+as\s+(\w+)", source)
     if release is not None:
         words += release.words
+        words += re.findall(rf"\b(?:{'|'.join(map(re.escape, release.words))})\s+as\s+(\w+)", source) \
+            if release.words else []
         words += re.findall(rf"(?m)^[ \t]*(\w+)[ \t]*=[^=\n]*\b(?:{'|'.join(map(re.escape, release.words))})\b",
                             source) if release.words else []
     return words
@@ -249,10 +251,15 @@ def find_in_source(source: str, relative: str, names: Mapping[str, str],
     lines = re.split(r"\r\n|\r|\n", source)  # ast's line numbers: not str.splitlines (\f, \u2028)
     words = _words(source, names, raw, release)
     wanted = [number for number, line in enumerate(lines, 1) if any(word in line for word in words)]
-    tree = qualnames.parse_around(source, lines, lambda line: any(word in line for word in words), relative)
+    try:  # the imports by pattern; only the statements holding a spelling are parsed
+        imported: list[ast.AST] = list(qualnames.import_statements(source))
+        tree = qualnames.parse_lines(source, lines, set(wanted), relative, top_level=False)
+    except SyntaxError:
+        imported = []
+        tree = qualnames.parse_lines(source, lines, set(wanted), relative)
     nodes, parents = qualnames.walk_around(tree, wanted)
     resolver = Names(names, raw, tree, release, qualnames.module_name(relative, prefix),
-                     qualnames.is_package(relative), nodes)
+                     qualnames.is_package(relative), nodes + imported)
     roots: dict[int, ast.expr] = {}
     for node in nodes:
         if isinstance(node, ast.Compare) and _mentions_number(node, resolver):

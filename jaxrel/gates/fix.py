@@ -155,7 +155,7 @@ def fix_source(source: str, judgements: Sequence[Judgement], *, module: str | No
     wanted = {line for j in chosen for line in range(j.gate.line, j.gate.end_line + 1)}
     notes: list[str] = []
     try:
-        tree = qualnames.parse_lines(source, lines, wanted, filename)
+        tree = qualnames.parse_lines(source, lines, wanted, filename, top_level=False)
         rewritten, replaced = _rewrite_statements(source, tree, _gate_targets(tree, lines, chosen),
                                                   _gate_transform(chosen, lines, notes))
     except _Unchanged as why:
@@ -174,7 +174,7 @@ def _drop_imports(source: str, rewritten: str, replaced: str, notes: list[str], 
         lines = _lines_of(rewritten)
         wanted = {line for line, text in enumerate(lines, 1) if any(name in text for name in drop)}
         try:
-            tree = qualnames.parse_lines(rewritten, lines, wanted, filename)
+            tree = qualnames.parse_lines(rewritten, lines, wanted, filename, top_level=False)
             targets: list[ast.stmt] = list(imports.import_statements(tree, drop))
             rewritten, _ = _rewrite_statements(rewritten, tree, targets, _drop_transform(drop))
         except (SyntaxError, _Overlap):

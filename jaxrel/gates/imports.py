@@ -26,8 +26,10 @@ def _lines(source: str) -> list[str]:
 
 
 def _parse_mentioning_any(source: str, words: set[str], filename: str) -> ast.Module:
-    """The top-level code and the definitions of ``source`` whose lines hold any of ``words``."""
-    return qualnames.parse_around(source, _lines(source), lambda line: any(w in line for w in words), filename)
+    """The top-level statements of ``source`` whose lines hold any of ``words`` (every read of a
+    word, every import binding it, every ``__all__`` listing it lies on such a line)."""
+    return qualnames.parse_around(source, _lines(source), lambda line: any(w in line for w in words), filename,
+                                  top_level=False)
 
 
 class TreeIndex:
@@ -75,7 +77,7 @@ class TreeIndex:
         import that does not parse on its own counts as one that does)."""
         if relative not in self._statements:
             try:
-                self._statements[relative] = _import_statements(text)
+                self._statements[relative] = qualnames.import_statements(text)
             except SyntaxError:
                 self._statements[relative] = None
         statements = self._statements[relative]
@@ -95,23 +97,8 @@ class TreeIndex:
         return False
 
 
-def _import_statements(text: str) -> list[ast.Import | ast.ImportFrom]:
-    """Every import statement of ``text``, found by pattern and parsed one by one (a module's
-    imports without parsing its code; one inside a string counts too, which only keeps more)."""
-    statements = [match.group(0).strip() for match in _IMPORT_STATEMENT.finditer(text)]
-    if any(statement.endswith("\\") for statement in statements):
-        raise SyntaxError("an import continued with a backslash")
-    try:
-        body = ast.parse("\n".join(statements)).body
-    except SyntaxError:
-        body = [ast.parse(statement).body[0] for statement in statements]
-    return [node for node in body if isinstance(node, ast.Import | ast.ImportFrom)]
-
-
 _STAR = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+\*", re.MULTILINE)
 _CHAIN_END = re.compile(r"(?<![\w.])[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*$")
-_IMPORT_STATEMENT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]+(?:\([^)]*\)|[^\n;#]*)"
-                               r"|import[ \t]+[^\n;#]*)", re.MULTILINE)
 
 
 def bound_by_import(node: ast.Import | ast.ImportFrom) -> list[str]:

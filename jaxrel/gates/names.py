@@ -112,7 +112,7 @@ def top_level_chunks(lines: Sequence[str]) -> list[tuple[int, int]]:
             if not decorated and number != 1:
                 starts.append(number)
             decorated = line.startswith("@")
-        for found in _TRIPLE.findall(line):
+        for found in (_TRIPLE.findall(line) if ('"""' in line or "'''" in line) else ()):
             if quote is None:
                 quote = found
             elif found == quote:
@@ -120,37 +120,37 @@ def top_level_chunks(lines: Sequence[str]) -> list[tuple[int, int]]:
     return [(first, (starts[i + 1] - 1) if i + 1 < len(starts) else len(lines)) for i, first in enumerate(starts)]
 
 
-def parse_lines(source: str, lines: Sequence[str], wanted: set[int], filename: str = "<unknown>") -> ast.Module:
-    """Like :func:`parse_around`, for the definitions holding the line numbers ``wanted``."""
-    return _parse_pieces(source, lines, lambda first, last: any(first <= n <= last for n in wanted), filename)
+def parse_lines(source: str, lines: Sequence[str], wanted: set[int], filename: str = "<unknown>",
+                top_level: bool = True) -> ast.Module:
+    """Like :func:`parse_around`, for the statements holding the line numbers ``wanted``."""
+    return _parse_pieces(source, lines, lambda first, last: any(first <= n <= last for n in wanted), filename,
+                         top_level)
 
 
 def parse_around(source: str, lines: Sequence[str], wanted: Callable[[str], bool],
-                 filename: str = "<unknown>") -> ast.Module:
+                 filename: str = "<unknown>", top_level: bool = True) -> ast.Module:
     """The module's top-level statements that hold a wanted line, or are not definitions (imports,
     assignments, ``if TYPE_CHECKING:`` blocks), parsed with their real line numbers; the whole
     module when a piece does not parse on its own (the split was wrong)."""
     return _parse_pieces(source, lines, lambda first, last: any(wanted(line) for line in lines[first - 1:last]),
-                         filename)
+                         filename, top_level)
 
 
-def _parse_pieces(source: str, lines: Sequence[str], keep: Callable[[int, int], bool], filename: str) -> ast.Module:
-    runs: list[tuple[int, int]] = []  # consecutive kept pieces, parsed together
+def _parse_pieces(source: str, lines: Sequence[str], keep: Callable[[int, int], bool], filename: str,
+                  top_level: bool = True) -> ast.Module:
+    """One parse of ``source`` with the statements not kept blanked out (line numbers stay real).
+
+    ``top_level``: keep every top-level statement that is not a definition too (imports, ``if
+    TYPE_CHECKING:`` blocks); without it, callers read imports with :func:`import_statements`.
+    """
+    masked = list(lines)
     for first, last in top_level_chunks(lines):
-        if _DEFINITION.match(lines[first - 1]) and not keep(first, last):
-            continue
-        if runs and runs[-1][1] == first - 1:
-            runs[-1] = (runs[-1][0], last)
-        else:
-            runs.append((first, last))
-    body: list[ast.stmt] = []
-    for first, last in runs:
-        try:  # blank lines first: the real line numbers without a second walk
-            chunk = ast.parse("\n" * (first - 1) + "\n".join(lines[first - 1:last]), filename=filename)
-        except SyntaxError:
-            return ast.parse(source, filename=filename)
-        body.extend(chunk.body)
-    return ast.Module(body=body, type_ignores=[])
+        if (not top_level or _DEFINITION.match(lines[first - 1])) and not keep(first, last):
+            masked[first - 1:last] = [""] * (last - first + 1)
+    try:
+        return ast.parse("\n".join(masked), filename=filename)
+    except SyntaxError:  # the split was wrong (or the module does not parse): the whole module
+        return ast.parse(source, filename=filename)
 
 
 def walk_around(tree: ast.AST, wanted_lines: Sequence[int]) -> tuple[list[ast.AST], dict[ast.AST, ast.AST]]:
@@ -171,3 +171,21 @@ def walk_around(tree: ast.AST, wanted_lines: Sequence[int]) -> tuple[list[ast.AS
             parents[child] = node
             nodes.append(child)
     return nodes, parents
+
+
+_IMPORT_STATEMENT = re.compile(r"^[ \t]*(?:from[ \t]+[\w.]+[ \t]+import[ \t]+(?:\([^)]*\)|[^\n;#]*)"
+                               r"|import[ \t]+[^\n;#]*)", re.MULTILINE)
+
+
+def import_statements(text: str) -> list[ast.Import | ast.ImportFrom]:
+    """Every import statement of ``text``, found by pattern and parsed together (a module's imports
+    without parsing its code; one inside a string counts too). Raises ``SyntaxError`` for an import
+    continued with a backslash or otherwise not parsed alone."""
+    statements = [match.group(0).strip() for match in _IMPORT_STATEMENT.finditer(text)]
+    if any(statement.endswith("\\") for statement in statements):
+        raise SyntaxError("an import continued with a backslash")
+    try:
+        body = ast.parse("\n".join(statements)).body
+    except SyntaxError:
+        body = [ast.parse(statement).body[0] for statement in statements]
+    return [node for node in body if isinstance(node, ast.Import | ast.ImportFrom)]

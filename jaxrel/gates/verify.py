@@ -65,11 +65,20 @@ def top_level_names(source: str, filename: str = "<unknown>") -> set[str]:
     return found
 
 
+def _top_level_code(source: str) -> list[str]:
+    """The module's top-level statements other than definitions, as text."""
+    lines = re.split(r"\r\n|\r|\n", source)
+    return ["\n".join(lines[first - 1:last]) for first, last in qualnames.top_level_chunks(lines)
+            if not _DEFINITION.match(lines[first - 1]) and not lines[first - 1].startswith("@")]
+
+
 def lost_imports(before: str, after: str, module: str, index: TreeIndex, filename: str = "<unknown>") -> list[str]:
     """``"N (imported by F)"`` for every top-level name of ``module`` that ``after`` no longer binds and
     another module of the tree imports."""
     if re.search(r"^def __getattr__\b", after, re.MULTILINE):
         return []  # a module __getattr__ answers any name
+    if _top_level_code(before) == _top_level_code(after):
+        return []  # every change is inside a definition: the module binds the same names
     lost = top_level_names(before, filename) - top_level_names(after, filename)
     return [f"{name} (imported by {', '.join(users[:3])})" for name in sorted(lost)
             if (users := index.users(module, name))]
