@@ -85,7 +85,7 @@ def newest_python() -> Python:
     one when none is newer): one subprocess where :func:`find_pythons` runs one per interpreter."""
     running = (sys.version_info[0], sys.version_info[1])
     named = [(int(m.group(1)), c) for c in _candidates()[1:] if (m := re.search(r"python3\.(\d+)$", c))]
-    for minor, executable in sorted(named, key=lambda item: -item[0]):
+    for minor, executable in sorted(named, key=lambda item: (-item[0], "/shims/" in item[1])):  # shims: last
         if (3, minor) <= running:
             break
         version = _probe(executable)

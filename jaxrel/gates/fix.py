@@ -272,14 +272,20 @@ def fix_tree(root: Path, judgements: Sequence[Judgement], *, texts: dict[str, st
 
     files = {}
     failed = {}
-    for number, ((file, _), (original, done, lost)) in enumerate(zip(todo, parallel.map_forked(one, todo),
-                                                                      strict=True), 1):
-        if progress:
-            progress(number, len(todo), file)
-        files[file] = (original, done)
-        if lost:
-            failed[file] = f"the rewrite no longer binds {'; '.join(lost)}"
-    fixed = TreeFix(root, files)
-    compiled = verify.compile_errors({file: source for file, source in fixed.changed.items() if file not in failed})
+    compiler = verify.Compiler() if todo else None  # its start-up overlaps the rewrite
+    try:
+        for number, ((file, _), (original, done, lost)) in enumerate(zip(todo, parallel.map_forked(one, todo),
+                                                                          strict=True), 1):
+            if progress:
+                progress(number, len(todo), file)
+            files[file] = (original, done)
+            if lost:
+                failed[file] = f"the rewrite no longer binds {'; '.join(lost)}"
+        fixed = TreeFix(root, files)
+        to_compile = {file: source for file, source in fixed.changed.items() if file not in failed}
+        compiled = compiler.errors(to_compile) if compiler and to_compile else {}
+    finally:
+        if compiler:
+            compiler.close()
     fixed.failed = {**failed, **{file: f"does not compile after the rewrite: {why}" for file, why in compiled.items()}}
     return fixed

@@ -30,17 +30,38 @@ json.dump(failed, sys.stdout)
 """
 
 
+class Compiler:
+    """Compiles sources under the newest Python here, in one subprocess started ahead of time (its
+    start-up overlaps the rewrite)."""
+
+    def __init__(self) -> None:
+        newest = newest_python()
+        self.version = newest.version
+        self.process = subprocess.Popen([newest.executable, "-I", "-c", _COMPILE], stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def errors(self, sources: Mapping[str, str]) -> dict[str, str]:
+        """File → why it does not compile."""
+        try:
+            out, err = self.process.communicate(json.dumps(dict(sources)), timeout=600)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            raise
+        if self.process.returncode != 0:
+            return {name: f"cannot run Python {self.version} to compile it: {err.strip()[-200:]}" for name in sources}
+        return {name: f"{reason} (Python {self.version})" for name, reason in json.loads(out).items()}
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+
+
 def compile_errors(sources: Mapping[str, str]) -> dict[str, str]:
     """File → why it does not compile, under the newest Python here (one subprocess for all)."""
     if not sources:
         return {}
-    newest = newest_python()
-    version, executable = newest.version, newest.executable
-    done = subprocess.run([executable, "-I", "-c", _COMPILE], input=json.dumps(dict(sources)), capture_output=True,
-                          text=True, timeout=600)
-    if done.returncode != 0:
-        return {name: f"cannot run Python {version} to compile it: {done.stderr.strip()[-200:]}" for name in sources}
-    return {name: f"{reason} (Python {version})" for name, reason in json.loads(done.stdout).items()}
+    return Compiler().errors(sources)
 
 
 def top_level_names(source: str, filename: str = "<unknown>") -> set[str]:
