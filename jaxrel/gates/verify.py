@@ -57,13 +57,6 @@ class Compiler:
             self.process.wait()
 
 
-def compile_errors(sources: Mapping[str, str]) -> dict[str, str]:
-    """File → why it does not compile, under the newest Python here (one subprocess for all)."""
-    if not sources:
-        return {}
-    return Compiler().errors(sources)
-
-
 def top_level_names(source: str, filename: str = "<unknown>") -> set[str]:
     """Names bound at the top level of a module: definitions, assignments, imports, loop and
     ``with`` targets, in any ``if``/``try``/``with``/``for`` block (not inside functions or classes)."""
