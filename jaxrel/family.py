@@ -87,6 +87,10 @@ class Backend(Package):
     """The compiled backend; ``ffi_header`` is the installed XLA FFI ``c_api.h``."""
 
     ffi_header: str | None = None
+    # How the frontend's code spells the backend's release tuple, for gates such as
+    # `jaxlib_version < (0, 10)` (jaxrel.gates.find.Release): dotted paths holding it,
+    # `path()` for a function returning it, `parser(path)` for a parser of its version string.
+    release_spellings: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -238,6 +242,21 @@ class Family:
         }
 
 
+# Every spelling of jaxlib's release tuple in jax's history (`git log -S` over jax/ and tests/):
+# `from jax._src.lib import version as jaxlib_version`, `jaxlib.version` after
+# `from jax._src import lib as jaxlib`, `jax._src.lib.version`, `jaxlib.version.__version_info__`,
+# `jtu.jaxlib_version()` and `jaxlib_version = jtu.parse_version(jax.lib.__version__)` in tests.
+JAX_RELEASE_SPELLINGS = (
+    "jax._src.lib.version",
+    "jaxlib.version.__version_info__",
+    "jax._src.test_util.jaxlib_version()",
+    "jax._src.test_util.parse_version(jax.lib.__version__)",
+    "jax._src.test_util.parse_version(jaxlib.__version__)",
+    "jax._src.test_util.parse_version(jaxlib.version.__version__)",
+    "jax._src.test_util.parse_version(jax._src.lib.version_str)",
+)
+
+
 def jax_profile() -> Family:
     """The built-in profile of real JAX."""
     return Family(
@@ -253,6 +272,7 @@ def jax_profile() -> Family:
             package="jaxlib",
             version_file="jaxlib/version.py",
             ffi_header="jaxlib/include/xla/ffi/api/c_api.h",
+            release_spellings=JAX_RELEASE_SPELLINGS,
         ),
         # Which plugins exist and how they pin is read from each release's extras
         # (jaxrel.compat.extras); the profile keeps what the extras cannot say: the import

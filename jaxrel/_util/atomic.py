@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 
@@ -54,6 +54,22 @@ def copy_atomically(source: Path, directory: Path) -> Path:
             os.unlink(temporary)
         raise
     return target
+
+
+def unwritable(paths: Iterable[Path]) -> dict[Path, str]:
+    """The existing ``paths`` this process cannot replace (path → why): a read-only file system, an
+    immutable file, no permission. Opened for writing without truncating: nothing changes."""
+    blocked: dict[Path, str] = {}
+    for path in paths:
+        try:
+            handle = os.open(path, os.O_WRONLY | getattr(os, "O_CLOEXEC", 0))
+        except FileNotFoundError:
+            continue
+        except OSError as error:
+            blocked[path] = error.strerror or str(error)
+            continue
+        os.close(handle)
+    return blocked
 
 
 def write_all_atomically(contents: Mapping[Path, str]) -> None:

@@ -45,7 +45,9 @@ def run(args: argparse.Namespace) -> int:
         declared, version, source = "", None, ""
     minimum = declared if args.min_backend is None else args.min_backend
     source = source if args.min_backend is None else "--min-backend"
-    found, failed = judge.find_gates(tree, family)
+    texts: dict[str, str] = {}
+    _progress_line(f"scanning {tree} …")
+    found, failed = judge.find_gates(tree, family, texts)
     maximum = policy.parse_version(version, "the tree's version") if version else None
     releases = judge.Releases.from_family(family, policy.parse_version(minimum, "minimum backend"), maximum)
     if not releases.supported:
@@ -55,7 +57,8 @@ def run(args: argparse.Namespace) -> int:
               f"{family.backend.distribution} {minimum} ({source}); supported releases "
               f"{releases.supported[0]}..{releases.supported[-1]}")
     if args.fix or args.diff:
-        return _fix(tree, judgements, write=args.fix, show_diff=args.diff)
+        return _fix(tree, judgements, texts, write=args.fix, show_diff=args.diff)
+    _progress_line("")
     coverage = _coverage(args.matrix, judgements, releases) if args.matrix else None
     if args.json:
         out = report.to_json(judgements, minimum, source, failed)
@@ -88,11 +91,21 @@ def _coverage(path: str, judgements: list[judge.Judgement], releases: judge.Rele
     return cover.cover(judgements, releases, cells)
 
 
-def _fix(tree: Path, judgements: list[judge.Judgement], *, write: bool, show_diff: bool) -> int:
-    """``--fix`` / ``--diff``: rewrite every decided gate; list what is refused."""
+def _progress_line(text: str) -> None:
+    """One updating status line on a terminal's stderr (nothing when stderr is not a terminal)."""
+    if sys.stderr.isatty():
+        sys.stderr.write(f"\r\033[K{text}")
+        sys.stderr.flush()
+
+
+def _fix(tree: Path, judgements: list[judge.Judgement], texts: dict[str, str], *, write: bool,
+         show_diff: bool) -> int:
+    """``--fix`` / ``--diff``: rewrite every decided gate, verify the tree; list what is refused or failed."""
     from jaxrel.gates import fix  # needs libcst (jaxrel[gates])
 
-    fixed = fix.fix_tree(tree, judgements)
+    fixed = fix.fix_tree(tree, judgements, texts=texts,
+                         progress=lambda n, total, file: _progress_line(f"rewriting {n}/{total}: {file}"))
+    _progress_line("")
     if show_diff:
         sys.stdout.write(fixed.diff())
     for file, (_, file_fix) in fixed.files.items():
@@ -100,8 +113,11 @@ def _fix(tree: Path, judgements: list[judge.Judgement], *, write: bool, show_dif
             say(f"{file}:{change}")
         for refusal in file_fix.refused:
             say(f"{file}:{refusal} (refused)")
+    for file, why in fixed.failed.items():
+        say(f"{file}: left unchanged: {why}")
     if write:
         fixed.write()
+    failed = f"; {len(fixed.failed)} files left unchanged (verification failed)" if fixed.failed else ""
     say(f"jaxrel gates: {'rewrote' if write else 'would rewrite'} {len(fixed.changed)} files; "
-        f"{fixed.refused} decided gates refused")
+        f"{fixed.refused} decided gates refused{failed}")
     return 0

@@ -82,6 +82,20 @@ def find_pythons() -> dict[str, Python]:
     return dict(sorted(found.items(), key=lambda item: tuple(map(int, item[0].split(".")))))
 
 
+def newest_python() -> Python:
+    """The newest working interpreter here, probing from the highest ``python3.N`` down (the running
+    one when none is newer): one subprocess where :func:`find_pythons` runs one per interpreter."""
+    running = (sys.version_info[0], sys.version_info[1])
+    named = [(int(m.group(1)), c) for c in _candidates()[1:] if (m := re.search(r"python3\.(\d+)$", c))]
+    for minor, executable in sorted(named, key=lambda item: (-item[0], "/shims/" in item[1])):  # shims: last
+        if (3, minor) <= running:
+            break
+        version = _probe(executable)
+        if version and tuple(map(int, version.split("."))) > running:
+            return Python(version, executable)
+    return Python(f"{running[0]}.{running[1]}", sys.executable)
+
+
 def python_for(version: str) -> Python:
     """The interpreter for ``version`` (``"3.12"``), or :class:`PythonNotFound` naming what exists."""
     if not re.fullmatch(r"3\.\d+", version):

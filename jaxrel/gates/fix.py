@@ -1,17 +1,11 @@
-"""Rewrite decided api-version gates to the code that remains, with libcst (formatting and comments kept).
+"""Rewrite decided api-version gates to the code that remains (libcst: formatting and comments kept).
 
-Inside an accepted gate every comparison judged always-true/always-false is replaced by its
-value and the condition simplified (``X and True`` → ``X``; ``X or True`` → ``True`` only when
-``X`` is a plain name or attribute, so no call is dropped). A condition that becomes constant
-removes its branch: ``if``/``elif``/``else`` keep the branch that remains (an emptied block
-gets ``pass``), a ternary becomes its chosen side, an ``assert`` that always holds is removed,
-a skip decorator that never skips is removed, a ``while`` that never runs is removed (its
-``else`` kept). Imports used before and unused after are removed. Code outside the gates is
-never simplified; comments inside kept blocks stay.
-
-Refused, and listed instead: an ``assert`` that always fails, a skip decorator that always
-skips, a ``while`` that would loop forever, a gate outside a branch (``x = v >= 3``) and any
-simplification that would drop code with side effects.
+What a gate becomes, and which gates are refused, is :mod:`jaxrel.gates.rewrite`'s; only the
+statements holding gates go through libcst (:mod:`jaxrel.gates.slices`). Imports the rewrite
+left unread are removed under :mod:`jaxrel.gates.imports`' rules. :func:`fix_tree` then
+verifies the tree (:mod:`jaxrel.gates.verify`): a file whose rewrite does not compile under the
+newest Python here, or stops binding a name another module imports, is left as it was and
+listed. :meth:`TreeFix.write` writes every rewritten file or none.
 """
 
 from __future__ import annotations
@@ -19,20 +13,24 @@ from __future__ import annotations
 import ast
 import difflib
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
 
 import libcst as cst
-from libcst.metadata import ParentNodeProvider, PositionProvider
+from libcst.metadata import MetadataWrapper
 
-from jaxrel._util.atomic import read_exactly, write_all_atomically, write_atomically
+from jaxrel._util import parallel
+from jaxrel._util.atomic import read_exactly, unwritable, write_all_atomically, write_atomically
+from jaxrel.errors import EnvironmentFailure
+from jaxrel.gates import imports, slices, verify
+from jaxrel.gates import names as qualnames
 from jaxrel.gates.judge import Judgement
+from jaxrel.gates.rewrite import DECIDED, DropImports, Rewriter, char_col, refusal
 
 __all__ = ["FileFix", "TreeFix", "fix_source", "fix_tree", "write_atomically"]
 
-DECIDED = {"always-true": True, "always-false": False}
+Progress = Callable[[int, int, str], None]
 
 
 @dataclass
@@ -44,336 +42,180 @@ class FileFix:
     refused: list[str] = field(default_factory=list)  # "line: why not"
 
 
-def _char_col(lines: Sequence[str], line: int, byte_col: int) -> int:
-    """ast's UTF-8 byte offset as libcst's character column."""
-    return len(lines[line - 1].encode("utf-8")[:byte_col].decode("utf-8", errors="ignore"))
+class _Unchanged(Exception):
+    """The file cannot be rewritten exactly; the message says why."""
 
 
-def _constant(node: cst.BaseExpression) -> bool | None:
-    if isinstance(node, cst.Name) and node.value in ("True", "False"):
-        return node.value == "True"
-    return None
+def _lines_of(source: str) -> list[str]:
+    return re.split(r"\r\n|\r|\n", source)  # ast's lines: not str.splitlines (\f, \u2028)
 
 
-def _pure(node: cst.BaseExpression) -> bool:
-    """Evaluating ``node`` has no side effects we could drop (names, attributes, constants)."""
-    if isinstance(node, cst.Name | cst.Integer | cst.SimpleString):
-        return True
-    if isinstance(node, cst.Attribute):
-        return _pure(node.value)
-    if isinstance(node, cst.UnaryOperation):
-        return _pure(node.expression)
-    return False
+def _gate_transform(chosen: Sequence[Judgement], lines: Sequence[str], notes: list[str]) -> slices.Transform:
+    def transform(module: cst.Module, offset: int, shift: int) -> cst.Module:
+        rewriter = Rewriter(chosen, lines, offset, shift)
+        try:
+            rewritten = MetadataWrapper(module, unsafe_skip_copy=True).visit(rewriter)
+        except cst.CSTValidationError as error:  # e.g. `if(v >= 3)and x:` would need `if x:` re-spaced
+            raise _Unchanged(f"cannot rewrite without reformatting ({error}); the file was left unchanged") from None
+        if rewriter.unsafe:
+            raise _Unchanged("a decided comparison sits next to code with side effects; the file was left unchanged")
+        notes.extend(rewriter.notes)
+        return rewritten
+    return transform
 
 
-class _Rewriter(cst.CSTTransformer):
-    METADATA_DEPENDENCIES = (PositionProvider, ParentNodeProvider)
+def _drop_transform(names: set[str]) -> slices.Transform:
+    return lambda module, offset, shift: module.visit(DropImports(names))
 
-    def __init__(self, judgements: Sequence[Judgement], lines: Sequence[str]) -> None:
-        super().__init__()
-        self.compares: dict[tuple[int, int], bool] = {}  # Compare position -> value, all its parts decided
-        self.gates: dict[tuple[int, int], Judgement] = {}  # condition position -> judgement
-        self.spans: list[tuple[tuple[int, int], tuple[int, int]]] = []  # (start, end) of each gate's condition
-        for judgement in judgements:
-            gate = judgement.gate
-            start = (gate.line, _char_col(lines, gate.line, gate.col))
-            self.gates[start] = judgement
-            self.spans.append((start, (gate.end_line, _char_col(lines, gate.end_line, gate.end_col))))
-            by_position: dict[tuple[int, int], list[bool | None]] = {}
-            for comparison in gate.comparisons:
-                position = (comparison.line, _char_col(lines, comparison.line, comparison.col))
-                by_position.setdefault(position, []).append(DECIDED.get(judgement.comparisons[str(comparison)]))
-            for position, values in by_position.items():
-                if None not in values:
-                    self.compares[position] = all(values)
-        self.changed: list[str] = []
-        self.unsafe = False
-        self.gate_elifs: dict[int, tuple[cst.If, int]] = {}  # id(rewritten elif with a gate test) -> (it, line)
-        self.footers: dict[int, tuple[cst.CSTNode, Sequence[cst.EmptyLine]]] = {}  # lifted last statement -> footer
 
-    def _position(self, node: cst.CSTNode) -> tuple[int, int]:
-        start = self.get_metadata(PositionProvider, node).start
-        return start.line, start.column
+Span = tuple[tuple[int, int], tuple[int, int]]  # an expression's (line, character column) start and end
+LARGE = 40  # lines: a gate's expression inside a longer statement is rewritten alone
 
-    def _gate_of(self, condition: cst.BaseExpression) -> Judgement | None:
-        return self.gates.get(self._position(condition))
 
-    def _simplified(self, original: cst.BaseExpression, updated: cst.BaseExpression) -> None:
-        """Report a gate whose condition was rewritten but did not become constant."""
-        if _constant(updated) is None and self._gate_of(original) is not None and not updated.deep_equals(original):
-            code = " ".join(cst.Module([]).code_for_node(updated).split())
-            self.changed.append(f"{self._position(original)[0]}: condition simplified to {code}")
-
-    def _in_gate(self, node: cst.CSTNode) -> bool:
-        """``node`` lies inside the condition of a gate being rewritten (other code is never simplified)."""
-        where = self.get_metadata(PositionProvider, node)
-        start, end = (where.start.line, where.start.column), (where.end.line, where.end.column)
-        return any(first <= start and end <= last for first, last in self.spans)
-
-    # -- conditions -------------------------------------------------------------------------------
-
-    def leave_Comparison(self, original: cst.Comparison, updated: cst.Comparison) -> cst.BaseExpression:
-        value = self.compares.get(self._position(original))
-        return updated if value is None else cst.Name("True" if value else "False", lpar=updated.lpar,
-                                                      rpar=updated.rpar)
-
-    def leave_BooleanOperation(self, original: cst.BooleanOperation,
-                               updated: cst.BooleanOperation) -> cst.BaseExpression:
-        if not self._in_gate(original):
-            return updated
-        left, right = updated.left, updated.right
-        is_and = isinstance(updated.operator, cst.And)
-        neutral, absorbing = (True, False) if is_and else (False, True)
-        for this, other in ((left, right), (right, left)):
-            value = _constant(this)
-            if value is neutral:
-                kept = other.with_changes(lpar=[], rpar=[]) if isinstance(other, cst.Name) else other
-                return kept.with_changes(lpar=updated.lpar, rpar=updated.rpar) if updated.lpar else kept
-            if value is absorbing:
-                if _pure(other):
-                    return cst.Name("True" if absorbing else "False", lpar=updated.lpar, rpar=updated.rpar)
-                self.unsafe = True
-        return updated
-
-    def leave_UnaryOperation(self, original: cst.UnaryOperation, updated: cst.UnaryOperation) -> cst.BaseExpression:
-        value = _constant(updated.expression)
-        if isinstance(updated.operator, cst.Not) and value is not None and self._in_gate(original):
-            return cst.Name("False" if value else "True", lpar=updated.lpar, rpar=updated.rpar)
-        return updated
-
-    # -- statements -------------------------------------------------------------------------------
-
-    def _is_elif(self, node: cst.If) -> bool:
-        parent = self.get_metadata(ParentNodeProvider, node, None)
-        return isinstance(parent, cst.If) and parent.orelse is node
-
-    def leave_If(self, original: cst.If, updated: cst.If) -> cst.BaseStatement | cst.FlattenSentinel[
-            cst.BaseStatement] | cst.RemovalSentinel:
-        updated = updated.with_changes(orelse=self._resolve_elifs(updated.orelse))
-        value = _constant(updated.test)
-        self._simplified(original.test, updated.test)
-        if value is None or self._gate_of(original.test) is None:
-            return updated
-        line = self._position(original)[0]
-        if self._is_elif(original):  # resolved by the if it belongs to
-            self.gate_elifs[id(updated)] = (updated, line)
-            return updated
-        if value:
-            self.changed.append(f"{line}: if always true: kept its body")
-            return self._lift(updated.body, updated.leading_lines)
-        self.changed.append(f"{line}: if always false: kept {'its else' if updated.orelse else 'nothing'}")
-        if isinstance(updated.orelse, cst.Else):
-            return self._lift(updated.orelse.body, updated.leading_lines)
-        if isinstance(updated.orelse, cst.If):
-            return updated.orelse.with_changes(leading_lines=updated.leading_lines)
-        return cst.RemovalSentinel.REMOVE
-
-    def _resolve_elifs(self, orelse: cst.If | cst.Else | None) -> cst.If | cst.Else | None:
-        while isinstance(orelse, cst.If) and self.gate_elifs.get(id(orelse), (None,))[0] is orelse:
-            line = self.gate_elifs[id(orelse)][1]
-            if _constant(orelse.test):
-                self.changed.append(f"{line}: elif always true: became else")
-                return cst.Else(body=orelse.body, leading_lines=orelse.leading_lines)
-            self.changed.append(f"{line}: elif always false: removed")
-            orelse = orelse.orelse
-        return orelse
-
-    def _lift(self, suite: cst.BaseSuite,
-              leading: Sequence[cst.EmptyLine]) -> cst.FlattenSentinel[cst.BaseStatement]:
-        """The statements of ``suite`` for the enclosing block, the dropped line's comments on the first
-        and its closing comments after the last (placed by :meth:`_place_footers`)."""
-        if isinstance(suite, cst.IndentedBlock):
-            statements: list[cst.BaseStatement] = list(suite.body)
+def _rewrite_statements(source: str, tree: ast.Module, targets: Sequence[ast.stmt | tuple[ast.stmt, Span]],
+                        transform: slices.Transform) -> tuple[str, str]:
+    """``source`` with each target rewritten by ``transform`` (a statement, or an expression inside a
+    large statement); and the text replaced."""
+    lines = slices.split_lines(source)
+    blocks = slices.Blocks(tree, _lines_of(source))
+    pieces: list[tuple[slices.Slice, Span | None]] = []
+    for target in targets:
+        node, span = target if isinstance(target, tuple) else (target, None)
+        piece = blocks.slice_of(blocks.chain_head(node))
+        if span is not None and piece.last - piece.first >= LARGE:
+            piece = slices.expression_slice(lines, *span)
         else:
-            assert isinstance(suite, cst.SimpleStatementSuite)
-            statements = [cst.SimpleStatementLine(body=list(suite.body))]
-        first = statements[0]
-        if leading and isinstance(first, cst.SimpleStatementLine | cst.BaseCompoundStatement):
-            statements[0] = first.with_changes(leading_lines=[*leading, *first.leading_lines])
-        if isinstance(suite, cst.IndentedBlock) and suite.footer:
-            self.footers[id(statements[-1])] = (statements[-1], suite.footer)
-        return cst.FlattenSentinel(statements)
-
-    def _place_footers(self, body: Sequence[cst.BaseStatement]) -> tuple[list[cst.BaseStatement], list[cst.EmptyLine]]:
-        """``body`` with the closing comments of lifted blocks on the statement after them; those left over."""
-        placed: list[cst.BaseStatement] = []
-        pending: list[cst.EmptyLine] = []
-        for statement in body:
-            if pending and isinstance(statement, cst.SimpleStatementLine | cst.BaseCompoundStatement):
-                statement = statement.with_changes(leading_lines=[*pending, *statement.leading_lines])
-                pending = []
-            placed.append(statement)
-            entry = self.footers.pop(id(statement), None)
-            if entry is not None and entry[0] is statement:
-                pending += entry[1]
-        return placed, pending
-
-    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
-        if not updated.body:
-            return updated.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
-        if not self.footers:
-            return updated
-        body, footer = self._place_footers(updated.body)
-        return updated.with_changes(body=body, footer=[*footer, *updated.footer])
-
-    def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
-        if not self.footers:
-            return updated
-        body, footer = self._place_footers(updated.body)
-        return updated.with_changes(body=body, footer=[*footer, *updated.footer])
-
-    def leave_IfExp(self, original: cst.IfExp, updated: cst.IfExp) -> cst.BaseExpression:
-        value = _constant(updated.test)
-        self._simplified(original.test, updated.test)
-        if value is None or self._gate_of(original.test) is None:
-            return updated
-        self.changed.append(f"{self._position(original)[0]}: ternary: kept its {'true' if value else 'false'} side")
-        chosen = updated.body if value else updated.orelse
-        return chosen.with_changes(lpar=updated.lpar, rpar=updated.rpar) if updated.lpar else chosen
-
-    def leave_While(self, original: cst.While, updated: cst.While) -> cst.While | cst.FlattenSentinel[
-            cst.BaseStatement] | cst.RemovalSentinel:
-        self._simplified(original.test, updated.test)
-        if self._gate_of(original.test) is None or _constant(updated.test) is not False:
-            return updated  # always true: refused, never chosen
-        kept = "its else" if updated.orelse else "nothing"
-        self.changed.append(f"{self._position(original)[0]}: while always false: kept {kept}")
-        if updated.orelse:
-            return self._lift(updated.orelse.body, updated.leading_lines)
-        return cst.RemovalSentinel.REMOVE
-
-    def leave_Assert(self, original: cst.Assert, updated: cst.Assert) -> cst.Assert | cst.RemovalSentinel:
-        self._simplified(original.test, updated.test)
-        if self._gate_of(original.test) is None or _constant(updated.test) is not True:
-            return updated
-        self.changed.append(f"{self._position(original)[0]}: assert always holds: removed")
-        return cst.RemovalSentinel.REMOVE
-
-    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine,
-                                  updated: cst.SimpleStatementLine) -> cst.SimpleStatementLine | cst.RemovalSentinel:
-        return cst.RemovalSentinel.REMOVE if not updated.body else updated
-
-    def leave_Decorator(self, original: cst.Decorator, updated: cst.Decorator) -> cst.Decorator | cst.RemovalSentinel:
-        call = updated.decorator
-        if not isinstance(call, cst.Call) or not call.args or not isinstance(original.decorator, cst.Call):
-            return updated
-        judgement = self._gate_of(original.decorator.args[0].value)
-        value = _constant(call.args[0].value)
-        self._simplified(original.decorator.args[0].value, call.args[0].value)
-        if judgement is None or value is None or judgement.gate.skips_when_true is None:
-            return updated
-        if value != judgement.gate.skips_when_true:
-            self.changed.append(f"{self._position(original)[0]}: skip decorator never skips: removed")
-            return cst.RemovalSentinel.REMOVE
-        return updated
+            span = None
+        if any(p.first <= piece.first and piece.last <= p.last and (s is None or p is piece) for p, s in pieces):
+            continue  # inside a statement slice already taken
+        pieces = [(p, s) for p, s in pieces if not (piece.first <= p.first and p.last <= piece.last)]
+        pieces.append((piece, span))
+    pieces.sort(key=lambda p: p[0].first)
+    for (one, _), (two, _) in zip(pieces, pieces[1:], strict=False):
+        if two.first <= one.last:
+            raise _Overlap
+    replacements: list[tuple[slices.Slice, str | None]] = []
+    for piece, span in pieces:
+        try:
+            if span is not None:
+                replacements.append((piece, slices.rewrite_expression(lines, piece, *span, transform)))
+            else:
+                replacements.append((piece, slices.rewrite_slice(lines, piece, transform)))
+        except slices.Removed:
+            replacements.append((piece, None))
+    replaced = "".join("".join(lines[p.first - 1:p.last]) for p, _ in pieces)
+    return slices.splice(lines, replacements), replaced
 
 
-def _refusal(j: Judgement) -> str | None:
-    """Why a decided gate cannot be rewritten exactly; ``None`` when it can (or is not decided)."""
-    value = DECIDED.get(j.verdict)
-    where = f"{j.gate.line}: {j.gate.source}"
-    if j.gate.kind == "expression" and any(v in DECIDED for v in j.comparisons.values()):
-        return f"{where}: {j.verdict} outside a branch; replace it by hand"
-    if j.gate.kind == "assert" and value is False:
-        return f"{where}: an assert that always fails"
-    if j.gate.kind == "skip-decorator" and value is not None and value == j.gate.skips_when_true:
-        return f"{where}: the test is always skipped; delete it by hand"
-    if j.gate.kind == "while" and value is True:
-        return f"{where}: a loop whose condition is always true"
-    return None
+class _Overlap(Exception):
+    """Two slices share lines: rewrite the whole module instead."""
 
 
-def _imported_names(tree: ast.Module) -> set[str]:
-    return {(alias.asname or alias.name).split(".")[0] for node in ast.walk(tree)
-            if isinstance(node, ast.Import | ast.ImportFrom) for alias in node.names}
+def _gate_targets(tree: ast.Module, lines: Sequence[str],
+                  chosen: Sequence[Judgement]) -> list[ast.stmt | tuple[ast.stmt, Span]]:
+    """The statement holding each gate; with, for a ternary or a gate outside a branch, the span of
+    the expression that changes (the ternary, or the gate's condition)."""
+    blocks = slices.Blocks(tree, lines)
+    targets: list[ast.stmt | tuple[ast.stmt, Span]] = []
+    for judgement in chosen:
+        gate = judgement.gate
+        node = blocks.innermost(gate.line, gate.col, gate.end_line, gate.end_col)
+        if node is None:
+            raise _Overlap  # not inside a statement we parsed: take the slow, whole-module path
+        expression: ast.expr | None = None
+        if gate.kind == "ternary":
+            expression = next((n for n in ast.walk(node) if isinstance(n, ast.IfExp) and
+                               (n.test.lineno, n.test.col_offset) == (gate.line, gate.col)), None)
+        elif gate.kind == "expression":
+            expression = next((n for n in ast.walk(node) if isinstance(n, ast.expr) and
+                               (n.lineno, n.col_offset, n.end_lineno, n.end_col_offset) ==
+                               (gate.line, gate.col, gate.end_line, gate.end_col)), None)
+        if expression is None or expression.end_lineno is None or expression.end_col_offset is None:
+            targets.append(node)
+            continue
+        start = (expression.lineno, char_col(lines, expression.lineno, expression.col_offset))
+        end = (expression.end_lineno, char_col(lines, expression.end_lineno, expression.end_col_offset))
+        targets.append((node, (start, end)))
+    return targets
 
 
-def _used_names(tree: ast.Module) -> set[str]:
-    used = {node.id for node in ast.walk(tree) if isinstance(node, ast.Name)}
-    for node in ast.walk(tree):  # names re-exported through __all__
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
-            used |= {c.value for c in ast.walk(node.value) if isinstance(c, ast.Constant) and isinstance(c.value, str)}
-    return used
+def fix_source(source: str, judgements: Sequence[Judgement], *, module: str | None = None,
+               index: imports.TreeIndex | None = None, filename: str = "<unknown>") -> FileFix:
+    """``source`` with its decided gates rewritten; gates it refuses are listed, untouched.
 
-
-_AnyImport = TypeVar("_AnyImport", cst.Import, cst.ImportFrom)
-
-
-class _DropImports(cst.CSTTransformer):
-    """Remove the given bound names from import statements (and statements left empty)."""
-
-    def __init__(self, names: set[str]) -> None:
-        super().__init__()
-        self.names = names
-
-    def _keep(self, alias: cst.ImportAlias) -> bool:
-        bound = alias.asname.name if alias.asname else alias.name
-        return cst.helpers.get_full_name_for_node(bound).split(".")[0] not in self.names  # type: ignore[union-attr]
-
-    def _filtered(self, updated: _AnyImport) -> _AnyImport | cst.RemovalSentinel:
-        if isinstance(updated.names, cst.ImportStar):
-            return updated
-        kept = [a for a in updated.names if self._keep(a)]
-        if not kept:
-            return cst.RemovalSentinel.REMOVE
-        if len(kept) != len(updated.names):
-            kept[-1] = kept[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-            return updated.with_changes(names=kept)
-        return updated
-
-    def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom) -> cst.ImportFrom | \
-            cst.RemovalSentinel:
-        return self._filtered(updated)
-
-    def leave_Import(self, original: cst.Import, updated: cst.Import) -> cst.Import | cst.RemovalSentinel:
-        return self._filtered(updated)
-
-    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine,
-                                  updated: cst.SimpleStatementLine) -> cst.SimpleStatementLine | cst.RemovalSentinel:
-        return cst.RemovalSentinel.REMOVE if not updated.body else updated
-
-
-def fix_source(source: str, judgements: Sequence[Judgement]) -> FileFix:
-    """``source`` with its decided gates rewritten; gates it refuses are listed, untouched."""
-    refusals = {id(j): _refusal(j) for j in judgements}
+    ``module`` and ``index`` (the module's dotted name and its tree's import index) keep the
+    imports other modules import from this one.
+    """
+    refusals = {id(j): refusal(j) for j in judgements}
     refused = [reason for reason in refusals.values() if reason]
     chosen = [j for j in judgements if not refusals[id(j)] and any(v in DECIDED for v in j.comparisons.values())]
     if not chosen:
         return FileFix(source, [], refused)
-    module = cst.parse_module(source)
-    rewriter = _Rewriter(chosen, re.split(r"\r\n|\r|\n", source))  # ast's lines: not str.splitlines (\f, \u2028)
+    lines = _lines_of(source)
+    wanted = {line for j in chosen for line in range(j.gate.line, j.gate.end_line + 1)}
+    notes: list[str] = []
     try:
-        rewritten = cst.MetadataWrapper(module).visit(rewriter)
-    except cst.CSTValidationError as error:  # e.g. `if(v >= 3)and x:` would need `if x:` re-spaced
-        return FileFix(source, [], refused + [f"cannot rewrite without reformatting ({error}); "
-                                              "the file was left unchanged"])
-    if rewriter.unsafe:
-        return FileFix(source, [], refused + ["a decided comparison sits next to code with side effects; "
-                                              "the file was left unchanged"])
-    changed = list(rewriter.changed)
+        tree = qualnames.parse_lines(source, lines, wanted, filename, top_level=False)
+        rewritten, replaced = _rewrite_statements(source, tree, _gate_targets(tree, lines, chosen),
+                                                  _gate_transform(chosen, lines, notes))
+    except _Unchanged as why:
+        return FileFix(source, [], refused + [str(why)])
+    except (SyntaxError, _Overlap):
+        return _fix_whole_module(source, chosen, refused, module, index, filename)
+    return _drop_imports(source, rewritten, replaced, notes, refused, module, index, filename)
+
+
+def _drop_imports(source: str, rewritten: str, replaced: str, notes: list[str], refused: list[str],
+                  module: str | None, index: imports.TreeIndex | None, filename: str) -> FileFix:
+    """``rewritten`` without the imports it left unread (the rules of :mod:`jaxrel.gates.imports`)."""
+    drop, kept = imports.removable(source, rewritten, replaced, module, index, filename)
+    changed = notes + kept
+    if drop:
+        lines = _lines_of(rewritten)
+        wanted = {line for line, text in enumerate(lines, 1) if any(name in text for name in drop)}
+        try:
+            tree = qualnames.parse_lines(rewritten, lines, wanted, filename, top_level=False)
+            targets: list[ast.stmt] = list(imports.import_statements(tree, drop))
+            rewritten, _ = _rewrite_statements(rewritten, tree, targets, _drop_transform(drop))
+        except (SyntaxError, _Overlap):
+            rewritten = cst.parse_module(rewritten).visit(DropImports(drop)).code
+        changed += [f"import {name}: no longer used, removed" for name in sorted(drop)]
+    return FileFix(rewritten, changed, refused)
+
+
+def _fix_whole_module(source: str, chosen: Sequence[Judgement], refused: list[str], module: str | None,
+                      index: imports.TreeIndex | None, filename: str) -> FileFix:
+    """The slow path: the whole module through libcst (slices overlap, or syntax newer than this Python)."""
+    notes: list[str] = []
     try:
-        before, after = ast.parse(source), ast.parse(rewritten.code)
+        rewritten = _gate_transform(chosen, _lines_of(source), notes)(cst.parse_module(source), 0, 0)
+    except _Unchanged as why:
+        return FileFix(source, [], refused + [str(why)])
+    try:
+        ast.parse(source)
+        ast.parse(rewritten.code)
     except SyntaxError:  # syntax newer than this interpreter: libcst rewrote it, imports stay as they are
-        return FileFix(rewritten.code, changed + ["imports not checked (syntax newer than this Python)"], refused)
-    dropped = {name for name in _imported_names(before) if name in _used_names(before)
-               and name not in _used_names(after) and name in _imported_names(after)}
-    if dropped:
-        rewritten = rewritten.visit(_DropImports(dropped))
-    changed += [f"import {name}: no longer used, removed" for name in sorted(dropped)]
-    return FileFix(rewritten.code, changed, refused)
+        return FileFix(rewritten.code, notes + ["imports not checked (syntax newer than this Python)"], refused)
+    return _drop_imports(source, rewritten.code, source, notes, refused, module, index, filename)
 
 
 @dataclass
 class TreeFix:
-    """Every file of a tree with decided gates: its source as read and its :class:`FileFix`."""
+    """Every file of a tree with decided gates: its source as read and its :class:`FileFix`.
+
+    ``failed`` lists the files whose rewrite did not pass verification (file → why); they are
+    left as they were.
+    """
 
     root: Path
     files: dict[str, tuple[str, FileFix]]
+    failed: dict[str, str] = field(default_factory=dict)
 
     @property
     def changed(self) -> dict[str, str]:
         """Relative path → new source, for the files the fix rewrites."""
-        return {file: fix.source for file, (original, fix) in self.files.items() if fix.source != original}
+        return {file: fix.source for file, (original, fix) in self.files.items()
+                if fix.source != original and file not in self.failed}
 
     @property
     def refused(self) -> int:
@@ -381,23 +223,69 @@ class TreeFix:
 
     def diff(self) -> str:
         """A unified diff of every rewrite (``a/FILE`` → ``b/FILE``)."""
-        return "".join(line for file, (original, fix) in self.files.items() if fix.source != original
+        changed = self.changed
+        return "".join(line for file, (original, _) in self.files.items() if file in changed
                        for line in difflib.unified_diff(original.splitlines(keepends=True),
-                                                        fix.source.splitlines(keepends=True),
+                                                        changed[file].splitlines(keepends=True),
                                                         f"a/{file}", f"b/{file}"))
 
     def write(self) -> None:
-        """Write every rewritten file, all or none."""
-        write_all_atomically({self.root / file: source for file, source in self.changed.items()})
+        """Write every rewritten file, all or none.
+
+        Raises :class:`~jaxrel.errors.EnvironmentFailure` (exit 3), with nothing changed, when a
+        file cannot be written (read-only file system, an immutable file) or the write fails; an
+        interruption (Ctrl-C) puts every file back before it propagates.
+        """
+        targets = {self.root / file: source for file, source in self.changed.items()}
+        blocked = unwritable(targets)
+        if blocked:
+            listed = "; ".join(f"{path.relative_to(self.root)}: {why}" for path, why in sorted(blocked.items()))
+            raise EnvironmentFailure(f"cannot write {len(blocked)} of {len(targets)} files ({listed}); "
+                                     "nothing was changed")
+        try:
+            write_all_atomically(targets)
+        except OSError as error:
+            raise EnvironmentFailure(f"writing the fixed files failed ({error}); nothing was changed") from None
 
 
-def fix_tree(root: Path, judgements: Sequence[Judgement]) -> TreeFix:
-    """Rewrite every decided gate of ``judgements`` (gates of the tree at ``root``), file by file."""
+def fix_tree(root: Path, judgements: Sequence[Judgement], *, texts: dict[str, str] | None = None,
+             progress: Progress | None = None) -> TreeFix:
+    """Rewrite every decided gate of ``judgements`` (gates of the tree at ``root``), file by file, then
+    verify the result (files failing verification are left as they were, in ``failed``).
+
+    ``texts``: the tree's files as already read (relative path → text), for the import index.
+    """
     by_file: dict[str, list[Judgement]] = {}
     for judgement in judgements:
         by_file.setdefault(judgement.gate.file, []).append(judgement)
-    files = {}
-    for file, group in sorted(by_file.items()):
+    index = imports.TreeIndex(root, texts)
+    todo = sorted(by_file.items())
+
+    def one(item: tuple[str, list[Judgement]]) -> tuple[str, FileFix, list[str]]:
+        file, group = item
         original = read_exactly(root / file)  # CRLF line ends kept as they are
-        files[file] = (original, fix_source(original, group))
-    return TreeFix(root, files)
+        module = index.module_of.get(file)
+        done = fix_source(original, group, module=module, index=index, filename=file)
+        lost = verify.lost_imports(original, done.source, module, index, file) \
+            if module is not None and done.source != original else []
+        return original, done, lost
+
+    files = {}
+    failed = {}
+    compiler = verify.Compiler() if todo else None  # its start-up overlaps the rewrite
+    try:
+        for number, ((file, _), (original, done, lost)) in enumerate(zip(todo, parallel.map_forked(one, todo),
+                                                                          strict=True), 1):
+            if progress:
+                progress(number, len(todo), file)
+            files[file] = (original, done)
+            if lost:
+                failed[file] = f"the rewrite no longer binds {'; '.join(lost)}"
+        fixed = TreeFix(root, files)
+        to_compile = {file: source for file, source in fixed.changed.items() if file not in failed}
+        compiled = compiler.errors(to_compile) if compiler and to_compile else {}
+    finally:
+        if compiler:
+            compiler.close()
+    fixed.failed = {**failed, **{file: f"does not compile after the rewrite: {why}" for file, why in compiled.items()}}
+    return fixed

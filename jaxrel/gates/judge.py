@@ -40,26 +40,34 @@ from jaxrel.gates import find as gatefind
 
 VERDICTS = ("always-true", "always-false", "live", "ahead", "unknown")
 Condition = dict[str, Any]
+Value = int | tuple[int, ...]  # an API number, or a release as the frontend's code sees it: (0, 10, 2)
 
 
 @dataclass(frozen=True)
 class Comparison:
-    """``number OP threshold`` with the API number on the left."""
+    """``number OP threshold`` with the API number (or the backend's release) on the left."""
 
     number: str
     op: str
-    threshold: int
+    threshold: Value
     line: int
     col: int
 
-    def holds(self, value: int) -> bool:
-        return {">=": value >= self.threshold, "<=": value <= self.threshold, ">": value > self.threshold,
-                "<": value < self.threshold, "==": value == self.threshold, "!=": value != self.threshold}[self.op]
+    def holds(self, value: Value) -> bool:
+        if isinstance(value, int) != isinstance(self.threshold, int):
+            return False  # an API number against a tuple: never equal, and never produced by the finder
+        v: Any = value
+        t: Any = self.threshold
+        return bool({">=": v >= t, "<=": v <= t, ">": v > t, "<": v < t, "==": v == t, "!=": v != t}[self.op])
 
     @property
-    def boundary(self) -> int:
-        """The smallest API number on the upper side of the threshold."""
-        return self.threshold + 1 if self.op in (">", "<=") else self.threshold
+    def boundary(self) -> Value:
+        """The smallest value on the upper side of the threshold."""
+        return _above(self.threshold) if self.op in (">", "<=") else self.threshold
+
+    def upper(self, value: Value) -> bool:
+        """``value`` lies on the threshold's upper side (at least :attr:`boundary`)."""
+        return Comparison(self.number, ">=", self.boundary, 0, 0).holds(value)
 
     def __str__(self) -> str:
         return f"{self.number} {self.op} {self.threshold}"
@@ -82,9 +90,10 @@ class Gate:
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> Gate:
+        comparisons = tuple(Comparison(**{**c, "threshold": tuple(c["threshold"]) if isinstance(c["threshold"], list)
+                                          else c["threshold"]}) for c in data["comparisons"])
         return cls(data["file"], data["line"], data["col"], data["end_line"], data["end_col"], data["kind"],
-                   data["source"], tuple(Comparison(**c) for c in data["comparisons"]), data["condition"],
-                   data.get("skips_when_true"))
+                   data["source"], comparisons, data["condition"], data.get("skips_when_true"))
 
 
 def _name_tables(family: Family) -> tuple[dict[str, str], list[tuple[str, str, str]]]:
@@ -93,19 +102,32 @@ def _name_tables(family: Family) -> tuple[dict[str, str], list[tuple[str, str, s
     return names, raw
 
 
-def find_gates(tree: Path, family: Family) -> tuple[list[Gate], dict[str, str]]:
-    """Every gate under ``tree`` and the files that could not be parsed (file -> reason)."""
+def release_spellings(family: Family) -> tuple[str, list[str]] | None:
+    """The backend release's name in comparisons and how the frontend spells it (``None``: not declared)."""
+    spellings = family.backend.release_spellings
+    return (family.backend.distribution, list(spellings)) if spellings else None
+
+
+def find_gates(tree: Path, family: Family,
+               texts: dict[str, str] | None = None) -> tuple[list[Gate], dict[str, str]]:
+    """Every gate under ``tree`` and the files that could not be parsed (file -> reason).
+
+    ``texts`` (optional) receives the text of every file read, for a fix that needs them again.
+    """
     names, raw = _name_tables(family)
+    release = release_spellings(family)
     files = list(gatefind.python_files(str(tree)))
-    found, failed = gatefind.scan(str(tree), files, names, {(s, v): n for s, v, n in raw})
+    found, failed = gatefind.scan(str(tree), files, names, {(s, v): n for s, v, n in raw},
+                                  gatefind.Release(*release) if release else None, texts, processes=None)
     if failed:
-        retried, failed = _scan_with_newer_python(tree, sorted(failed), names, raw, failed)
+        retried, failed = _scan_with_newer_python(tree, sorted(failed), names, raw, release, failed)
         found += retried
     gates = [Gate.from_json(g) for g in found]
     return sorted(gates, key=lambda g: (g.file, g.line, g.col)), failed
 
 
 def _scan_with_newer_python(tree: Path, files: list[str], names: dict[str, str], raw: list[tuple[str, str, str]],
+                            release: tuple[str, list[str]] | None,
                             failed: dict[str, str]) -> tuple[list[dict[str, Any]], dict[str, str]]:
     """Re-read ``files`` with the newest interpreter here (new syntax); what still fails stays failed."""
     pythons = find_pythons()
@@ -113,7 +135,7 @@ def _scan_with_newer_python(tree: Path, files: list[str], names: dict[str, str],
     if not pythons or list(pythons)[-1] == running:  # nothing newer: it would fail the same way
         return [], failed
     newest = list(pythons.values())[-1]  # find_pythons sorts by version
-    request = json.dumps({"root": str(tree), "files": files, "names": names, "raw": raw})
+    request = json.dumps({"root": str(tree), "files": files, "names": names, "raw": raw, "release": release})
     package_parent = str(Path(gatefind.__file__).resolve().parents[1])
     done = subprocess.run([newest.executable, "-c", "import sys; from jaxrel.gates.find import main; sys.exit(main())",
                            request], capture_output=True, text=True, env={"PYTHONPATH": package_parent},
@@ -132,7 +154,8 @@ def _all(results: Sequence[bool | None]) -> bool | None:
     return False if False in results else None if None in results else True
 
 
-def evaluate(condition: Condition, comparisons: Sequence[Comparison], values: Mapping[str, int | None]) -> bool | None:
+def evaluate(condition: Condition, comparisons: Sequence[Comparison],
+             values: Mapping[str, Value | None]) -> bool | None:
     """``condition`` in three-valued logic: comparisons from ``values``; anything else is unknown (None)."""
     if "and" in condition or "or" in condition:
         operands: list[Condition] = condition["and"] if "and" in condition else condition["or"]
@@ -152,19 +175,34 @@ def evaluate(condition: Condition, comparisons: Sequence[Comparison], values: Ma
     return None
 
 
+def release_tuple(version: str | Version) -> tuple[int, ...]:
+    """A release as the frontend's code sees it: the numbers of its dotted prefix (``0.9.0.1`` → (0, 9, 0, 1))."""
+    return Version(str(version)).release
+
+
 @dataclass(frozen=True)
 class Releases:
-    """Every known backend release's API numbers (``None``: not readable) and the supported minimum."""
+    """Every known backend release's API numbers (``None``: not readable) and the supported minimum.
 
-    numbers: dict[str, dict[str, int | None]]
+    ``release`` names the backend's own release among the numbers (``jaxlib``: (0, 10, 2) for
+    0.10.2), for gates on the release tuple.
+    """
+
+    numbers: dict[str, dict[str, Value | None]]
     minimum: Version
     maximum: Version | None = None  # the frontend's own version: no backend newer than it is supported
+    release: str | None = None
 
     @classmethod
     def from_family(cls, family: Family, minimum: Version, maximum: Version | None = None) -> Releases:
-        numbers = {version: {n.name: row[n.name] if isinstance(row.get(n.name), int) else None
-                             for n in family.api_numbers} for version, row in family.backend_releases.items()}
-        return cls(numbers, minimum, maximum)
+        release = family.backend.distribution if family.backend.release_spellings else None
+        numbers: dict[str, dict[str, Value | None]] = {}
+        for version, row in family.backend_releases.items():
+            numbers[version] = {n.name: row[n.name] if isinstance(row.get(n.name), int) else None
+                                for n in family.api_numbers}
+            if release:
+                numbers[version][release] = release_tuple(version)
+        return cls(numbers, minimum, maximum, release)
 
     @property
     def ordered(self) -> list[str]:
@@ -175,14 +213,19 @@ class Releases:
         return [v for v in self.ordered if Version(v) >= self.minimum
                 and (self.maximum is None or policy.release_key(Version(v)) <= policy.release_key(self.maximum))]
 
-    def first_at_least(self, number: str, value: int) -> str | None:
+    def first_at_least(self, number: str, value: Value) -> str | None:
         """The oldest release whose ``number`` is at least ``value``."""
-        return next((v for v in self.ordered if (self.numbers[v].get(number) or -1) >= value), None)
+        return self.first_upper(Comparison(number, ">=", value, 0, 0))
 
-    def newest(self, number: str) -> int | None:
+    def first_upper(self, comparison: Comparison) -> str | None:
+        """The oldest release on the upper side of ``comparison``'s threshold."""
+        return next((v for v in self.ordered if (value := self.numbers[v].get(comparison.number)) is not None
+                     and comparison.upper(value)), None)
+
+    def newest(self, number: str) -> Value | None:
         """The highest value of ``number`` among the supported releases (HEAD lies above it)."""
         known = [v for version in self.supported if (v := self.numbers[version].get(number)) is not None]
-        return max(known) if known else None
+        return max(known) if known else None  # one kind per number
 
 
 @dataclass
@@ -203,15 +246,26 @@ class Judgement:
                 "first_releases": self.first_releases, "sides": self.sides}
 
 
-def _head_samples(comparisons: Sequence[Comparison], releases: Releases) -> list[dict[str, int | None]]:
-    """API numbers a backend built at HEAD may have: above every release, and at each threshold beyond."""
-    choices: dict[str, list[int]] = {}
+def _above(value: Value) -> Value:
+    """The next value after ``value``: N + 1, or a tuple one longer ((0, 10) < (0, 10, 0))."""
+    return value + 1 if isinstance(value, int) else (*value, 0)
+
+
+def _head_samples(comparisons: Sequence[Comparison], releases: Releases) -> list[dict[str, Value | None]]:
+    """Values a backend built at HEAD may have: API numbers above every release and at each threshold
+    beyond; its release is the frontend's own version (jax and jaxlib are versioned together)."""
+    choices: dict[str, list[Value]] = {}
     for comparison in comparisons:
-        newest = releases.newest(comparison.number)
-        if newest is not None:
-            beyond = {t for c in comparisons if c.number == comparison.number
-                      for t in (c.threshold, c.threshold + 1) if t > newest}
-            choices[comparison.number] = sorted({newest + 1} | beyond)
+        newest: Any = releases.newest(comparison.number)
+        if newest is None:
+            continue
+        if comparison.number == releases.release and releases.maximum is not None:
+            choices[comparison.number] = [release_tuple(releases.maximum)]
+            continue
+        thresholds: list[Any] = [t for c in comparisons if c.number == comparison.number
+                                 for t in (c.threshold, _above(c.threshold))]
+        beyond = {t for t in thresholds if type(t) is type(newest) and t > newest}
+        choices[comparison.number] = sorted({_above(newest)} | beyond)
     keys = sorted(choices)
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(choices[k] for k in keys))]
 
@@ -237,8 +291,7 @@ def judge(gate: Gate, releases: Releases) -> Judgement:
         seen = {evaluate(alone, gate.comparisons, releases.numbers[v]) for v in supported}
         per_comparison[str(comparison)] = _verdict(seen, {evaluate(alone, gate.comparisons, h) for h in head})
         known = releases.newest(comparison.number) is not None
-        first[str(comparison)] = releases.first_at_least(comparison.number, comparison.boundary) if known \
-            else "unknown"
+        first[str(comparison)] = releases.first_upper(comparison) if known else "unknown"
     outcomes = {v: evaluate(gate.condition, gate.comparisons, releases.numbers[v]) for v in supported}
     verdict = _verdict(set(outcomes.values()), {evaluate(gate.condition, gate.comparisons, h) for h in head})
     sides = {side: [v for v, o in outcomes.items() if o is value] for side, value in (("true", True), ("false", False))}

@@ -276,7 +276,7 @@ from jax._src.lib import jaxlib_extension_version
 type Alias = int
 label = f"{'a' + "b"}"
 if jaxlib_extension_version >= 470:
-    label = "new"
+    type Label = str  # newer syntax inside the gate's own statement: this Python cannot read the gate
 """
 
 
@@ -299,7 +299,7 @@ def test_newer_syntax_is_read_by_a_newer_python_or_listed_failed(tmp_path: Path)
             assert gatefind.scan(str(tree), ["pkg/new_syntax.py"], NAMES, RAW)[1]
     else:
         assert found_gates == []
-        assert re.fullmatch(r"line 3: .+ \(Python 3\.\d+\)", failed["pkg/new_syntax.py"])
+        assert re.fullmatch(r"line [36]: .+ \(Python 3\.\d+\)", failed["pkg/new_syntax.py"])
 
 
 def test_newer_syntax_without_a_newer_python_is_listed_failed(tmp_path: Path,
@@ -311,7 +311,7 @@ def test_newer_syntax_without_a_newer_python_is_listed_failed(tmp_path: Path,
     assert found_gates == []
     python = f"Python {sys.version_info[0]}.{sys.version_info[1]}"
     assert list(failed) == ["pkg/new_syntax.py"]
-    assert failed["pkg/new_syntax.py"].startswith("line 3: ") and failed["pkg/new_syntax.py"].endswith(f"({python})")
+    assert re.match(r"line [36]: ", failed["pkg/new_syntax.py"]) and failed["pkg/new_syntax.py"].endswith(f"({python})")
 
 
 def test_syntax_no_python_parses_stays_failed_with_the_newest_pythons_reason(tmp_path: Path) -> None:

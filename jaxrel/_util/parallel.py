@@ -1,0 +1,49 @@
+"""Run a function over items in forked worker processes (standard library only).
+
+For CPU-bound work on many files: the workers inherit the parent's memory (no pickling of inputs
+beyond the items), results come back in order. One worker, no ``fork`` (Windows, macOS default),
+or fewer than two items: a plain loop in this process.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections.abc import Callable, Iterator, Sequence
+from typing import TypeVar
+
+Item = TypeVar("Item")
+Result = TypeVar("Result")
+
+_task: Callable[[object], object] | None = None
+
+
+def _run(item: object) -> object:
+    assert _task is not None
+    return _task(item)
+
+
+def workers() -> int:
+    """How many processes to use: ``$JAXREL_WORKERS``, else the CPUs this process may run on, at most 4."""
+    chosen = os.environ.get("JAXREL_WORKERS", "")
+    if chosen.isdigit() and int(chosen) > 0:
+        return int(chosen)
+    try:
+        return max(1, min(4, len(os.sched_getaffinity(0))))
+    except AttributeError:  # not on Linux
+        return max(1, min(4, os.cpu_count() or 1))
+
+
+def map_forked(task: Callable[[Item], Result], items: Sequence[Item], processes: int | None = None) -> Iterator[Result]:
+    """``task(item)`` for every item, in order, computed by up to ``processes`` forked workers."""
+    global _task
+    count = workers() if processes is None else processes
+    if count < 2 or len(items) < 2 or "fork" not in multiprocessing.get_all_start_methods():
+        yield from (task(item) for item in items)
+        return
+    _task = task  # type: ignore[assignment]  # inherited by the forked workers
+    try:
+        with multiprocessing.get_context("fork").Pool(min(count, len(items))) as pool:
+            yield from pool.imap(_run, items, chunksize=1)
+    finally:
+        _task = None
