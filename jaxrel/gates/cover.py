@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from jaxrel.errors import BadInput
-from jaxrel.gates.judge import Judgement, Releases, evaluate
+from jaxrel.gates.judge import GateVerdict, Judgement, Releases, evaluate
 
 
 @dataclass(frozen=True)
@@ -55,7 +55,7 @@ def cover(judgements: Sequence[Judgement], releases: Releases, cells: Sequence[t
     """Coverage of every live gate by ``cells``."""
     found = []
     for judgement in judgements:
-        if judgement.verdict != "live":
+        if judgement.verdict != GateVerdict.LIVE:
             continue
         gate = judgement.gate
         by_side: dict[str, list[str]] = {"true": [], "false": []}

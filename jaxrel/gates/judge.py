@@ -28,6 +28,7 @@ import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,18 @@ from jaxrel.compat.pythons import find_pythons
 from jaxrel.family import Family
 from jaxrel.gates import find as gatefind
 
-VERDICTS = ("always-true", "always-false", "live", "ahead", "unknown")
+
+class GateVerdict(StrEnum):
+    """What a gate's condition does over the supported releases (and a backend built at HEAD)."""
+
+    ALWAYS_TRUE = "always-true"
+    ALWAYS_FALSE = "always-false"
+    LIVE = "live"
+    AHEAD = "ahead"
+    UNKNOWN = "unknown"
+
+
+VERDICTS = tuple(GateVerdict)
 Condition = dict[str, Any]
 Value = int | tuple[int, ...]  # an API number, or a release as the frontend's code sees it: (0, 10, 2)
 
@@ -233,9 +245,9 @@ class Judgement:
     """A gate's verdict for the supported releases, each comparison's, and which releases give which side."""
 
     gate: Gate
-    verdict: str
+    verdict: GateVerdict
     reason: str
-    comparisons: dict[str, str]  # "number op N" -> verdict of that comparison alone
+    comparisons: dict[str, GateVerdict]  # "number op N" -> verdict of that comparison alone
     first_releases: dict[str, str | None]  # "number op N" -> first release on the threshold's upper side
     sides: dict[str, list[str]]  # "true"/"false" -> supported releases giving that side
 
@@ -270,15 +282,15 @@ def _head_samples(comparisons: Sequence[Comparison], releases: Releases) -> list
     return [dict(zip(keys, combo, strict=True)) for combo in itertools.product(*(choices[k] for k in keys))]
 
 
-def _verdict(outcomes: set[bool | None], at_head: set[bool | None]) -> str:
+def _verdict(outcomes: set[bool | None], at_head: set[bool | None]) -> GateVerdict:
     if None in outcomes or not outcomes:
-        return "unknown"
+        return GateVerdict.UNKNOWN
     if outcomes == {True, False}:
-        return "live"
+        return GateVerdict.LIVE
     (constant,) = outcomes
     if at_head - {None, constant}:
-        return "ahead"
-    return "always-true" if constant else "always-false"
+        return GateVerdict.AHEAD
+    return GateVerdict.ALWAYS_TRUE if constant else GateVerdict.ALWAYS_FALSE
 
 
 def judge(gate: Gate, releases: Releases) -> Judgement:
@@ -301,16 +313,16 @@ def judge(gate: Gate, releases: Releases) -> Judgement:
 def _reason(verdict: str, gate: Gate, releases: Releases, outcomes: Mapping[str, bool | None]) -> str:
     supported = releases.supported
     span = f"{supported[0]}..{supported[-1]}" if supported else "no supported release"
-    if verdict == "unknown":
+    if verdict == GateVerdict.UNKNOWN:
         unknown = sorted({c.number for c in gate.comparisons
                           if any(releases.numbers[v].get(c.number) is None for v in supported)})
         if unknown:
             return f"{', '.join(unknown)} is not known for every release {span} (not readable from the wheels)"
         return "depends on code other than API numbers"
-    if verdict == "live":
+    if verdict == GateVerdict.LIVE:
         trues = sum(o is True for o in outcomes.values())
         return f"true on {trues}, false on {len(outcomes) - trues} of the releases {span}"
-    if verdict == "ahead":
+    if verdict == GateVerdict.AHEAD:
         side = "true" if True in outcomes.values() else "false"
         return f"{side} on every release {span}; the other side needs a backend built at HEAD"
     return f"{verdict.removeprefix('always-')} on every release {span} and at HEAD"

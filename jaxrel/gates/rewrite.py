@@ -27,9 +27,9 @@ from typing import Any, TypeVar
 import libcst as cst
 from libcst.metadata import ParentNodeProvider, PositionProvider
 
-from jaxrel.gates.judge import Condition, Judgement
+from jaxrel.gates.judge import Condition, GateVerdict, Judgement
 
-DECIDED = {"always-true": True, "always-false": False}
+DECIDED: dict[str, bool] = {GateVerdict.ALWAYS_TRUE: True, GateVerdict.ALWAYS_FALSE: False}
 
 
 def char_col(lines: Sequence[str], line: int, byte_col: int) -> int:
