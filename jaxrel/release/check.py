@@ -222,8 +222,8 @@ def _frontend_extras(project: Project, plan: Plan, current: Version) -> list[Che
     checks = []
     for requirement in requirements or []:
         spec = project.family.plugin_for(requirement.name)
-        if spec is None or _unconditional(requirement):
-            continue
+        if spec is None or spec.runtime or _unconditional(requirement):
+            continue  # a runtime (libtpu) has its own numbering: the extra's pin is not the backend's
         ok = (pins_exactly(requirement.specifier, current) if spec.pinned
               else requirement.specifier.contains(current, prereleases=True))
         extra = str(requirement.marker)

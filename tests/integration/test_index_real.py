@@ -102,7 +102,9 @@ def test_matrix_holds_exactly_the_admitted_releases(index, frontend, python):
     if python not in find_pythons():
         pytest.skip(f"no Python {python} interpreter on this machine")
     row = MEASURED["jax"][frontend]
-    spec = FrontendSpec("jax", frontend, row["minimum_jaxlib"], "wheel", None, row["requires_python"])
+    # the cuda12 extra as these releases declare it (plugin families come from the frontend's extras)
+    extra = f'jax-cuda12-plugin[with-cuda]<={frontend},>={frontend}; extra == "cuda12"'
+    spec = FrontendSpec("jax", frontend, row["minimum_jaxlib"], "wheel", None, row["requires_python"], (extra,))
     matrix = matrix_for(FAMILY, index, spec, pythons=[python], plugin_sets=["cuda12"])
     admitted = [c.backend for c in matrix.cells if c.purpose == "admitted"]
     declared = SpecifierSet(row["requires_jaxlib"][0].removeprefix("jaxlib"))
