@@ -72,16 +72,21 @@ def plugin_sets(family: Family, text: str | None) -> list[str]:
     return names
 
 
-def inputs(args: argparse.Namespace, *, build: bool) -> MatrixInputs:
-    """The family, index, frontend and matrix of one ``matrix``/``compat`` invocation."""
+def check_sources(args: argparse.Namespace) -> None:
+    """Where the frontend comes from: one of --frontend and --frontend-src; --ref only with --frontend-src."""
     if args.frontend and args.frontend_src:
         raise UsageError("pass --frontend NAME==V or --frontend-src PATH, not both")
+    if args.ref and not args.frontend_src:
+        raise UsageError(f"--ref {args.ref}: pass --frontend-src PATH (the git checkout) too")
+
+
+def inputs(args: argparse.Namespace, *, build: bool) -> MatrixInputs:
+    """The family, index, frontend and matrix of one ``matrix``/``compat`` invocation."""
+    check_sources(args)
     family = resolve_family(args.family)
     sets = plugin_sets(family, args.plugins)
     index = Index.from_pip(args.index_url, args.wheelhouse, refresh=args.refresh, progress=say)
     workdir = Path(args.workdir).resolve()
-    if args.ref and not args.frontend_src:
-        raise UsageError(f"--ref {args.ref}: pass --frontend-src PATH (the git checkout) too")
     front = frontends.prepare_frontend(
         family, index, workdir, source=Path(args.frontend_src).resolve() if args.frontend_src else None,
         requirement=args.frontend, build=build or bool(args.frontend_src), ref=args.ref,

@@ -89,6 +89,7 @@ def _request(args: argparse.Namespace) -> owntests.Request:
 
 def run(args: argparse.Namespace) -> int:
     workdir = Path(args.workdir).resolve()
+    _matrix.check_sources(args)
     shard, jobs, request = _shard(args.shard), _jobs(args.jobs), _request(args)
     workspace = None if args.no_extension else _workspace(args.workspace)
     report.clear(workdir)  # an earlier run's reports never outlive this one's start

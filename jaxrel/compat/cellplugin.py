@@ -42,10 +42,11 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 
 def first_error(text: str) -> str:
-    """The cause in a pytest failure text: its last ``E   `` line (the exception), else its last line."""
+    """The cause in a pytest failure text: its first ``E   `` line (the exception and its message, or the failed
+    assertion), else its last line."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     raised = [line[1:].strip() for line in lines if line.startswith("E ")]
-    found = raised[-1] if raised else (lines[-1] if lines else "")
+    found = raised[0] if raised else (lines[-1] if lines else "")
     return found[:500]
 
 

@@ -35,8 +35,10 @@ def is_build_output(relative: str) -> bool:
     """Whether ``relative`` (a POSIX path inside the tree) is, or lies inside, something a build wrote."""
     parts = PurePosixPath(relative).parts
     for depth, name in enumerate(parts):
-        pair = f"{parts[depth - 1]}/{name}" if depth else name  # "build/lib" at any depth of the tree
-        if any(fnmatch.fnmatchcase(pair if "/" in p else name, p) for p in BUILD_OUTPUTS):
+        directory = depth < len(parts) - 1
+        pair = f"{parts[depth - 1]}/{name}" if depth else name  # "build/lib" (a directory) at any depth
+        if any(fnmatch.fnmatchcase(pair, p) if "/" in p else fnmatch.fnmatchcase(name, p)
+               for p in BUILD_OUTPUTS if directory or "/" not in p):
             return True
     return False
 

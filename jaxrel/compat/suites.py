@@ -126,7 +126,7 @@ def run_suite(
     elif shard:
         variables[cellplugin.SHARD] = shard
     command = [str(env.python), "-m", "pytest", *paths, "-p", "no:cacheprovider", "-p", "jaxrel.compat.cellplugin",
-               "--rootdir", str(suite.root), *suite.options, "-q"]
+               "--rootdir", str(suite.root), "--continue-on-collection-errors", *suite.options, "-q"]
     if jobs > 1 and suite.parallel:
         command += ["-n", str(jobs)]
     if junit is not None:

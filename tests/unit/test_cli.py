@@ -76,6 +76,13 @@ def test_unreleased_minimum_is_a_warning_not_a_refusal(capsys):
         (["verdict", "jax==0.4.30", "jaxlib==0.4.30", "--min-backend", "x"], "--min-backend 'x'"),
         (["verdict", "jax==0.4.30", "jaxlib==0.4.30", "--family", "/nonexistent/pyproject.toml"], "file not found"),
         (["doctor", "--python", "/nonexistent/python"], "cannot run Python interpreter"),
+        (["compat", "--shard", "0/2"], "--shard '0/2': expected I/N with 1 <= I <= N"),
+        (["compat", "--shard", "one/two"], "--shard 'one/two': expected I/N"),
+        (["compat", "--jobs", "0"], "--jobs '0': expected a number of workers"),
+        (["compat", "--no-frontend-tests", "-k", "jit"], "--no-frontend-tests cannot be combined"),
+        (["compat", "--ref", "HEAD~1"], "--ref HEAD~1: pass --frontend-src PATH"),
+        (["matrix", "--ref", "HEAD~1"], "--ref HEAD~1: pass --frontend-src PATH"),
+        (["matrix", "--shards", "0"], "--shards 0: expected 1 or more"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(capsys, argv, expected):
