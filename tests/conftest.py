@@ -56,4 +56,4 @@ def site(tmp_path: Path) -> Site:
 
 
 # The compat suite runs inside each compat cell's environment (jaxrel compat), not here.
-collect_ignore = ["compat"]
+collect_ignore = ["compat", "data"]  # data: sample projects with tests of their own (splitfam)
