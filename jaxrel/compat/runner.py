@@ -29,11 +29,12 @@ from packaging.utils import canonicalize_name
 import jaxrel
 from jaxrel import doctor
 from jaxrel._util.text import tail
-from jaxrel.compat import envs, suites
+from jaxrel.compat import envs, probes, suites
 from jaxrel.compat.frontend import CompatError, PreparedFrontend
 from jaxrel.compat.index import IndexClientError
 from jaxrel.compat.matrix import Cell, Matrix
 from jaxrel.compat.owntests import OwnTests
+from jaxrel.compat.probes import GUARD_PROBE, IMPORT_PROBE
 from jaxrel.compat.pythons import python_for
 from jaxrel.compat.suites import Suite, SuiteRun, TestCounts
 from jaxrel.compat.triage import FATAL, VERDICTS, Failure, classify, summary
@@ -45,36 +46,6 @@ __all__ = ["DEFAULT_SUITE", "GUARD_PROBE", "IMPORT_PROBE", "CellResult", "Option
 
 Progress = Callable[[str], None]
 DEFAULT_SUITE = Path(__file__).resolve().parent / "suite"  # package data: ships in jaxrel's wheel
-
-GUARD_PROBE = """
-import json, sys
-from jaxrel.guard import GuardError, Plugin, check
-arguments = json.loads(sys.argv[1])
-arguments["plugins"] = tuple(Plugin(name, pinned) for name, pinned in arguments["plugins"])
-try:
-    check(**arguments)
-    print(json.dumps({"accepted": True}))
-except GuardError as error:
-    print(json.dumps({"accepted": False, "message": str(error), "fix": error.fix}))
-"""
-
-# argv: the frontend's package, then the family's smoke code (may be empty). Each warning once, as Python shows it.
-IMPORT_PROBE = """
-import importlib, json, sys, warnings
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("default")
-    frontend = importlib.import_module(sys.argv[1])
-    facts = {}
-    if sys.argv[2]:
-        exec(sys.argv[2], {"frontend": frontend, "facts": facts})
-messages = []
-for warning in caught:
-    if issubclass(warning.category, RuntimeWarning) and str(warning.message) not in messages:
-        messages.append(str(warning.message))
-print(json.dumps({"version": getattr(frontend, "__version__", None), "file": getattr(frontend, "__file__", None),
-                  **facts, "warnings": messages}))
-"""
-
 
 @dataclass
 class CellResult:
@@ -148,16 +119,6 @@ class Options:
 # -- one cell -------------------------------------------------------------------------------------
 
 
-def _last_json(output: str) -> dict[str, Any] | None:
-    """The JSON object a probe printed on its last line; ``None`` when there is none."""
-    lines = output.strip().splitlines()
-    try:
-        found = json.loads(lines[-1]) if lines else None
-    except ValueError:
-        return None
-    return found if isinstance(found, dict) else None
-
-
 def _write_junit(path: Path, cell: Cell, ok: bool, message: str) -> None:
     root = ElementTree.Element("testsuites")
     suite = ElementTree.SubElement(root, "testsuite", name=f"compat.{cell.id}", tests="1", failures=str(int(not ok)))
@@ -219,7 +180,7 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
     arguments = family.guard_arguments(front.spec.version, front.spec.minimum_backend)
     arguments["plugins"] = [[p.distribution, p.pinned] for p in arguments["plugins"]]
     done = env.run(str(env.python), "-c", GUARD_PROBE, json.dumps(arguments))
-    guard = _last_json(done.stdout) if done.returncode == 0 else None
+    guard = probes.last_json(done.stdout) if done.returncode == 0 else None
     if guard is None:
         problem = f"the guard crashed: {tail(done.stderr or done.stdout, 1)}"
         result = CellResult(cell, "guard-error", False, time.perf_counter() - start, problems=[problem],
@@ -252,12 +213,7 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
 
 
 def _import_probe(env: envs.Env, family: Family, result: CellResult) -> None:
-    probe = env.run(str(env.python), "-c", IMPORT_PROBE, family.frontend.package, family.frontend.smoke or "")
-    result.frontend_import = _last_json(probe.stdout) if probe.returncode == 0 else None
-    if result.frontend_import is None:
-        result.import_error = tail(probe.stderr or probe.stdout, 1)
-    elif probe.stderr.strip():
-        result.import_output = tail(probe.stderr, 3)
+    result.frontend_import, result.import_error, result.import_output = probes.import_frontend(env, family)
 
 
 def _jobs(env: envs.Env, options: Options) -> int:

@@ -25,7 +25,7 @@ import pytest
 import jaxrel
 from jaxrel import doctor
 from jaxrel._util import atomic
-from jaxrel.compat import cellplugin, envs, report, runner, suites
+from jaxrel.compat import cellplugin, envs, probes, report, runner, suites
 from jaxrel.compat.frontend import CompatError, PreparedFrontend
 from jaxrel.compat.index import IndexClientError
 from jaxrel.compat.matrix import Cell, FrontendSpec, Matrix
@@ -480,7 +480,9 @@ def test_the_real_probes_against_a_fake_site(harness: Harness, site: Any, monkey
     """GUARD_PROBE and IMPORT_PROBE themselves, run by this interpreter: the JSON the runner reads."""
     site.jax("0.10.2", "0.10.1")
     site.write("jax/__init__.py", "import sys\n__version__ = '0.10.2'\ndef devices():\n    return ['cpu:0']\n"
+                                  "print('Plugin error: calling initialize()', file=sys.stderr)\n"
                                   "print('Traceback (most recent call last):', file=sys.stderr)\n"
+                                  "print('  File x.py, line 1', file=sys.stderr)\n"
                                   "print('RuntimeError: plugin cuda failed to load', file=sys.stderr)\n")
     site.write("jax/numpy.py", "import warnings\nclass _A:\n    def sum(self):\n        return 3.0\n"
                                "def ones(n):\n    for _ in range(7):\n"
@@ -499,13 +501,41 @@ def test_the_real_probes_against_a_fake_site(harness: Harness, site: Any, monkey
     # each warning once (#13: the probe showed one warning seven times), the file it came from, what it printed
     assert refused.frontend_import == {"version": "0.10.2", "file": str(site.root / "jax" / "__init__.py"),
                                        "sum": 3.0, "devices": ["cpu:0"], "warnings": ["old jaxlib"]}
-    assert refused.import_output == "Traceback (most recent call last): | RuntimeError: plugin cuda failed to load"
+    assert refused.import_output == "Plugin error: calling initialize(): RuntimeError: plugin cuda failed to load"
     assert refused.backend_api["xla_ffi_api"] == "0.3"
     site.jaxlib("0.10.2")
     (site.root / "jaxlib-0.10.0.dist-info" / "METADATA").unlink()
     (site.root / "jaxlib-0.10.0.dist-info").rmdir()
     accepted = harness.run_cell(ADMITTED)
     assert accepted.ok and accepted.observed == "accepted", accepted.problems
+
+
+JAX_PLUGIN_STDERR = """\
+I0000 00:00:1795407629.581548   19899 cudart_stub.cc:31] Could not find cuda drivers on your machine.
+/env/site-packages/jaxlib/plugin_support.py:114: RuntimeWarning: JAX plugin jax_cuda12_plugin version 0.11.0 ...
+  warnings.warn(
+Jax plugin configuration error: Exception when calling jax_plugins.xla_cuda12.initialize()
+Traceback (most recent call last):
+  File "/env/site-packages/jax_plugins/xla_cuda12/__init__.py", line 201, in _version_check
+RuntimeError: jaxlib/cuda/versions_helpers.cc:38: operation cudaRuntimeGetVersion(&version) failed
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/env/site-packages/jax/_src/xla_bridge.py", line 495, in discover_pjrt_plugins
+  File "/env/site-packages/jax_plugins/xla_cuda12/__init__.py", line 205, in _version_check
+RuntimeError: Unable to load CUDA. Is it installed?
+I0000 00:00:1795407629.612932   19899 cudart_stub.cc:31] Could not find cuda drivers on your machine.
+"""
+
+
+def test_a_traceback_printed_while_importing_is_summed_up() -> None:
+    """#13: real jax with a mismatched CUDA plugin warns once, then logs a traceback the report omitted."""
+    assert probes.traceback_summary(JAX_PLUGIN_STDERR) == (
+        "Jax plugin configuration error: Exception when calling jax_plugins.xla_cuda12.initialize(): "
+        "RuntimeError: Unable to load CUDA. Is it installed?")
+    assert probes.traceback_summary("just a warning\n") is None
+    assert probes.traceback_summary("Traceback (most recent call last):\n  File x\nValueError: v\n") == "ValueError: v"
 
 
 def test_a_missing_record_reads_as_nothing_recorded(tmp_path: Path) -> None:

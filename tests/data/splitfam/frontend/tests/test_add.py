@@ -1,8 +1,7 @@
 """splitfam's own tests: run by `jaxrel compat` against the splitfam wheel installed in each cell."""
 
-from absl.testing import parameterized  # a test requirement (tests/requirements.txt), as jax's tests use it
-
 import splitfam
+from absl.testing import parameterized  # a test requirement (tests/requirements.txt), as jax's tests use it
 
 
 class AddTest(parameterized.TestCase):
