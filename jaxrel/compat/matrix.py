@@ -108,12 +108,14 @@ class Matrix:
         """A GitHub Actions ``strategy.matrix`` object (``include`` list): one job per cell and shard.
 
         A positive cell is split into ``shards`` jobs (``"shard": "I/N"``, for ``jaxrel compat --shard``);
-        a negative cell runs no tests and stays one job (``"1/1"``).
+        a negative cell runs no tests and stays one job (``"1/1"``). ``name`` tells the jobs apart in
+        names that cannot hold a slash (artifacts): the cell id, and ``-IofN`` when split.
         """
         if shards < 1:
             raise MatrixError(f"shards must be at least 1, not {shards}")
         include = [{"cell": c.id, "python": c.python, "backend": c.backend, "expected": c.expected,
-                    "plugins": " ".join(f"{n}=={v}" for n, v in c.plugins), "shard": f"{i}/{count}"}
+                    "plugins": " ".join(f"{n}=={v}" for n, v in c.plugins), "shard": f"{i}/{count}",
+                    "name": c.id if count == 1 else f"{c.id}-{i}of{count}"}
                    for c in self.cells for count in [1 if c.negative else shards] for i in range(1, count + 1)]
         return json.dumps({"include": include}, separators=(",", ":"))
 

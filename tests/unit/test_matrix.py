@@ -145,6 +145,7 @@ def test_output_formats(listings):
     assert [(job["cell"], job["shard"]) for job in sharded if job["cell"] in positive] == [
         (cell, f"{i}/3") for cell in positive for i in (1, 2, 3)]
     assert [job["shard"] for job in sharded if job["cell"] not in positive] == ["1/1", "1/1"], "negatives run no tests"
+    assert sharded[0]["name"] == "py3.11-jaxlib0.10.1-1of3" and github["include"][0]["name"] == "py3.11-jaxlib0.10.1"
     with pytest.raises(MatrixError, match="shards must be at least 1"):
         matrix.to_github(shards=0)
     document = matrix.to_json()
