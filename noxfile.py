@@ -117,7 +117,7 @@ def bench(session: nox.Session) -> None:
     if session.posargs:
         session.run("python", f"benchmarks/{session.posargs[0]}.py", *session.posargs[1:])
         return
-    for name in ("guard", "compat_setup", "build", "gates"):
+    for name in ("guard", "compat_setup", "compat_cells", "build", "gates"):
         session.run("python", f"benchmarks/{name}.py")
 
 

@@ -346,7 +346,7 @@ class _Triage:
         if isinstance(env, str):
             return env
         self.reruns += 1
-        self.options.progress(f"triage: rerunning {len(tests)} {suite.name} test(s) on {cell.id} …")
+        self.options.progress(f"triage: rerunning {len(tests)} of the {suite.name} on {cell.id} …")
         run = suites.run_suite(env, suite, self.options.workdir / "runs" / cell.id / f"{suite.key}-rerun{self.reruns}",
                                package=self.family.frontend.package, only=tests)
         return run if run.recorded else f"pytest exited {run.returncode} without results: {run.output}"
