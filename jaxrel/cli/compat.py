@@ -9,7 +9,7 @@ from typing import Any
 
 from jaxrel.cli import _matrix
 from jaxrel.cli._common import UsageError, add_common, say
-from jaxrel.compat import cellplugin, owntests, report, runner
+from jaxrel.compat import cellrecord, owntests, report, runner
 from jaxrel.extension.bazel import find_workspace
 from jaxrel.family import Family
 
@@ -57,7 +57,7 @@ def _shard(text: str | None) -> str | None:
     if text is None:
         return None
     try:
-        index, count = cellplugin.parse_shard(text)
+        index, count = cellrecord.parse_shard(text)
     except ValueError:
         raise UsageError(f"--shard {text!r}: expected I/N with 1 <= I <= N (e.g. 2/4)") from None
     return f"{index}/{count}"

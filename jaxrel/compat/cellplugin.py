@@ -10,7 +10,8 @@ Configured by environment variables (xdist workers inherit them):
   id selects the whole module). Used to rerun failures.
 - ``JAXREL_CELL_SHARD``: ``I/N``; only every N-th test (by sorted node id) starting at the I-th runs.
 
-Standard library and pytest only: it runs against whatever the cell holds.
+Standard library and pytest only (and :mod:`jaxrel.compat.cellrecord`): it runs against whatever the
+cell holds.
 """
 
 from __future__ import annotations
@@ -23,31 +24,11 @@ from typing import Any
 
 import pytest
 
-RECORD = "JAXREL_CELL_RECORD"
-PACKAGE = "JAXREL_CELL_PACKAGE"
-ONLY = "JAXREL_CELL_ONLY"
-SHARD = "JAXREL_CELL_SHARD"
-SEVERITY = {"skipped": 0, "passed": 1, "failed": 2, "error": 3}
+from jaxrel.compat.cellrecord import ONLY, PACKAGE, RECORD, SEVERITY, SHARD, first_error, parse_shard
+
+__all__ = ["ONLY", "PACKAGE", "RECORD", "SHARD", "first_error", "parse_shard"]
 
 _outcomes: dict[str, dict[str, str]] = {}
-
-
-def parse_shard(text: str) -> tuple[int, int]:
-    """``"2/4"`` → ``(2, 4)``; raises ``ValueError`` unless ``1 <= I <= N``."""
-    index, _, count = text.partition("/")
-    i, n = int(index), int(count)
-    if not 1 <= i <= n:
-        raise ValueError(f"shard {text!r}: expected I/N with 1 <= I <= N")
-    return i, n
-
-
-def first_error(text: str) -> str:
-    """The cause in a pytest failure text: its first ``E   `` line (the exception and its message, or the failed
-    assertion), else its last line."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    raised = [line[1:].strip() for line in lines if line.startswith("E ")]
-    found = raised[0] if raised else (lines[-1] if lines else "")
-    return found[:500]
 
 
 def _selected(nodeid: str, wanted: set[str]) -> bool:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel._util.text import tail
-from jaxrel.compat import cellplugin, envs
+from jaxrel.compat import cellrecord, envs
 
 __all__ = ["Outcome", "Suite", "SuiteRun", "TestCounts", "run_suite"]
 
@@ -116,15 +116,15 @@ def run_suite(
         shutil.rmtree(work)
     record = work / "record"
     record.mkdir(parents=True)
-    variables = {cellplugin.RECORD: str(record), cellplugin.PACKAGE: package, "PYTHONSAFEPATH": "1"}
+    variables = {cellrecord.RECORD: str(record), cellrecord.PACKAGE: package, "PYTHONSAFEPATH": "1"}
     paths = list(suite.paths)
     if only is not None:
         selection = work / "only.txt"
         selection.write_text("".join(f"{test}\n" for test in only), encoding="utf-8")
-        variables[cellplugin.ONLY] = str(selection)
+        variables[cellrecord.ONLY] = str(selection)
         paths = sorted({test.split("::", 1)[0] for test in only})
     elif shard:
-        variables[cellplugin.SHARD] = shard
+        variables[cellrecord.SHARD] = shard
     command = [str(env.python), "-m", "pytest", *paths, "-p", "no:cacheprovider", "-p", "jaxrel.compat.cellplugin",
                "--rootdir", str(suite.root), "--continue-on-collection-errors", *suite.options, "-q"]
     if jobs > 1 and suite.parallel:

@@ -97,3 +97,10 @@ def test_console_entry_point_runs_as_module():
                           capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 2
     assert done.stderr.strip() == "jaxrel verdict: error: jax 'banana' is not a PEP 440 version (expected e.g. 0.4.30)"
+
+
+def test_the_command_line_does_not_need_pytest():
+    """jaxrel depends on packaging only; pytest is installed in compat cells, not beside jaxrel."""
+    done = subprocess.run([sys.executable, "-c", "import sys; sys.modules['pytest'] = None; import jaxrel.cli"],
+                          capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr

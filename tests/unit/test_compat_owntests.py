@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from jaxrel.compat import cellplugin, envs, owntests, suites
+from jaxrel.compat import cellrecord, envs, owntests, suites
 from jaxrel.errors import BadInput
 from jaxrel.family import jax_profile
 
@@ -160,16 +160,16 @@ def test_shards_split_the_tests_between_them(suite: suites.Suite) -> None:
 
 
 def test_parse_shard() -> None:
-    assert cellplugin.parse_shard("2/4") == (2, 4)
+    assert cellrecord.parse_shard("2/4") == (2, 4)
     for bad in ("0/4", "5/4", "x", "1/0"):
         with pytest.raises(ValueError):
-            cellplugin.parse_shard(bad)
+            cellrecord.parse_shard(bad)
 
 
 def test_first_error() -> None:
     text = "def test():\n>   assert f()\nE   AssertionError: first\nE   assert 1 == 2\n\nfile.py:3: AssertionError\n"
-    assert cellplugin.first_error(text) == "AssertionError: first"
-    assert cellplugin.first_error("ImportError while importing\nE   ModuleNotFoundError: x\n") == \
+    assert cellrecord.first_error(text) == "AssertionError: first"
+    assert cellrecord.first_error("ImportError while importing\nE   ModuleNotFoundError: x\n") == \
         "ModuleNotFoundError: x"
-    assert cellplugin.first_error("just a line\n") == "just a line" and cellplugin.first_error("") == ""
-    assert json.dumps(cellplugin.first_error("E " + "x" * 900)).count("x") == 500
+    assert cellrecord.first_error("just a line\n") == "just a line" and cellrecord.first_error("") == ""
+    assert json.dumps(cellrecord.first_error("E " + "x" * 900)).count("x") == 500

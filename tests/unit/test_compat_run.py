@@ -25,7 +25,7 @@ import pytest
 import jaxrel
 from jaxrel import doctor
 from jaxrel._util import atomic
-from jaxrel.compat import cellplugin, envs, probes, report, runner, suites
+from jaxrel.compat import cellrecord, envs, probes, report, runner, suites
 from jaxrel.compat.frontend import CompatError, PreparedFrontend
 from jaxrel.compat.index import IndexClientError
 from jaxrel.compat.matrix import Cell, FrontendSpec, Matrix
@@ -134,8 +134,8 @@ class FakeEnv(envs.Env):
         self.variables.append(env)
         own = cwd != str(runner.DEFAULT_SUITE)
         cases = self.script.own_cases if own else self.script.cases
-        if cellplugin.ONLY in env:  # a rerun of chosen tests
-            wanted = Path(env[cellplugin.ONLY]).read_text().split()
+        if cellrecord.ONLY in env:  # a rerun of chosen tests
+            wanted = Path(env[cellrecord.ONLY]).read_text().split()
             cases = [(f, n, self.script.rerun.get(node((f, n, o)), o)) for f, n, o in cases
                      if node((f, n, o)) in wanted]
             answer = (1 if any(o.startswith(("failed", "error")) for _, _, o in cases) else 0, "rerun\n")
@@ -146,7 +146,7 @@ class FakeEnv(envs.Env):
         if self.script.recorded:
             where = (str(self.root / "lib" / "python3.11" / "site-packages" / "jax" / "__init__.py")
                      if self.script.frontend_file == IN_ENV else self.script.frontend_file)
-            write_record(Path(env[cellplugin.RECORD]), cases, where if own else None)
+            write_record(Path(env[cellrecord.RECORD]), cases, where if own else None)
         return completed(args, *answer)
 
 
@@ -248,7 +248,7 @@ def test_an_accepted_positive_cell_with_a_passing_suite_is_ok(harness: Harness) 
     # every pytest run loads the cell plugin, which records outcomes and where the frontend came from
     assert "jaxrel.compat.cellplugin" in calls[2] and harness.envs[PLUGINS.id].calls[2][1] == str(runner.DEFAULT_SUITE)
     (variables,) = harness.envs[PLUGINS.id].variables
-    assert variables[cellplugin.PACKAGE] == "jax" and cellplugin.SHARD not in variables
+    assert variables[cellrecord.PACKAGE] == "jax" and cellrecord.SHARD not in variables
     assert set(result.timings) == {"environment", "probes", "compat suite"}
     # the junit file is pytest's own
     assert len(harness.junit(PLUGINS).findall(".//testcase")) == 3
@@ -450,7 +450,7 @@ def test_xdist_and_shards(harness: Harness, tmp_path: Path, monkeypatch: pytest.
     harness.run_cell(ADMITTED, own=harness.own(tmp_path), shard="2/3")
     suite, own = (args for args, _ in harness.pytest_runs(ADMITTED))
     assert "-n" not in suite and own[own.index("-n") + 1] == "2"
-    assert [v[cellplugin.SHARD] for v in harness.envs[ADMITTED.id].variables] == ["2/3", "2/3"]
+    assert [v[cellrecord.SHARD] for v in harness.envs[ADMITTED.id].variables] == ["2/3", "2/3"]
     harness.run_cell(ADMITTED, own=harness.own(tmp_path), jobs=1)
     assert "-n" not in harness.pytest_runs(ADMITTED)[1][0]
     monkeypatch.setattr(runner.os, "cpu_count", lambda: 1)
@@ -636,11 +636,11 @@ def test_triage_tells_regressions_frontend_failures_and_flaky_tests_apart(harnes
     assert not older.ok and newest.ok, "a compat regression fails the cell; a frontend failure does not"
     assert older.problems == [] and older.verdicts() == {"compat regression": 1, "flaky": 1, "frontend failure": 1}
     # reruns: the three failures on their own cell, the two confirmed ones on the newest backend, only those
-    reruns = [v for v in harness.envs[OLDER.id].variables if cellplugin.ONLY in v]
-    assert len(reruns) == 1 and Path(reruns[0][cellplugin.ONLY]).read_text().split() == [
+    reruns = [v for v in harness.envs[OLDER.id].variables if cellrecord.ONLY in v]
+    assert len(reruns) == 1 and Path(reruns[0][cellrecord.ONLY]).read_text().split() == [
         f"{OWN}::test_new_api", f"{OWN}::test_flaky", f"{OWN}::test_broken"]
-    there = [Path(v[cellplugin.ONLY]).read_text().split() for v in harness.envs[ADMITTED.id].variables
-             if cellplugin.ONLY in v]
+    there = [Path(v[cellrecord.ONLY]).read_text().split() for v in harness.envs[ADMITTED.id].variables
+             if cellrecord.ONLY in v]
     assert there == [[f"{OWN}::test_broken"], [f"{OWN}::test_broken", f"{OWN}::test_new_api"]]
     assert "triage" in older.timings
     assert (f"triage: {OLDER.id}: 1 compat regression (own tests {OWN}::test_new_api: AttributeError: jaxlib has "
