@@ -58,9 +58,12 @@ def _selection(family: Family, tree: Path, request: Request, notes: list[str]) -
         return list(request.paths)
     declared = list(family.frontend.tests) or (["tests"] if (tree / "tests").is_dir() else [])
     present = [p for p in declared if (tree / p).exists()]
-    if len(present) < len(declared):
-        notes.append(f"own tests: {', '.join(p for p in declared if p not in present)} not in the source; "
-                     "running the rest of the default selection")
+    missing = [p for p in declared if p not in present]
+    if not missing:
+        return present
+    named = ", ".join(missing) if len(missing) <= 3 else f"{', '.join(missing[:3])} and {len(missing) - 3} more"
+    notes.append(f"own tests: {named} of the default selection not in the source"
+                 + ("; running the rest" if present else " (an sdist without tests?); none run"))
     return present
 
 
@@ -76,6 +79,12 @@ def _requirements(family: Family, tree: Path, request: Request, notes: list[str]
         notes.append(f"own tests: the declared test requirements {declared} are not in the source; none installed")
         return None
     return tree / declared
+
+
+def _test_files(path: Path) -> int:
+    if path.is_file():
+        return 1
+    return sum(1 for p in path.rglob("*.py") if p.name.startswith("test_") or p.name.endswith("_test.py"))
 
 
 def stage(tree: Path, paths: Sequence[str], dest: Path, package: str) -> Path:
@@ -128,5 +137,6 @@ def plan(family: Family, tree: Path | None, request: Request, dest: Path) -> tup
     requirements = _requirements(family, tree, request, notes)
     root = stage(tree, paths, dest, family.frontend.package)
     options = ("-k", request.keyword) if request.keyword else ()
-    suite = Suite("own tests", "own", root, tuple(paths), options, parallel=True)
+    suite = Suite("own tests", "own", root, tuple(paths), options, parallel=True,
+                  test_files=sum(_test_files(root / path) for path in paths))
     return OwnTests(suite, requirements), notes

@@ -57,6 +57,7 @@ class Suite:
     paths: tuple[str, ...]
     options: tuple[str, ...] = ()
     parallel: bool = False  # may use pytest-xdist when the cell has it
+    test_files: int = 0  # how many test modules the paths hold (pytest-xdist pays only across several)
 
 
 @dataclass

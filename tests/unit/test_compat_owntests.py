@@ -42,7 +42,7 @@ def test_explicit_paths_are_staged_with_the_pytest_configuration(tree: Path, tmp
     own, notes = owntests.plan(JAX, tree, owntests.Request(("tests/tree_util_test.py",), "tree"), tmp_path / "stage")
     assert own is not None and notes == []
     assert own.suite.root == tmp_path / "stage" and own.suite.paths == ("tests/tree_util_test.py",)
-    assert own.suite.options == ("-k", "tree") and own.suite.parallel
+    assert own.suite.options == ("-k", "tree") and own.suite.parallel and own.suite.test_files == 1
     assert own.requirements == tree / "build" / "test-requirements.txt", "the family's declared file, in the tree"
     staged = sorted(p.relative_to(own.suite.root).as_posix() for p in own.suite.root.rglob("*") if p.is_file())
     assert staged == ["conftest.py", "pyproject.toml", "tests/testdata/x.txt", "tests/tree_util_test.py"]
@@ -52,9 +52,11 @@ def test_explicit_paths_are_staged_with_the_pytest_configuration(tree: Path, tmp
 def test_the_default_selection_is_the_familys(tree: Path, tmp_path: Path) -> None:
     own, notes = owntests.plan(JAX, tree, owntests.Request(), tmp_path / "stage")
     assert own is not None and own.suite.paths == ("tests/tree_util_test.py",), "-k alone narrows the default"
-    assert len(notes) == 1 and notes[0].startswith("own tests: tests/api_util_test.py, tests/util_test.py")
+    assert notes == ["own tests: tests/api_util_test.py, tests/util_test.py, tests/config_test.py and 8 more of the "
+                     "default selection not in the source; running the rest"]
     own, _ = owntests.plan(PLAIN, tree, owntests.Request(keyword="a"), tmp_path / "stage")
     assert own is not None and own.suite.paths == ("tests",) and own.requirements is None
+    assert own.suite.test_files == 1, "tests/tree_util_test.py; not conftest.py or testdata"
 
 
 def test_nothing_to_run(tree: Path, tmp_path: Path) -> None:
@@ -62,7 +64,9 @@ def test_nothing_to_run(tree: Path, tmp_path: Path) -> None:
     assert owntests.plan(JAX, None, owntests.Request(), tmp_path / "s") == (None, []), "a released wheel"
     (tree / "tests" / "tree_util_test.py").unlink()
     own, notes = owntests.plan(JAX, tree, owntests.Request(), tmp_path / "s")
-    assert own is None and notes and "not in the source" in notes[0], "e.g. an sdist without tests"
+    assert own is None and notes == ["own tests: tests/tree_util_test.py, tests/api_util_test.py, tests/util_test.py "
+                                     "and 9 more of the default selection not in the source (an sdist without "
+                                     "tests?); none run"]
 
 
 def test_the_requirements_override_and_a_missing_declared_file(tree: Path, tmp_path: Path) -> None:

@@ -166,10 +166,11 @@ class Harness:
         return runner.Options(**{"workdir": self.workdir, "extensions": False, "progress": self.progress.append,
                                  **changes})
 
-    def own(self, tmp_path: Path, requirements: Path | None = None, options: tuple[str, ...] = ()) -> OwnTests:
+    def own(self, tmp_path: Path, requirements: Path | None = None, options: tuple[str, ...] = (),
+            test_files: int = 1) -> OwnTests:
         """Own tests staged in ``tmp_path/staged`` (what owntests.plan makes)."""
         return OwnTests(suites.Suite("own tests", "own", tmp_path / "staged", ("tests/api_test.py",), options,
-                                     parallel=True), requirements)
+                                     parallel=True, test_files=test_files), requirements)
 
     def run_cell(self, cell: Cell, extensions: list[Path] | str | None = None, **changes: Any) -> runner.CellResult:
         return runner.run_cell(cell, FAMILY, self.front, self.workdir / "jaxrel-0.1-py3-none-any.whl",
@@ -442,19 +443,25 @@ def test_a_collection_error_is_an_error_with_its_cause(harness: Harness, tmp_pat
 
 
 def test_xdist_and_shards(harness: Harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """One pytest-xdist worker per core (at most 4) for the own tests when the cell has xdist; every suite sharded."""
+    """One pytest-xdist worker per core (at most 4) for the own tests when the cell has xdist and they span two
+    test modules per worker; every suite sharded."""
     xdist = harness.workdir / "envs" / ADMITTED.id / "lib" / "python3.11" / "site-packages" / "xdist"
     xdist.mkdir(parents=True)
     (xdist / "__init__.py").write_text("")
     monkeypatch.setattr(runner.os, "cpu_count", lambda: 2)
-    harness.run_cell(ADMITTED, own=harness.own(tmp_path), shard="2/3")
+    harness.run_cell(ADMITTED, own=harness.own(tmp_path, test_files=4), shard="2/3")
     suite, own = (args for args, _ in harness.pytest_runs(ADMITTED))
     assert "-n" not in suite and own[own.index("-n") + 1] == "2"
     assert [v[cellrecord.SHARD] for v in harness.envs[ADMITTED.id].variables] == ["2/3", "2/3"]
-    harness.run_cell(ADMITTED, own=harness.own(tmp_path), jobs=1)
-    assert "-n" not in harness.pytest_runs(ADMITTED)[1][0]
+    for own_tests, changes in ((harness.own(tmp_path, test_files=3), {}), (harness.own(tmp_path, test_files=4),
+                                                                             {"jobs": 1})):
+        harness.run_cell(ADMITTED, own=own_tests, **changes)
+        assert "-n" not in harness.pytest_runs(ADMITTED)[1][0], changes or "too few test modules to pay"
+    harness.run_cell(ADMITTED, own=harness.own(tmp_path, test_files=4), jobs=3)
+    own = harness.pytest_runs(ADMITTED)[1][0]
+    assert own[own.index("-n") + 1] == "3", "--jobs decides"
     monkeypatch.setattr(runner.os, "cpu_count", lambda: 1)
-    harness.run_cell(ADMITTED, own=harness.own(tmp_path))
+    harness.run_cell(ADMITTED, own=harness.own(tmp_path, test_files=40))
     assert "-n" not in harness.pytest_runs(ADMITTED)[1][0]
 
 
