@@ -219,7 +219,8 @@ def _import_probe(env: envs.Env, family: Family, result: CellResult) -> None:
 def _jobs(env: envs.Env, options: Options, suite: Suite) -> int:
     """pytest-xdist workers: ``--jobs``, else one per core (at most 4) when the cell has pytest-xdist and the
     suite spans at least two test modules per worker (each worker imports the frontend and collects anew:
-    measured on jax, two workers cost 50% more on one module and save 15-20% on twelve)."""
+    measured on jax on a shared 2-core machine: two workers cost 50% more on one module and saved 7-17% on
+    the twelve of its default selection)."""
     if options.jobs is not None:
         return options.jobs
     workers = min(os.cpu_count() or 1, 4)
