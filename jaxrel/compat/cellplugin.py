@@ -65,7 +65,8 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
             _record(report.nodeid, "passed")
     elif report.skipped:
         reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr or "")
-        _record(report.nodeid, "skipped", "xfail" if hasattr(report, "wasxfail") else str(reason))
+        _record(report.nodeid, "skipped", "xfail" if hasattr(report, "wasxfail") else
+                str(reason).removeprefix("Skipped: "))
     elif report.failed:
         _record(report.nodeid, "failed" if report.when == "call" else "error", first_error(report.longreprtext))
 

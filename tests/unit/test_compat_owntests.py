@@ -139,7 +139,7 @@ def test_the_plugin_records_outcomes_causes_and_the_frontends_file(suite: suites
     assert {test: (o.outcome, o.message) for test, o in done.outcomes.items()} == {
         "tests/test_one.py::test_pass": ("passed", ""),
         "tests/test_one.py::test_fail": ("failed", "AssertionError: one is not two"),
-        "tests/test_one.py::test_skip": ("skipped", "Skipped: no GPU"),
+        "tests/test_one.py::test_skip": ("skipped", "no GPU"),
         "tests/test_two.py::test_setup_error": ("error", "RuntimeError: fixture broke"),
         "tests/test_two.py::test_pass": ("passed", ""),
         "tests/test_missing.py": ("error", "collection: ModuleNotFoundError: No module named 'absl_not_installed'"),
