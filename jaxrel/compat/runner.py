@@ -37,7 +37,7 @@ from jaxrel.compat.owntests import OwnTests
 from jaxrel.compat.probes import GUARD_PROBE, IMPORT_PROBE
 from jaxrel.compat.pythons import python_for
 from jaxrel.compat.suites import Suite, SuiteRun, TestCounts
-from jaxrel.compat.triage import FATAL, VERDICTS, Failure, classify, summary
+from jaxrel.compat.triage import Failure, classify, summary, write_verdicts
 from jaxrel.compat.wheels import write_wheel
 from jaxrel.extension import bazel
 from jaxrel.family import Family
@@ -46,6 +46,7 @@ __all__ = ["DEFAULT_SUITE", "GUARD_PROBE", "IMPORT_PROBE", "CellResult", "Option
 
 Progress = Callable[[str], None]
 DEFAULT_SUITE = Path(__file__).resolve().parent / "suite"  # package data: ships in jaxrel's wheel
+
 
 @dataclass
 class CellResult:
@@ -373,28 +374,7 @@ def triage(matrix: Matrix, family: Family, front: PreparedFrontend, wheel: Path,
                              f"{'ok' if result.ok else 'FAILED'}")
     for result in results:
         if result.failures:
-            _write_verdicts(_junit(options, result.cell, "verdicts"), result)
-
-
-def _write_verdicts(path: Path, result: CellResult) -> None:
-    """A junit file per cell with one test suite per verdict: regressions and errors fail, the rest do not."""
-    root = ElementTree.Element("testsuites")
-    for verdict in VERDICTS:
-        mine = [f for f in result.failures if f.verdict == verdict]
-        if not mine:
-            continue
-        name = f"compat.{result.cell.id}.{verdict.replace(' ', '-')}"
-        suite = ElementTree.SubElement(root, "testsuite", name=name, tests=str(len(mine)),
-                                       failures=str(len(mine) if verdict in FATAL else 0))
-        for failure in mine:
-            case = ElementTree.SubElement(suite, "testcase", classname=name, name=f"{failure.suite}: {failure.test}")
-            text = f"{failure.verdict}: {failure.detail}\n{failure.message}"
-            if verdict in FATAL:
-                ElementTree.SubElement(case, "failure", type=verdict, message=failure.message).text = text
-            else:
-                ElementTree.SubElement(case, "system-out").text = text
-    path.parent.mkdir(parents=True, exist_ok=True)
-    ElementTree.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
+            write_verdicts(_junit(options, result.cell, "verdicts"), result.cell.id, result.failures)
 
 
 def run(matrix: Matrix, family: Family, front: PreparedFrontend, options: Options) -> list[CellResult]:

@@ -14,13 +14,15 @@ failures and flaky tests are reported, apart.
 
 from __future__ import annotations
 
+import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from jaxrel.compat.matrix import Cell
 from jaxrel.compat.suites import Suite, SuiteRun
 
-__all__ = ["FATAL", "VERDICTS", "Failure", "Rerun", "classify", "counted", "summary"]
+__all__ = ["FATAL", "VERDICTS", "Failure", "Rerun", "classify", "counted", "summary", "write_verdicts"]
 
 VERDICTS = ("compat regression", "collection error", "unclassified", "frontend failure", "flaky")
 FATAL = frozenset(VERDICTS[:3])
@@ -126,3 +128,25 @@ def summary(failures: Sequence[Failure]) -> str:
                 if verdict in FATAL else ""
             parts.append(counted(len(mine), verdict) + named)
     return ", ".join(parts)
+
+
+def write_verdicts(path: Path, cell_id: str, failures: Sequence[Failure]) -> None:
+    """A junit file with one test suite per verdict: the verdicts that fail the run as junit failures, the
+    others as passing cases that say what they are."""
+    root = ElementTree.Element("testsuites")
+    for verdict in VERDICTS:
+        mine = [f for f in failures if f.verdict == verdict]
+        if not mine:
+            continue
+        name = f"compat.{cell_id}.{verdict.replace(' ', '-')}"
+        suite = ElementTree.SubElement(root, "testsuite", name=name, tests=str(len(mine)),
+                                       failures=str(len(mine) if verdict in FATAL else 0))
+        for failure in mine:
+            case = ElementTree.SubElement(suite, "testcase", classname=name, name=f"{failure.suite}: {failure.test}")
+            text = f"{failure.verdict}: {failure.detail}\n{failure.message}"
+            if verdict in FATAL:
+                ElementTree.SubElement(case, "failure", type=verdict, message=failure.message).text = text
+            else:
+                ElementTree.SubElement(case, "system-out").text = text
+    path.parent.mkdir(parents=True, exist_ok=True)
+    ElementTree.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
