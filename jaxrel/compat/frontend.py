@@ -101,7 +101,7 @@ def prepare_frontend(
             raise CompatError(f"{source}: no {family.frontend.version_file}; --frontend-src must be a "
                               f"{name} source tree (a git checkout or an unpacked sdist)")
         start = time.perf_counter()
-        tree, exported = sources.export(source, workdir / "frontend" / "src", ref)
+        tree, exported = sources.export(source, workdir / "frontend" / "src", ref, skip=workdir)
         if not (tree / family.frontend.version_file).exists():
             raise CompatError(f"{source} at {ref}: no {family.frontend.version_file} in that revision")
         wheel = build_wheel(tree, workdir / "frontend" / "dist")

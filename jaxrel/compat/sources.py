@@ -78,12 +78,16 @@ def _clone(top: Path, dest: Path, commit: str) -> None:
     _git(dest, "checkout", "--quiet", "--detach", commit)
 
 
-def _overlay_working_tree(top: Path, dest: Path) -> None:
+def _inside(path: Path, directory: Path | None) -> bool:
+    return directory is not None and path.resolve().is_relative_to(directory)
+
+
+def _overlay_working_tree(top: Path, dest: Path, skip: Path | None) -> None:
     """Lay the checkout's uncommitted state over a copy checked out at its ``HEAD``."""
     changed = _paths(_git(top, "diff", "--no-renames", "--name-only", "-z", "HEAD"))
     untracked = _paths(_git(top, "ls-files", "-z", "--others", "--exclude-standard"))
     for relative in [*changed, *untracked]:
-        if is_build_output(relative):
+        if is_build_output(relative) or _inside(top / relative, skip):
             continue
         source, target = top / relative, dest / relative
         if source.is_file() or source.is_symlink():
@@ -95,21 +99,24 @@ def _overlay_working_tree(top: Path, dest: Path) -> None:
             target.unlink()
 
 
-def _copy_plain(source: Path, dest: Path) -> None:
+def _copy_plain(source: Path, dest: Path, skip: Path | None) -> None:
     def ignore(directory: str, names: list[str]) -> set[str]:
         relative = Path(directory).relative_to(source)
-        return {n for n in names if n == ".git" or is_build_output((relative / n).as_posix())}
+        return {n for n in names if n == ".git" or is_build_output((relative / n).as_posix())
+                or _inside(Path(directory) / n, skip)}
 
     shutil.copytree(source, dest, symlinks=True, ignore=ignore)
 
 
-def export(source: Path, dest: Path, ref: str | None = None) -> tuple[Path, str]:
+def export(source: Path, dest: Path, ref: str | None = None, *, skip: Path | None = None) -> tuple[Path, str]:
     """Export ``source`` (at ``ref``, a git revision, when given) into a fresh ``dest``.
 
     Returns the directory in ``dest`` that corresponds to ``source`` (a subdirectory when
-    ``source`` lies below its git top level) and a description of what was exported.
+    ``source`` lies below its git top level) and a description of what was exported. Nothing
+    under ``skip`` (the run's work directory, should it lie inside the tree) is copied.
     """
     source = source.resolve()
+    skip = skip.resolve() if skip is not None else None
     if not source.is_dir():
         raise SourceError(f"{source}: not a directory")
     if dest.exists():
@@ -119,7 +126,7 @@ def export(source: Path, dest: Path, ref: str | None = None) -> tuple[Path, str]
     if top is None:
         if ref is not None:
             raise SourceError(f"--ref {ref}: {source} is not in a git checkout; pass a checkout or drop --ref")
-        _copy_plain(source, dest)
+        _copy_plain(source, dest, skip)
         return dest, f"copy of {source}"
     if ref is not None:
         done = _git(top, "rev-parse", "--verify", "--quiet", f"{ref}^{{commit}}", check=False)
@@ -132,7 +139,7 @@ def export(source: Path, dest: Path, ref: str | None = None) -> tuple[Path, str]
     commit = done.stdout.strip()
     _clone(top, dest, commit)
     if ref is None:
-        _overlay_working_tree(top, dest)
+        _overlay_working_tree(top, dest, skip)
     inside = dest / source.relative_to(top)
     what = f"{commit[:12]}" + (f" ({ref})" if ref else " with the working tree's changes")
     return inside, f"git {what}"

@@ -119,3 +119,17 @@ def test_a_tree_outside_git_is_copied_without_build_outputs(checkout: Path, tmp_
     assert files(tree) == {"build/test-requirements.txt": "pytest\n", "docs/index.md": "docs\n",
                            "pkg/__init__.py": "v = 3\n", "pkg/staged.py": "staged = True\n",
                            "pkg/untracked.py": "untracked = True\n"}
+
+
+def test_a_workdir_inside_the_tree_is_not_exported(checkout: Path, tmp_path: Path) -> None:
+    """`jaxrel compat --frontend-src .` with the default workdir: an earlier run's environments are not source."""
+    workdir = checkout / "work"
+    (workdir / "envs" / "cell").mkdir(parents=True)
+    (workdir / "envs" / "cell" / "big.py").write_text("an environment\n")
+    tree, _ = export(checkout, workdir / "frontend" / "src", skip=workdir)
+    assert not (tree / "work").exists() and (tree / "pkg" / "untracked.py").is_file()
+    plain = tmp_path / "plain"
+    subprocess.run(["cp", "-r", str(checkout), str(plain)], check=True)
+    subprocess.run(["rm", "-rf", str(plain / ".git")], check=True)
+    tree, _ = export(plain, plain / "work" / "frontend" / "src", skip=plain / "work")
+    assert not (tree / "work").exists() and (tree / "pkg" / "untracked.py").is_file()
