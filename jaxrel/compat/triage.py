@@ -6,7 +6,8 @@ when the run did not include it): passing there makes it a *compat regression* (
 needs something only the newest backend has, and admits older ones); failing there too makes
 it a *frontend failure* (broken whatever the backend), or, for a test module that could not
 even be collected, a *collection error* (nothing in it was tested: a missing test requirement,
-a broken conftest). A failure that could not be rerun stays *unclassified*.
+a broken conftest). A failure that could not be rerun, or that the newest backend skips, stays
+*unclassified*.
 
 Compat regressions, collection errors and unclassified failures fail the run; frontend
 failures and flaky tests are reported, apart.
@@ -95,8 +96,8 @@ def _against_reference(reference: Cell, pairs: list[tuple[Cell, Failure]], suite
                 failure.detail = f"passes on {newest}, fails on {_label(cell, backend)}"
             else:
                 why = there.outcomes.get(failure.test) if there is not None else None
-                if why is not None and why.outcome == "skipped":
-                    _fails_everywhere(failure, f"skipped on {newest} ({why.message}), fails here")
+                if why is not None and why.outcome == "skipped":  # nothing to compare with: say so, fail
+                    failure.detail = f"skipped on {newest} ({why.message}), so it cannot be compared"
                 else:
                     _fails_everywhere(failure, f"fails on {newest} too"
                                       + (f": {why.message}" if why is not None and why.message else ""))

@@ -694,6 +694,16 @@ def test_a_failure_that_cannot_be_compared_stays_unclassified(harness: Harness, 
     assert not older.ok
 
 
+def test_a_failure_the_newest_backend_skips_stays_unclassified(harness: Harness, tmp_path: Path) -> None:
+    """e.g. a test needing the CUDA plugin fails on the plugin cell; the plain newest cell skips it."""
+    two_cells(harness, older=[(OWN, "test_plugin", "failed")], newest=[(OWN, "test_plugin", "skipped: no plugin")])
+    older, newest = runner.run(matrix(OLDER, ADMITTED), FAMILY, harness.front,
+                               harness.options(suite=None, own=harness.own(tmp_path)))
+    assert verdicts(older) == {f"{OWN}::test_plugin": (
+        "unclassified", "skipped on jaxlib 0.10.2 (no plugin), so it cannot be compared")}
+    assert not older.ok and newest.ok
+
+
 def test_reference_for_is_the_newest_admitted_cell_of_the_same_python() -> None:
     full = matrix(OLDER, ADMITTED, PLUGINS, BELOW, NEWER)
     assert full.reference_for(OLDER) == ADMITTED and full.reference_for(PLUGINS) == ADMITTED
