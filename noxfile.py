@@ -72,9 +72,11 @@ def compat(session: nox.Session) -> None:
 
     Default: the newest jax release's sdist built from source as the HEAD stand-in, on the
     oldest interpreter here it supports. Options after ``--`` go to ``jaxrel compat``:
-    ``--frontend-src PATH``, ``--frontend jax==V``, ``--backends SPEC``, ``--python 3.N``,
-    ``--plugins SET|none``, ``--cell ID`` (rerun one cell), ``-k EXPR``. Reports land in
-    ``build/compat/`` (report.json, report.md, junit/).
+    ``--frontend-src PATH`` (a checkout, built out of tree; its own tests run in every positive
+    cell against the installed wheel, with its test requirements), ``--ref REV``, ``--frontend jax==V``,
+    ``--backends SPEC``, ``--python 3.N``, ``--plugins SET|none``, ``--cell ID`` (rerun one cell),
+    ``--frontend-tests PATH...``, ``-k EXPR``, ``--shard I/N``, ``--jobs N``. Reports land in
+    ``build/compat/`` (report.json, report.md, junit/; see docs/compat.md).
     """
     _uv_env(session)
     _build_tools(session)  # the cells include the XLA FFI extension, built with Bazel
@@ -115,7 +117,7 @@ def bench(session: nox.Session) -> None:
     if session.posargs:
         session.run("python", f"benchmarks/{session.posargs[0]}.py", *session.posargs[1:])
         return
-    for name in ("guard", "compat_setup", "build", "gates"):
+    for name in ("guard", "compat_setup", "compat_cells", "build", "gates"):
         session.run("python", f"benchmarks/{name}.py")
 
 

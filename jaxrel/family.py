@@ -12,6 +12,8 @@ A project declares its family in ``pyproject.toml``::
     package = "mylib"                               # import name (default: from distribution)
     version-file = "mylib/version.py"               # default: <package>/version.py
     minimum-backend-variable = "_minimum_mylib_core_version"
+    tests = ["tests/core_test.py"]                 # the own tests `jaxrel compat --frontend-src` runs by default
+    test-requirements = "tests/requirements.txt"    # what they need besides the frontend (pip -r), in the tree
     [tool.jaxrel.backend]
     distribution = "mylib-core"
     ffi-header = "mylib_core/include/xla/ffi/api/c_api.h"
@@ -76,10 +78,18 @@ class Package:
 
 @dataclass(frozen=True)
 class Frontend(Package):
-    """The pure-Python frontend; it declares the minimum backend it supports."""
+    """The pure-Python frontend; it declares the minimum backend it supports.
+
+    ``tests`` (paths in its source tree) are the own tests a compat cell runs by default,
+    ``test_requirements`` the requirements file (in the tree) they need; ``smoke`` is code the
+    import probe runs with ``frontend`` (the imported package) bound, adding to ``facts``.
+    """
 
     minimum_backend_variable: str | None = None
     minimum_backend: str | None = None
+    tests: tuple[str, ...] = ()
+    test_requirements: str | None = None
+    smoke: str | None = None
 
 
 @dataclass(frozen=True)
@@ -149,6 +159,7 @@ class Family:
     api_numbers: tuple[ApiNumber, ...] = ()
     backend_releases: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
     frontend_minimums: dict[str, str] = field(default_factory=dict, compare=False)
+    compat_suite: bool = False  # jaxrel's compat suite (jax APIs) applies to this family
 
     def api_number(self, name: str) -> ApiNumber:
         """The API number called ``name`` or one of its aliases."""
@@ -255,6 +266,18 @@ JAX_RELEASE_SPELLINGS = (
     "jax._src.test_util.parse_version(jaxlib.version.__version__)",
     "jax._src.test_util.parse_version(jax._src.lib.version_str)",
 )
+# jax's own tests a compat cell runs by default: fast, meaningful on CPU, touching what jaxlib
+# provides (pytrees, dtypes, arrays, FFI, export/serialization, x64); measured in docs/compat.md.
+JAX_DEFAULT_TESTS = (
+    "tests/tree_util_test.py", "tests/api_util_test.py", "tests/util_test.py", "tests/config_test.py",
+    "tests/errors_test.py", "tests/extend_test.py", "tests/ffi_test.py", "tests/x64_context_test.py",
+    "tests/jaxpr_util_test.py", "tests/array_test.py", "tests/export_test.py", "tests/dtypes_test.py",
+)
+JAX_SMOKE = """
+import jax.numpy as jnp
+facts["sum"] = float(jnp.ones(3).sum())
+facts["devices"] = [str(d) for d in frontend.devices()]
+"""
 
 
 def jax_profile() -> Family:
@@ -266,6 +289,9 @@ def jax_profile() -> Family:
             package="jax",
             version_file="jax/version.py",
             minimum_backend_variable="_minimum_jaxlib_version",
+            tests=JAX_DEFAULT_TESTS,
+            test_requirements="build/test-requirements.txt",
+            smoke=JAX_SMOKE,
         ),
         backend=Backend(
             distribution="jaxlib",
@@ -307,6 +333,7 @@ def jax_profile() -> Family:
             for version, row in releasedata.builtin("jax")["jax"].items()
             if row.get("minimum_jaxlib")
         },
+        compat_suite=True,
     )
 
 
@@ -314,7 +341,7 @@ PROFILES = {"jax": jax_profile}
 
 _TOP_KEYS = {"profile", "name", "frontend", "backend", "api-numbers", "plugins", "releases", "release"}
 _PACKAGE_KEYS = {"distribution", "package", "version-file"}
-_FRONTEND_KEYS = _PACKAGE_KEYS | {"minimum-backend-variable", "minimum-backend"}
+_FRONTEND_KEYS = _PACKAGE_KEYS | {"minimum-backend-variable", "minimum-backend", "tests", "test-requirements"}
 _BACKEND_KEYS = _PACKAGE_KEYS | {"ffi-header"}
 _API_KEYS = {"name", "file", "variable", "aliases", "literal"}
 _PLUGIN_KEYS = {"distribution", "package", "pinned", "set", "released-separately", "runtime"}
@@ -392,6 +419,8 @@ class _Reader:
             minimum_backend=(
                 None if minimum is None else self.version(minimum, "tool.jaxrel.frontend", "minimum-backend")
             ),
+            tests=self.relative_paths(frontend_table, "tests", "tool.jaxrel.frontend"),
+            test_requirements=self.relative_path(frontend_table, "test-requirements", "tool.jaxrel.frontend"),
         )
         backend_table = self.table(top["backend"], "tool.jaxrel.backend", _BACKEND_KEYS)
         backend = Backend(
@@ -406,6 +435,19 @@ class _Reader:
         family = Family(name or "", frontend, backend, plugins, api_numbers)
         releases = self.releases(top.get("releases", {}), family)
         return Family(family.name, frontend, backend, plugins, api_numbers, releases)
+
+    def relative_path(self, table: dict[str, Any], key: str, where: str) -> str | None:
+        """A path inside the frontend's source tree: relative, not leaving it."""
+        value = self.string(table, key, where)
+        if value is not None and (Path(value).is_absolute() or ".." in Path(value).parts):
+            raise self.error(where, f"{key!r} must be a path relative to the frontend's source tree, not {value!r}")
+        return value
+
+    def relative_paths(self, table: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
+        value = table.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise self.error(where, f"{key!r} must be a list of paths, not {value!r}")
+        return tuple(self.relative_path({key: v}, key, where) or "" for v in value)
 
     def array(self, top: dict[str, Any], key: str) -> list[Any]:
         value = top.get(key, [])

@@ -55,3 +55,4 @@ def site(tmp_path: Path) -> Site:
     return Site(tmp_path / "site")
 
 
+collect_ignore = ["data"]  # data: sample projects with tests of their own (splitfam)

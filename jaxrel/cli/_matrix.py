@@ -29,7 +29,10 @@ class MatrixInputs:
 def add_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--frontend", metavar="NAME==V", help="a released frontend (default: the newest release's "
                      "sdist, built from source as the HEAD stand-in)")
-    sub.add_argument("--frontend-src", metavar="PATH", help="a frontend source tree (e.g. a jax git checkout)")
+    sub.add_argument("--frontend-src", metavar="PATH", help="a frontend source tree (e.g. a jax git checkout); "
+                     "exported and built out of tree, nothing is written into it")
+    sub.add_argument("--ref", metavar="REV", help="with --frontend-src (a git checkout): this revision instead of "
+                     "the working tree")
     sub.add_argument("--python", action="append", default=[], metavar="3.N[,3.M]",
                      help="interpreters for the cells (default: the oldest one here that the frontend supports)")
     sub.add_argument("--backends", metavar="SPEC", help="only these backend releases: >=0.11.2 or 0.12.0,0.11.2")
@@ -71,17 +74,24 @@ def plugin_sets(known: Sequence[str], text: str | None, family: str = "") -> lis
     return names
 
 
-def inputs(args: argparse.Namespace, *, build: bool) -> MatrixInputs:
-    """The family, index, frontend and matrix of one ``matrix``/``compat`` invocation."""
+def check_sources(args: argparse.Namespace) -> None:
+    """Where the frontend comes from: one of --frontend and --frontend-src; --ref only with --frontend-src."""
     if args.frontend and args.frontend_src:
         raise UsageError("pass --frontend NAME==V or --frontend-src PATH, not both")
+    if args.ref and not args.frontend_src:
+        raise UsageError(f"--ref {args.ref}: pass --frontend-src PATH (the git checkout) too")
+
+
+def inputs(args: argparse.Namespace, *, build: bool) -> MatrixInputs:
+    """The family, index, frontend and matrix of one ``matrix``/``compat`` invocation."""
+    check_sources(args)
     family = resolve_family(args.family)
     backends = backend_filter(args.backends)  # bad options are reported before the index is asked
     index = Index.from_pip(args.index_url, args.wheelhouse, refresh=args.refresh, progress=say)
     workdir = Path(args.workdir).resolve()
     front = frontends.prepare_frontend(
         family, index, workdir, source=Path(args.frontend_src).resolve() if args.frontend_src else None,
-        requirement=args.frontend, build=build or bool(args.frontend_src),
+        requirement=args.frontend, build=build or bool(args.frontend_src), ref=args.ref,
     )
     pythons = [p.strip() for item in args.python for p in item.split(",") if p.strip()]
     spec = front.spec

@@ -9,21 +9,32 @@ from typing import Any
 
 from jaxrel.cli import _matrix
 from jaxrel.cli._common import UsageError, add_common, say
-from jaxrel.compat import report, runner
+from jaxrel.compat import cellrecord, owntests, report, runner
 from jaxrel.extension.bazel import find_workspace
+from jaxrel.family import Family
 
-HELP = "Run the compat matrix: an environment per cell, the guard, the compat suite; reports."
+HELP = "Run the compat matrix: an environment per cell, the guard, the compat suite, the frontend's tests; reports."
 
 
 def add(verbs: Any) -> None:
     sub = add_common(verbs.add_parser("compat", help=HELP, description=HELP))
     _matrix.add_options(sub)
     sub.add_argument("--cell", action="append", metavar="ID", help="run only cells matching ID (* wildcards)")
-    sub.add_argument("-k", metavar="EXPR", help="select the frontend's own tests (with --frontend-src)")
-    sub.add_argument("--frontend-tests", action="append", default=[], metavar="PATH",
-                     help="the frontend's own test paths, relative to --frontend-src (default: tests)")
+    sub.add_argument("--frontend-tests", action="extend", nargs="+", default=[], metavar="PATH",
+                     help="the frontend's own tests to run, relative to its source tree (default: the family's "
+                          "selection, e.g. a few minutes of jax's fast tests; else tests/)")
+    sub.add_argument("-k", metavar="EXPR", help="narrow the frontend's own tests (pytest -k)")
+    sub.add_argument("--test-requirements", metavar="PATH",
+                     help="the requirements file the own tests need (default: the family's, e.g. jax's "
+                          "build/test-requirements.txt in the tree); installed in positive cells")
+    sub.add_argument("--no-frontend-tests", action="store_true", help="do not run the frontend's own tests")
+    sub.add_argument("--shard", metavar="I/N", help="run only the I-th of N shares of each suite's tests "
+                     "(jaxrel matrix --format github --shards N fans them out)")
+    sub.add_argument("--jobs", default="auto", metavar="N|auto",
+                     help="pytest-xdist workers for the own tests (default auto: one per core when the cell has "
+                          "pytest-xdist, as jax's test requirements bring; 1: none)")
     sub.add_argument("--suite", default=None, metavar="PATH",
-                     help="the compat suite (default: the one shipped inside jaxrel)")
+                     help="the compat suite (default: the one shipped inside jaxrel, for the jax profile only)")
     sub.add_argument("--workspace", default=None, metavar="DIR",
                      help="the Bazel workspace whose wheels (e.g. an XLA FFI extension) join every cell "
                           "(default: the nearest WORKSPACE at or above the working directory)")
@@ -42,20 +53,64 @@ def _workspace(text: str | None) -> Path | None:
     return workspace
 
 
+def _shard(text: str | None) -> str | None:
+    if text is None:
+        return None
+    try:
+        index, count = cellrecord.parse_shard(text)
+    except ValueError:
+        raise UsageError(f"--shard {text!r}: expected I/N with 1 <= I <= N (e.g. 2/4)") from None
+    return f"{index}/{count}"
+
+
+def _jobs(text: str) -> int | None:
+    if text == "auto":
+        return None
+    if not text.isdigit() or int(text) < 1:
+        raise UsageError(f"--jobs {text!r}: expected a number of workers (1 or more) or auto")
+    return int(text)
+
+
+def _suite(args: argparse.Namespace, family: Family) -> Path | None:
+    if args.suite is None:
+        return runner.DEFAULT_SUITE if family.compat_suite else None
+    suite = Path(args.suite).resolve()
+    if not (suite / "pytest.ini").is_file():
+        raise UsageError(f"--suite {args.suite}: no pytest.ini there; pass a compat suite directory")
+    return suite
+
+
+def _request(args: argparse.Namespace) -> owntests.Request:
+    if args.no_frontend_tests and (args.frontend_tests or args.k or args.test_requirements):
+        raise UsageError("--no-frontend-tests cannot be combined with --frontend-tests, -k or --test-requirements")
+    requirements = Path(args.test_requirements).resolve() if args.test_requirements else None
+    return owntests.Request(tuple(args.frontend_tests), args.k, requirements, not args.no_frontend_tests)
+
+
 def run(args: argparse.Namespace) -> int:
+    workdir = Path(args.workdir).resolve()
+    _matrix.check_sources(args)
+    shard, jobs, request = _shard(args.shard), _jobs(args.jobs), _request(args)
     workspace = None if args.no_extension else _workspace(args.workspace)
+    report.clear(workdir)  # an earlier run's reports never outlive this one's start
     found = _matrix.inputs(args, build=True)
     matrix, front = found.matrix, found.frontend
-    workdir = Path(args.workdir).resolve()
-    say(f"compat: {front.spec.name} {front.spec.version} ({front.spec.source}), {len(matrix.cells)} cells")
-    options = runner.Options(workdir=workdir, suite=Path(args.suite).resolve() if args.suite else runner.DEFAULT_SUITE,
-                             keyword=args.k, frontend_tests=args.frontend_tests,
+    own, notes = owntests.plan(found.family, front.source_tree, request, workdir / "frontend" / "tests")
+    matrix.notes.extend(notes)
+    say(f"compat: {front.spec.name} {front.spec.version} ({front.spec.source}), {len(matrix.cells)} cells"
+        + (f", own tests {' '.join(own.suite.paths)}" if own else ", no own tests")
+        + (f", shard {shard}" if shard else ""))
+
+    def checkpoint(results: list[runner.CellResult]) -> None:
+        report.write(workdir, matrix, results, complete=False, frontend_build_seconds=front.build_seconds)
+
+    options = runner.Options(workdir=workdir, suite=_suite(args, found.family), own=own, shard=shard, jobs=jobs,
                              use_uv=False if args.no_uv else None, extensions=not args.no_extension,
-                             workspace=workspace, index=found.index)
+                             workspace=workspace, index=found.index, checkpoint=checkpoint)
     results = runner.run(matrix, found.family, front, options)
-    json_path, md_path = report.write(workdir, matrix, results)
+    json_path, md_path = report.write(workdir, matrix, results, frontend_build_seconds=front.build_seconds)
     if args.json:
-        print(json.dumps(report.to_json(matrix, results), indent=2))
+        print(json.dumps(report.to_json(matrix, results, frontend_build_seconds=front.build_seconds), indent=2))
     else:
         print(report.table(results))
         print(report.summary(results))

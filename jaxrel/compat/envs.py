@@ -57,6 +57,14 @@ class Env:
         return subprocess.run(list(args), capture_output=True, text=True, env=full, timeout=timeout, cwd=cwd)
 
 
+def existing(root: Path) -> Env:
+    """The environment a cell built earlier at ``root`` (to rerun tests in it); :class:`EnvError` when it is gone."""
+    env = Env(root.absolute())
+    if not env.python.exists():
+        raise EnvError(f"the environment {root} is gone (no {env.python}); rerun the cell")
+    return env
+
+
 def uv_environment() -> dict[str, str]:
     """This process's environment plus pip's index configuration for uv, without ``PYTHONPATH``."""
     env = {**os.environ, **pip_index_config().uv_environment()}
@@ -78,12 +86,15 @@ def create(
     requirements: Sequence[str] = (),
     no_deps: Sequence[str] = (),
     use_uv: bool | None = None,
+    requirement_files: Sequence[Path] = (),
 ) -> Env:
-    """Create a fresh environment at ``root`` and install ``requirements``, then ``no_deps`` without dependencies.
+    """Create a fresh environment at ``root`` and install ``requirements`` (with ``requirement_files``, pip's
+    ``-r``, resolved together), then ``no_deps`` without dependencies. ``root`` is made absolute.
 
     ``no_deps`` lets a test assemble pairs that pip's resolver would refuse
     (``jax==0.6.2`` beside ``jaxlib==0.10.2``), as users end up with them.
     """
+    root = root.absolute()
     uv = find_uv() if use_uv in (None, True) else None
     if use_uv and uv is None:
         raise EnvError("uv is not installed; pip install uv (or pass use_uv=False)")
@@ -99,8 +110,10 @@ def create(
         run_step([python, "-m", "venv", str(root)], base, f"python -m venv {root}")
         env = base
         install = [str(root / "bin" / "python"), "-m", "pip", "install", "--quiet"]
-    if requirements:
-        run_step([*install, *requirements], env, f"installing {' '.join(requirements)}")
+    files = [arg for path in requirement_files for arg in ("-r", str(path))]
+    if requirements or files:
+        what = " ".join([*requirements, *(f"-r {path.name}" for path in requirement_files)])
+        run_step([*install, *requirements, *files], env, f"installing {what}")
     if no_deps:
         run_step([*install, "--no-deps", *no_deps], env, f"installing {' '.join(no_deps)} without dependencies")
     return Env(root)

@@ -1,17 +1,23 @@
-"""The frontend every cell installs: built out of tree from a source tree or a released sdist, or downloaded."""
+"""The frontend every cell installs: built out of tree from a source tree or a released sdist, or downloaded.
+
+A source tree (``--frontend-src``, at ``--ref``) is exported into ``WORKDIR/frontend/src``
+first (:mod:`jaxrel.compat.sources`) and built there, fresh every run: nothing is written
+into the user's tree, and nothing a former build left there reaches the wheel.
+"""
 
 from __future__ import annotations
 
 import shutil
 import sys
 import tarfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
 from jaxrel import policy
-from jaxrel.compat import envs
+from jaxrel.compat import envs, sources
 from jaxrel.compat.index import Index
 from jaxrel.compat.matrix import FrontendSpec
 from jaxrel.compat.wheels import ArtifactInfo, inspect
@@ -30,7 +36,8 @@ class PreparedFrontend:
     spec: FrontendSpec
     wheel: Path | None  # None until built (an sdist inspected for the matrix only)
     info: ArtifactInfo
-    source_tree: Path | None = None
+    source_tree: Path | None = None  # the exported (or unpacked) tree it was built from; the own tests come from it
+    build_seconds: float = 0.0  # exporting and building it
 
 
 def build_wheel(source: Path, out: Path) -> Path:
@@ -81,20 +88,27 @@ def frontend_spec(family: Family, info: ArtifactInfo, source: str) -> FrontendSp
 
 def prepare_frontend(
     family: Family, index: Index, workdir: Path, *, source: Path | None = None, requirement: str | None = None,
-    build: bool = True,
+    build: bool = True, ref: str | None = None,
 ) -> PreparedFrontend:
-    """Build (source tree, or the newest release's sdist by default) or download (``NAME==V``) the frontend.
+    """Build (source tree at ``ref``, or the newest release's sdist by default) or download (``NAME==V``) the frontend.
 
     With ``build=False`` a released sdist is only inspected (enough to build the matrix).
     """
     name = family.frontend.distribution
+    if ref is not None and source is None:
+        raise CompatError(f"--ref {ref}: a revision of what? pass --frontend-src PATH (a git checkout) too")
     if source is not None:
         if not (source / family.frontend.version_file).exists():
             raise CompatError(f"{source}: no {family.frontend.version_file}; --frontend-src must be a "
                               f"{name} source tree (a git checkout or an unpacked sdist)")
-        wheel = build_wheel(source, workdir / "frontend-dist")
+        start = time.perf_counter()
+        tree, exported = sources.export(source, workdir / "frontend" / "src", ref, skip=workdir)
+        if not (tree / family.frontend.version_file).exists():
+            raise CompatError(f"{source} at {ref}: no {family.frontend.version_file} in that revision")
+        wheel = build_wheel(tree, workdir / "frontend" / "dist")
         info = inspect(wheel, family, use_cache=False)
-        return PreparedFrontend(frontend_spec(family, info, f"source {source}"), wheel, info, source)
+        label = f"source {source}" + (f" at {ref}" if ref else "") + f" ({exported}, built out of tree)"
+        return PreparedFrontend(frontend_spec(family, info, label), wheel, info, tree, time.perf_counter() - start)
     listing = index.listing(name)
     if requirement is not None:
         wanted_name, _, version = requirement.partition("==")
@@ -125,9 +139,10 @@ def prepare_frontend(
     if not build:
         info = inspect(sdist, family, sha256=sdist_file.sha256)
         return PreparedFrontend(frontend_spec(family, info, label), None, info)
-    tree = _unpack_sdist(sdist, workdir / "frontend-src")
-    wheel = build_wheel(tree, workdir / "frontend-dist")
+    start = time.perf_counter()
+    tree = _unpack_sdist(sdist, workdir / "frontend" / "src")
+    wheel = build_wheel(tree, workdir / "frontend" / "dist")
     info = inspect(wheel, family, use_cache=False)
-    return PreparedFrontend(frontend_spec(family, info, label), wheel, info, tree)
+    return PreparedFrontend(frontend_spec(family, info, label), wheel, info, tree, time.perf_counter() - start)
 
 

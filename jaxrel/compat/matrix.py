@@ -84,6 +84,7 @@ class Matrix:
     cells: list[Cell] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     unsatisfiable: list[dict[str, Any]] = field(default_factory=list)  # extras the index cannot satisfy
+    pool: list[Cell] = field(default_factory=list)  # every cell before select(); empty: the cells themselves
 
     def select(self, patterns: Sequence[str]) -> Matrix:
         """Only the cells whose id matches one of ``patterns`` (``*`` wildcards)."""
@@ -92,7 +93,16 @@ class Matrix:
         chosen = [c for c in self.cells if any(fnmatchcase(c.id, p) for p in patterns)]
         if not chosen:
             raise MatrixError(f"no cell matches {', '.join(patterns)}; cells: {', '.join(c.id for c in self.cells)}")
-        return Matrix(self.family, self.frontend, self.backend, chosen, self.notes, self.unsatisfiable)
+        return Matrix(self.family, self.frontend, self.backend, chosen, self.notes,
+                      unsatisfiable=self.unsatisfiable, pool=self.pool or self.cells)
+
+    def reference_for(self, cell: Cell) -> Cell | None:
+        """The newest admitted backend's cell (no plugins) on ``cell``'s Python, selected or not.
+
+        A test failing on a cell is rerun there: passing on it makes the failure a compat regression.
+        """
+        admitted = [c for c in self.pool or self.cells if c.python == cell.python and c.purpose == "admitted"]
+        return max(admitted, key=lambda c: _key(c.backend), default=None)
 
     def to_json(self) -> dict[str, Any]:
         return {"family": self.family, "frontend": asdict(self.frontend), "backend": self.backend,
@@ -109,11 +119,19 @@ class Matrix:
         lines += [f"\n- {note}" for note in self.notes]
         return "\n".join(lines)
 
-    def to_github(self) -> str:
-        """A GitHub Actions ``strategy.matrix`` object (``include`` list), one job per cell."""
+    def to_github(self, shards: int = 1) -> str:
+        """A GitHub Actions ``strategy.matrix`` object (``include`` list): one job per cell and shard.
+
+        A positive cell is split into ``shards`` jobs (``"shard": "I/N"``, for ``jaxrel compat --shard``);
+        a negative cell runs no tests and stays one job (``"1/1"``). ``name`` tells the jobs apart in
+        names that cannot hold a slash (artifacts): the cell id, and ``-IofN`` when split.
+        """
+        if shards < 1:
+            raise MatrixError(f"shards must be at least 1, not {shards}")
         include = [{"cell": c.id, "python": c.python, "backend": c.backend, "expected": c.expected,
-                    "plugins": " ".join(f"{n}=={v}" for n, v in c.plugins), "device": c.device}
-                   for c in self.cells]
+                    "plugins": " ".join(f"{n}=={v}" for n, v in c.plugins), "device": c.device,
+                    "shard": f"{i}/{count}", "name": c.id if count == 1 else f"{c.id}-{i}of{count}"}
+                   for c in self.cells for count in [1 if c.negative else shards] for i in range(1, count + 1)]
         return json.dumps({"include": include}, separators=(",", ":"))
 
 

@@ -1,8 +1,14 @@
-"""The compat run's report: a readable table, ``report.json`` and ``report.md``."""
+"""The compat run's report: a readable table, ``report.json`` and ``report.md``.
+
+A run clears the reports of the one before it (:func:`clear`) when it starts, writes them
+marked incomplete after each cell, and complete once at the end: a run that crashes or
+is killed never leaves an earlier run's green report behind.
+"""
 
 from __future__ import annotations
 
 import json
+import shutil
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -11,15 +17,25 @@ from jaxrel._util import text
 from jaxrel._util.atomic import write_all_atomically
 from jaxrel.compat.matrix import Matrix
 from jaxrel.compat.runner import CellResult
+from jaxrel.compat.triage import FATAL, VERDICTS, counted
 
 HEADERS = ("cell", "expected", "observed", "passed", "failed", "skipped", "extension", "time", "result")
 EXTENSION_TESTS = "test_extension"  # the compat suite's module that exercises the built extension wheel
+REPORTS = ("report.json", "report.md", "junit")
 
 
 def headers(results: Sequence[CellResult]) -> tuple[str, ...]:
-    """:data:`HEADERS`, plus a column for the frontend's own tests when any cell ran them."""
-    own = any(r.frontend_tests for r in results)
-    return HEADERS[:-3] + ("own tests",) + HEADERS[-3:] if own else HEADERS
+    """:data:`HEADERS`, plus columns for the frontend's own tests and the failed tests' verdicts when any cell
+    has them."""
+    extra = (("own tests",) if any(r.frontend_tests for r in results) else ()) + \
+        (("failed tests",) if any(r.failures for r in results) else ())
+    return HEADERS[:-3] + extra + HEADERS[-3:]
+
+
+def verdict_counts(result: CellResult) -> str:
+    """``1 compat regression, 2 frontend failures``, or ``–``."""
+    counts = result.verdicts()
+    return ", ".join(counted(counts[v], v) for v in VERDICTS if v in counts) or "–"
 
 
 def extension_outcome(result: CellResult) -> str:
@@ -34,6 +50,7 @@ def extension_outcome(result: CellResult) -> str:
 def rows(results: Sequence[CellResult]) -> list[tuple[str, ...]]:
     """One row per cell, in :func:`headers` order."""
     own = any(r.frontend_tests for r in results)
+    failed = any(r.failures for r in results)
     out: list[tuple[str, ...]] = []
     for r in results:
         expected = r.cell.expected + (f" ({', '.join(r.cell.rules)})" if r.cell.rules else "")
@@ -42,6 +59,8 @@ def rows(results: Sequence[CellResult]) -> list[tuple[str, ...]]:
         if own:
             t = r.frontend_tests
             row.append(f"{t.passed} passed, {t.failed + t.errors} failed, {t.skipped} skipped" if t else "–")
+        if failed:
+            row.append(verdict_counts(r))
         out.append((*row, extension_outcome(r), f"{r.seconds:.1f} s", "ok" if r.ok else "FAILED"))
     return out
 
@@ -58,22 +77,36 @@ def summary(results: Sequence[CellResult]) -> str:
     head = (f"{cells} ({positive} positive, {len(results) - positive} negative): "
             f"{len(results) - len(failed)} as expected")
     head += f", {len(failed)} FAILED: {', '.join(failed)}" if failed else ""
+    totals = {v: sum(r.verdicts().get(v, 0) for r in results) for v in VERDICTS}
+    if any(totals.values()):
+        head += "\nfailed tests: " + ", ".join(
+            counted(n, v) + (" (fails the run)" if v in FATAL else "") for v, n in totals.items() if n)
     wheels = sorted({r.extension for r in results if r.extension})
     return head + "".join(f"\nextension: {wheel}" for wheel in wheels)
 
 
-def to_json(matrix: Matrix, results: Sequence[CellResult]) -> dict[str, Any]:
+def to_json(matrix: Matrix, results: Sequence[CellResult], *, complete: bool = True,
+            frontend_build_seconds: float | None = None) -> dict[str, Any]:
+    """The whole run; ``ok`` is false while ``complete`` is (a run that stopped early proves nothing)."""
     return {
         "matrix": matrix.to_json(),
-        "ok": all(r.ok for r in results),
-        "summary": summary(results),
+        "complete": complete,
+        "ok": complete and all(r.ok for r in results),
+        "summary": summary(results) if complete else _incomplete(matrix, results),
+        "frontend_build_seconds": frontend_build_seconds,
         "cells": [r.to_json() for r in results],
     }
 
 
-def markdown(matrix: Matrix, results: Sequence[CellResult]) -> str:
-    """The table, the notes, each refusal's message, and which test passed on which cell."""
+def _incomplete(matrix: Matrix, results: Sequence[CellResult]) -> str:
+    return (f"INCOMPLETE: the run stopped after {len(results)} of {len(matrix.cells)} cells (or before sorting "
+            "failed tests); nothing here says the frontend is compatible")
+
+
+def markdown(matrix: Matrix, results: Sequence[CellResult], *, complete: bool = True) -> str:
+    """The table, the notes, each refusal's message, the failed tests, and which test passed on which cell."""
     lines = [f"# compat: {matrix.frontend.name} {matrix.frontend.version}", "",
+             *([] if complete else [f"**{_incomplete(matrix, results)}.**", ""]),
              f"Frontend: {matrix.frontend.source}; minimum {matrix.backend} {matrix.frontend.minimum_backend}; "
              f"declared range {matrix.frontend.backend_range or 'none'}.", "", summary(results), "",
              text.markdown_table(headers(results), [(f"`{row[0]}`", *row[1:]) for row in rows(results)])]
@@ -83,9 +116,10 @@ def markdown(matrix: Matrix, results: Sequence[CellResult]) -> str:
     if refused:
         lines += ["", "## Refusals", ""]
         for r in refused:
-            real = r.import_error or "; ".join((r.frontend_import or {}).get("warnings", [])) or "imports and computes"
+            real = r.import_error or "; ".join((r.frontend_import or {}).get("warnings", [])) or "imports"
+            printed = f"; it printed: {r.import_output}" if r.import_output and not r.import_error else ""
             lines.append(f"- `{r.cell.id}`: {' '.join(str(r.guard_message).split())} — real "
-                         f"{matrix.frontend.name} without the guard: {' '.join(real.split())}")
+                         f"{matrix.frontend.name} without the guard: {' '.join((real + printed).split())}")
     numbers = [r for r in results if r.backend_api]
     if numbers:
         lines += ["", f"## {matrix.backend} API numbers per cell", ""]
@@ -99,7 +133,13 @@ def markdown(matrix: Matrix, results: Sequence[CellResult]) -> str:
         tests = sorted({name for r in tested for name in r.outcomes})
         lines += ["", "## Which API works on which release", "", text.markdown_table(
             ("test", *(f"`{r.cell.id}`" for r in tested)),
-            [(f"`{test.split('::', 1)[-1]}`", *(_mark(r.outcomes.get(test)) for r in tested)) for test in tests])]
+            [(f"`{test}`", *(_mark(r.outcomes.get(test)) for r in tested)) for test in tests])]
+    failed = [(r, f) for r in results for f in r.failures]
+    if failed:
+        lines += ["", "## Failed tests", "", text.markdown_table(
+            ("cell", "suite", "test", "verdict", "why", "error"),
+            [(f"`{r.cell.id}`", f.suite, f"`{f.test}`", f.verdict, f.detail, _short(f.message))
+             for verdict in VERDICTS for r, f in failed if f.verdict == verdict])]
     problems = [r for r in results if r.problems]
     if problems:
         lines += ["", "## Problems", "", *(f"- `{r.cell.id}`: {'; '.join(r.problems)}" for r in problems)]
@@ -115,10 +155,27 @@ def _mark(outcome: str | None) -> str:
     return {"passed": "✓", "failed": "✗ failed", "error": "✗ error"}.get(outcome, outcome)
 
 
-def write(directory: Path, matrix: Matrix, results: Sequence[CellResult]) -> tuple[Path, Path]:
-    """Write ``report.json`` and ``report.md`` into ``directory``."""
+def _short(message: str, limit: int = 160) -> str:
+    message = " ".join(message.removeprefix("collection: ").split())
+    return message if len(message) <= limit else message[:limit - 1] + "…"
+
+
+def clear(directory: Path) -> None:
+    """Delete the reports (and junit files) an earlier run left in ``directory``."""
+    for name in REPORTS:
+        path = directory / name
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def write(directory: Path, matrix: Matrix, results: Sequence[CellResult], *, complete: bool = True,
+          frontend_build_seconds: float | None = None) -> tuple[Path, Path]:
+    """Write ``report.json`` and ``report.md`` into ``directory``, both or neither."""
     directory.mkdir(parents=True, exist_ok=True)
     json_path, md_path = directory / "report.json", directory / "report.md"
-    write_all_atomically({json_path: json.dumps(to_json(matrix, results), indent=1) + "\n",
-                          md_path: markdown(matrix, results)})
+    data = to_json(matrix, results, complete=complete, frontend_build_seconds=frontend_build_seconds)
+    write_all_atomically({json_path: json.dumps(data, indent=1) + "\n",
+                          md_path: markdown(matrix, results, complete=complete)})
     return json_path, md_path

@@ -2,16 +2,19 @@
 
 Each cell gets ``WORKDIR/envs/<cell>`` (uv when available, pip otherwise; uv's
 shared cache means a wheel is downloaded once per machine) holding the frontend
-wheel, the backend release, the cell's plugins, pytest and jaxrel. In it the
-runner calls jaxrel's guard as the frontend would, imports the frontend and
-computes, then (positive cells) runs the compat suite and, with a frontend source
-tree, the frontend's own tests. A cell passes when what it observes is what the
+wheel, the backend release, the cell's plugins, pytest and jaxrel, and on positive
+cells the frontend's test requirements. In it the runner calls jaxrel's guard as the
+frontend would, imports the frontend (recording the file it came from), then (positive
+cells) runs the compat suite and the frontend's own tests, staged outside its source
+tree (:mod:`jaxrel.compat.owntests`). A cell passes when what it observes is what the
 policy expects: accepted and green, or refused by the guard with its fix command.
+After the last cell, every failed test is sorted (:mod:`jaxrel.compat.triage`).
 """
 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import sys
 import time
@@ -27,49 +30,23 @@ import jaxrel
 from jaxrel import doctor
 from jaxrel._util.files import sha256_of
 from jaxrel._util.text import tail
-from jaxrel.compat import envs
+from jaxrel.compat import envs, probes, suites
 from jaxrel.compat.frontend import CompatError, PreparedFrontend
 from jaxrel.compat.index import Index, IndexClientError
 from jaxrel.compat.matrix import Cell, Matrix
+from jaxrel.compat.owntests import OwnTests
+from jaxrel.compat.probes import GUARD_PROBE, IMPORT_PROBE
 from jaxrel.compat.pythons import python_for
+from jaxrel.compat.suites import Suite, SuiteRun, TestCounts
+from jaxrel.compat.triage import Failure, classify, summary, write_verdicts
 from jaxrel.compat.wheels import write_wheel
 from jaxrel.extension import bazel
 from jaxrel.family import Family
 
+__all__ = ["DEFAULT_SUITE", "GUARD_PROBE", "IMPORT_PROBE", "CellResult", "Options", "TestCounts", "run", "run_cell"]
+
 Progress = Callable[[str], None]
 DEFAULT_SUITE = Path(__file__).resolve().parent / "suite"  # package data: ships in jaxrel's wheel
-
-GUARD_PROBE = """
-import json, sys
-from jaxrel.guard import GuardError, Plugin, check
-arguments = json.loads(sys.argv[1])
-arguments["plugins"] = tuple(Plugin(name, pinned) for name, pinned in arguments["plugins"])
-try:
-    check(**arguments)
-    print(json.dumps({"accepted": True}))
-except GuardError as error:
-    print(json.dumps({"accepted": False, "message": str(error), "fix": error.fix}))
-"""
-
-IMPORT_PROBE = """
-import json, warnings
-with warnings.catch_warnings(record=True) as caught:
-    warnings.simplefilter("always")
-    import {package} as frontend
-    import {package}.numpy as jnp
-    value = float(jnp.ones(3).sum())
-    devices = [str(d) for d in frontend.devices()]
-print(json.dumps({{"version": frontend.__version__, "sum": value, "devices": devices,
-                  "warnings": [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]}}))
-"""
-
-
-@dataclass
-class TestCounts:
-    passed: int = 0
-    failed: int = 0
-    skipped: int = 0
-    errors: int = 0
 
 
 @dataclass
@@ -84,13 +61,29 @@ class CellResult:
     guard_fix: str | None = None
     frontend_import: dict[str, Any] | None = None
     import_error: str | None = None
+    import_output: str | None = None  # what importing the frontend printed on stderr (a plugin's traceback)
     tests: TestCounts = field(default_factory=TestCounts)
-    outcomes: dict[str, str] = field(default_factory=dict)  # test id -> passed | failed | skipped: reason
+    outcomes: dict[str, str] = field(default_factory=dict)  # compat suite: node id -> passed, failed, skipped: why
     frontend_tests: TestCounts | None = None
+    frontend_files: list[str] = field(default_factory=list)  # where the own tests imported the frontend from
+    failures: list[Failure] = field(default_factory=list)  # every failed test, sorted by the triage
     extension: str | None = None  # the extension wheels installed in the cell, or why none were
     backend_api: dict[str, Any] = field(default_factory=dict)
-    problems: list[str] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)  # what failed the cell besides its failed tests
     wheels: dict[str, str] = field(default_factory=dict)  # every family wheel installed (file name -> sha256)
+    environment: str | None = None  # the cell's environment directory
+    timings: dict[str, float] = field(default_factory=dict)  # environment, probes, compat suite, own tests, triage
+
+    def settle(self) -> None:
+        """``ok``: no problem and no failure that fails the run (see :data:`jaxrel.compat.triage.FATAL`)."""
+        self.ok = not self.problems and not any(failure.fatal for failure in self.failures)
+
+    def verdicts(self) -> dict[str, int]:
+        """How many failures got each verdict."""
+        counts: dict[str, int] = {}
+        for failure in self.failures:
+            counts[failure.verdict] = counts.get(failure.verdict, 0) + 1
+        return counts
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "cell": asdict(self.cell)}
@@ -98,42 +91,36 @@ class CellResult:
 
 @dataclass
 class Options:
-    """How to run the cells."""
+    """How to run the cells. Paths are made absolute: the suites run with other working directories."""
 
     workdir: Path
-    suite: Path = DEFAULT_SUITE
-    keyword: str | None = None
-    frontend_tests: Sequence[str] = ()
+    suite: Path | None = DEFAULT_SUITE  # None: no compat suite (a family other than jax, without --suite)
+    own: OwnTests | None = None  # the frontend's own tests, staged
+    shard: str | None = None  # "I/N": run every N-th test of each suite
+    jobs: int | None = None  # pytest-xdist workers for the own tests; None: one per core when the cell has xdist
     use_uv: bool | None = None
     extensions: bool = True  # build the workspace's Bazel wheels (e.g. an XLA FFI extension) and add them to cells
     workspace: Path | None = None  # the user's Bazel workspace (None: none, extensions are skipped with a reason)
     index: Index | None = None  # install the backend and plugins from files verified against it (else by name)
     progress: Progress = field(default=lambda message: print(message, file=sys.stderr, flush=True))
+    checkpoint: Callable[[list[CellResult]], None] | None = None  # after each cell: the results so far
+
+    def __post_init__(self) -> None:
+        self.workdir = self.workdir.absolute()
+        self.suite = self.suite.absolute() if self.suite is not None else None
+
+    def suites(self) -> list[Suite]:
+        """What a positive cell runs: the compat suite, then the frontend's own tests."""
+        found = []
+        if self.suite is not None:
+            found.append(Suite("compat suite", "suite", self.suite, (str(self.suite),),
+                               ("--confcutdir", str(self.suite), "-c", str(self.suite / "pytest.ini"))))
+        if self.own is not None:
+            found.append(self.own.suite)
+        return found
 
 
 # -- one cell -------------------------------------------------------------------------------------
-
-
-def _counts(junit: Path) -> tuple[TestCounts, dict[str, str]]:
-    counts, outcomes = TestCounts(), dict[str, str]()
-    if not junit.exists():
-        return counts, outcomes
-    for case in ElementTree.parse(junit).iter("testcase"):
-        name = f"{case.get('classname', '')}::{case.get('name', '')}".strip(":")
-        skipped, failure, error = case.find("skipped"), case.find("failure"), case.find("error")
-        if error is not None:
-            counts.errors += 1
-            outcomes[name] = "error"
-        elif failure is not None:
-            counts.failed += 1
-            outcomes[name] = "failed"
-        elif skipped is not None:
-            counts.skipped += 1
-            outcomes[name] = f"skipped: {skipped.get('message', '')}"
-        else:
-            counts.passed += 1
-            outcomes[name] = "passed"
-    return counts, outcomes
 
 
 def verified_wheel(index: Index, name: str, version: str, python: str) -> Path:
@@ -149,16 +136,6 @@ def verified_wheel(index: Index, name: str, version: str, python: str) -> Path:
     return index.download(file)
 
 
-def _last_json(output: str) -> dict[str, Any] | None:
-    """The JSON object a probe printed on its last line; ``None`` when there is none."""
-    lines = output.strip().splitlines()
-    try:
-        found = json.loads(lines[-1]) if lines else None
-    except ValueError:
-        return None
-    return found if isinstance(found, dict) else None
-
-
 def _write_junit(path: Path, cell: Cell, ok: bool, message: str) -> None:
     root = ElementTree.Element("testsuites")
     suite = ElementTree.SubElement(root, "testsuite", name=f"compat.{cell.id}", tests="1", failures=str(int(not ok)))
@@ -169,57 +146,81 @@ def _write_junit(path: Path, cell: Cell, ok: bool, message: str) -> None:
     ElementTree.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
 
 
+def _junit(options: Options, cell: Cell, key: str = "suite") -> Path:
+    suffix = {"suite": "", "own": "-frontend"}.get(key, f"-{key}")
+    return options.workdir / "junit" / f"{cell.id}{suffix}.xml"
+
+
+def environment(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: Path, options: Options,
+                extensions: list[Path] | str | None = None) -> tuple[envs.Env, dict[str, str]]:
+    """Create the cell's environment (``WORKDIR/envs/<cell>``): backend, frontend, plugins, pytest, jaxrel, and on
+    positive cells the frontend's test requirements. Also returns the sha256 of every family wheel installed.
+
+    The backend and plugins are the files verified against ``options.index`` (by name without one).
+    """
+    backend = family.backend.distribution
+    excluded = {str(canonicalize_name(n)) for n in (family.frontend.distribution, backend)}
+    assert front.wheel is not None, "prepare_frontend(build=True) first"
+    local = [front.wheel, jaxrel_wheel, *(extensions if isinstance(extensions, list) else [])]
+    pinned = [(backend, cell.backend), *cell.plugins]
+    verified = ({name: verified_wheel(options.index, name, version, cell.python) for name, version in pinned}
+                if options.index is not None else {})
+    installs = {name: str(verified[name]) if name in verified else f"{name}=={version}" for name, version in pinned}
+    requirements = [installs[backend], *front.info.plain_requirements(excluded), "pytest"]
+    no_deps = [str(path) for path in local[:2]] + [installs[name] for name, _ in cell.plugins]
+    no_deps += [str(path) for path in local[2:]]
+    files = ([options.own.requirements] if options.own is not None and options.own.requirements is not None
+             and not cell.negative else [])
+    env = envs.create(options.workdir / "envs" / cell.id, python=python_for(cell.python).executable,
+                      requirements=requirements, no_deps=no_deps, use_uv=options.use_uv, requirement_files=files)
+    return env, {path.name: sha256_of(path) for path in [*verified.values(), *local]}
+
+
+def foreign_files(env: envs.Env, files: Sequence[str | None]) -> list[str]:
+    """The files in ``files`` that do not lie inside ``env``: a frontend imported from somewhere else."""
+    root = env.root.resolve()
+    return [f for f in files if f and not Path(f).resolve().is_relative_to(root)]
+
+
 def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: Path, options: Options,
              extensions: list[Path] | str | None = None) -> CellResult:
     """Build the cell's environment, run the guard, import, and (positive cells) the suites.
 
     ``extensions`` are extension wheels to install too (``--no-deps``), or why there are none.
+    Failed tests stay unclassified (and fail the cell) until :func:`run` sorts them.
     """
     start = time.perf_counter()
-    root = options.workdir / "envs" / cell.id
-    junit = options.workdir / "junit" / f"{cell.id}.xml"
-    junit.unlink(missing_ok=True)
-    backend = family.backend.distribution
-    excluded = {str(canonicalize_name(n)) for n in (family.frontend.distribution, backend)}
-    assert front.wheel is not None, "prepare_frontend(build=True) first"
-    local = [front.wheel, jaxrel_wheel, *(extensions if isinstance(extensions, list) else [])]
+    junit = _junit(options, cell)
+    for stale in (junit, _junit(options, cell, "own"), _junit(options, cell, "verdicts")):
+        stale.unlink(missing_ok=True)
     try:
-        pinned = [(backend, cell.backend), *cell.plugins]
-        verified = ({name: verified_wheel(options.index, name, version, cell.python) for name, version in pinned}
-                    if options.index is not None else {})
-        installs = {name: str(verified[name]) if name in verified else f"{name}=={version}"
-                    for name, version in pinned}
-        requirements = [installs[backend], *front.info.plain_requirements(excluded), "pytest"]
-        no_deps = [str(front.wheel), str(jaxrel_wheel), *(installs[name] for name, _ in cell.plugins),
-                   *(str(path) for path in local[2:])]
-        env = envs.create(root, python=python_for(cell.python).executable, requirements=requirements,
-                          no_deps=no_deps, use_uv=options.use_uv)
+        env, wheels = environment(cell, family, front, jaxrel_wheel, options, extensions)
     except (envs.EnvError, IndexClientError) as error:
         result = CellResult(cell, "install-failed", False, time.perf_counter() - start, problems=[str(error)])
+        result.timings["environment"] = result.seconds
         _write_junit(junit, cell, False, str(error))
         return result
-    wheels = {path.name: sha256_of(path) for path in [*verified.values(), *local]}
+    built = time.perf_counter()
 
     arguments = family.guard_arguments(front.spec.version, front.spec.minimum_backend)
     arguments["plugins"] = [[p.distribution, p.pinned] for p in arguments["plugins"]]
     done = env.run(str(env.python), "-c", GUARD_PROBE, json.dumps(arguments))
-    guard = _last_json(done.stdout) if done.returncode == 0 else None
+    guard = probes.last_json(done.stdout) if done.returncode == 0 else None
     if guard is None:
         problem = f"the guard crashed: {tail(done.stderr or done.stdout, 1)}"
-        result = CellResult(cell, "guard-error", False, time.perf_counter() - start, problems=[problem])
+        result = CellResult(cell, "guard-error", False, time.perf_counter() - start, problems=[problem],
+                            environment=str(env.root), timings={"environment": built - start})
         _write_junit(junit, cell, False, problem)
         return result
     result = CellResult(cell, "accepted" if guard["accepted"] else "refused", False, 0.0, wheels=wheels,
                         guard_message=guard.get("message"), guard_fix=guard.get("fix"),
                         extension=(", ".join(w.name for w in extensions) if isinstance(extensions, list)
-                                   else extensions))
+                                   else extensions), environment=str(env.root))
+    result.timings["environment"] = built - start
     seen = doctor.read_environment(family, python=str(env.python))
     result.backend_api = {**seen.api_numbers, "xla_ffi_api": seen.xla_ffi_api}
-
-    probe = env.run(str(env.python), "-c", IMPORT_PROBE.format(package=family.frontend.package))
-    result.frontend_import = _last_json(probe.stdout) if probe.returncode == 0 else None
-    if result.frontend_import is None:
-        result.import_error = tail(probe.stderr or probe.stdout, 1)
+    _import_probe(env, family, result)
+    result.timings["probes"] = time.perf_counter() - built
 
     if result.observed != cell.expected:
         result.problems.append(f"expected {cell.expected}, the guard {result.observed} it"
@@ -230,33 +231,61 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
             result.problems.append(f"refused without a pip fix command: {result.guard_message}")
         _write_junit(junit, cell, not result.problems, "; ".join(result.problems))
     else:
-        _run_suites(env, cell, front, result, junit, options)
-    result.ok = not result.problems
+        _run_suites(env, cell, family, front, result, options)
+    result.settle()
     result.seconds = time.perf_counter() - start
     return result
 
 
-def _run_suites(env: envs.Env, cell: Cell, front: PreparedFrontend, result: CellResult, junit: Path,
+def _import_probe(env: envs.Env, family: Family, result: CellResult) -> None:
+    result.frontend_import, result.import_error, result.import_output = probes.import_frontend(env, family)
+
+
+def _jobs(env: envs.Env, options: Options, suite: Suite) -> int:
+    """pytest-xdist workers: ``--jobs``, else one per core (at most 4) when the cell has pytest-xdist and the
+    suite spans at least two test modules per worker (each worker imports the frontend and collects anew:
+    measured on jax on a shared 2-core machine: two workers cost 50% more on one module and saved 7-17% on
+    the twelve of its default selection)."""
+    if options.jobs is not None:
+        return options.jobs
+    workers = min(os.cpu_count() or 1, 4)
+    has_xdist = any(env.root.glob("lib/python*/site-packages/xdist/__init__.py"))
+    return workers if workers > 1 and has_xdist and suite.test_files >= 2 * workers else 1
+
+
+def _run_suites(env: envs.Env, cell: Cell, family: Family, front: PreparedFrontend, result: CellResult,
                 options: Options) -> None:
     if result.import_error:
         result.problems.append(f"import failed: {result.import_error}")
-    suite = options.suite
-    pytest_args = ["-p", "no:cacheprovider", "--rootdir", str(suite), "--confcutdir", str(suite),
-                   "-c", str(suite / "pytest.ini"), "-q", "--junitxml", str(junit)]
-    done = env.run(str(env.python), "-m", "pytest", str(suite), *pytest_args, timeout=1800)
-    result.tests, result.outcomes = _counts(junit)
-    if done.returncode not in (0, 5) or result.tests.failed or result.tests.errors:
-        result.problems.append(f"compat suite: {result.tests.failed} failed, {result.tests.errors} errors "
-                               f"({tail(done.stdout)})")
-    if front.source_tree is not None and (options.frontend_tests or options.keyword):
-        own = junit.with_name(f"{cell.id}-frontend.xml")
-        selection = ["-k", options.keyword] if options.keyword else []
-        done = env.run(str(env.python), "-m", "pytest", *(options.frontend_tests or ["tests"]), *selection,
-                       "-p", "no:cacheprovider", "-q", "--junitxml", str(own), timeout=3600,
-                       cwd=str(front.source_tree))
-        result.frontend_tests, _ = _counts(own)
-        if done.returncode not in (0, 5) or result.frontend_tests.failed or result.frontend_tests.errors:
-            result.problems.append(f"{front.spec.name}'s own tests failed ({tail(done.stdout)})")
+    elif foreign := foreign_files(env, [(result.frontend_import or {}).get("file")]):
+        result.problems.append(f"{front.spec.name} was imported from {foreign[0]}, not from the cell's "
+                               f"environment {env.root}")
+    for suite in options.suites():
+        run = suites.run_suite(env, suite, options.workdir / "runs" / cell.id / suite.key,
+                               package=family.frontend.package,
+                               junit=_junit(options, cell, suite.key), shard=options.shard,
+                               jobs=_jobs(env, options, suite) if suite.parallel else 1)
+        result.timings[suite.name] = run.seconds
+        _record_run(env, suite, run, result, front)
+
+
+def _record_run(env: envs.Env, suite: Suite, run: SuiteRun, result: CellResult, front: PreparedFrontend) -> None:
+    counts = run.counts()
+    if suite.key == "suite":
+        result.tests = counts
+        result.outcomes = {test: o.outcome if o.outcome != "skipped" else f"skipped: {o.message}"
+                           for test, o in run.outcomes.items()}
+    else:
+        result.frontend_tests = counts
+        result.frontend_files = run.frontend_files
+        if foreign := foreign_files(env, run.frontend_files):
+            result.problems.append(f"the {suite.name} imported {front.spec.name} from {foreign[0]}, not from the "
+                                   f"cell's environment {env.root}: they did not test the installed wheel")
+    result.failures += [Failure(suite.name, test, o.outcome, o.message) for test, o in run.bad().items()]
+    explained = run.returncode in (0, 1, 5) or (run.returncode == 2 and any(o.collection for o in run.bad().values()))
+    if not run.recorded or not explained:
+        result.problems.append(f"{suite.name}: pytest exited {run.returncode} without "
+                               f"{'results' if not run.recorded else 'explaining why'}: {run.output}")
 
 
 # -- the run ---------------------------------------------------------------------------------------
@@ -301,13 +330,84 @@ def extension_wheels(pythons: Sequence[str], options: Options) -> dict[str, list
     return found
 
 
+def _cell_line(result: CellResult) -> str:
+    tests = result.tests
+    own = result.frontend_tests
+    line = (f"{result.observed} · {tests.passed} passed, {tests.skipped} skipped, {tests.failed + tests.errors} failed"
+            + (f" · own tests {own.passed} passed, {own.skipped} skipped, {own.failed + own.errors} failed" if own
+               else "") + f" · {result.seconds:.1f} s · ")
+    if result.ok:
+        return line + "ok" + (f" ({summary(result.failures)})" if result.failures else "")
+    return line + "FAILED: " + "; ".join([*result.problems, *([summary(result.failures)] if result.failures else [])])
+
+
+class _Triage:
+    """The environments failed tests are rerun in: each cell's own, and reference cells built on demand."""
+
+    def __init__(self, family: Family, front: PreparedFrontend, wheel: Path, options: Options,
+                 extensions: dict[str, list[Path] | str], results: Sequence[CellResult]) -> None:
+        self.family, self.front, self.wheel, self.options, self.extensions = family, front, wheel, options, extensions
+        self.envs: dict[str, envs.Env | str] = {}
+        self.results = {r.cell.id: r for r in results}
+        self.reruns = 0
+
+    def env(self, cell: Cell) -> envs.Env | str:
+        ran = self.results.get(cell.id)
+        if cell.id not in self.envs and ran is not None:
+            if ran.environment is None or ran.observed != "accepted":
+                self.envs[cell.id] = f"the cell was {ran.observed}"
+            else:
+                try:
+                    self.envs[cell.id] = envs.existing(Path(ran.environment))
+                except envs.EnvError as error:
+                    self.envs[cell.id] = str(error)
+        if cell.id not in self.envs:
+            self.options.progress(f"triage: building {cell.id}, the newest admitted backend, to rerun failures on …")
+            try:
+                self.envs[cell.id] = environment(cell, self.family, self.front, self.wheel, self.options,
+                                                 self.extensions.get(cell.python))[0]
+            except (envs.EnvError, IndexClientError) as error:
+                self.envs[cell.id] = str(error)
+        return self.envs[cell.id]
+
+    def rerun(self, cell: Cell, suite: Suite, tests: Sequence[str]) -> SuiteRun | str:
+        env = self.env(cell)
+        if isinstance(env, str):
+            return env
+        self.reruns += 1
+        self.options.progress(f"triage: rerunning {len(tests)} of the {suite.name} on {cell.id} …")
+        run = suites.run_suite(env, suite, self.options.workdir / "runs" / cell.id / f"{suite.key}-rerun{self.reruns}",
+                               package=self.family.frontend.package, only=tests)
+        return run if run.recorded else f"pytest exited {run.returncode} without results: {run.output}"
+
+
+def triage(matrix: Matrix, family: Family, front: PreparedFrontend, wheel: Path, options: Options,
+           extensions: dict[str, list[Path] | str], results: Sequence[CellResult]) -> None:
+    """Sort every failed test of ``results`` (rerun here, then on the newest admitted backend); settle the cells."""
+    failing = [r for r in results if r.failures]
+    if failing:
+        where = _Triage(family, front, wheel, options, extensions, results)
+        start = time.perf_counter()
+        classify([(r.cell, r.failures) for r in failing], {r.cell.id: matrix.reference_for(r.cell) for r in failing},
+                 {suite.name: suite for suite in options.suites()}, where.rerun, family.backend.distribution)
+        seconds = time.perf_counter() - start
+        for result in failing:
+            result.timings["triage"] = seconds / len(failing)
+            result.settle()
+            options.progress(f"triage: {result.cell.id}: {summary(result.failures)} · "
+                             f"{'ok' if result.ok else 'FAILED'}")
+    for result in results:
+        if result.failures:
+            write_verdicts(_junit(options, result.cell, "verdicts"), result.cell.id, result.failures)
+
+
 def run(matrix: Matrix, family: Family, front: PreparedFrontend, options: Options) -> list[CellResult]:
-    """Every cell of ``matrix``, with a progress line per cell."""
-    if not (options.suite / "pytest.ini").exists():
+    """Every cell of ``matrix``, with a progress line per cell, then the triage of failed tests."""
+    if options.suite is not None and not (options.suite / "pytest.ini").exists():
         raise CompatError(f"{options.suite}: no compat suite (pytest.ini) there; pass --suite PATH")
     wheel = jaxrel_wheel(options.workdir)
     extensions = extension_wheels(sorted({cell.python for cell in matrix.cells}), options)
-    results = []
+    results: list[CellResult] = []
     total = len(matrix.cells)
     for number, cell in enumerate(matrix.cells, 1):
         options.progress(f"[{number}/{total}] {cell.id}: {cell.purpose}, expect {cell.expected} …")
@@ -315,10 +415,9 @@ def run(matrix: Matrix, family: Family, front: PreparedFrontend, options: Option
             result = run_cell(cell, family, front, wheel, options, extensions.get(cell.python))
         except IndexClientError as error:
             result = CellResult(cell, "install-failed", False, 0.0, problems=[str(error)])
-        tests = result.tests
-        verdict = "ok" if result.ok else "FAILED: " + "; ".join(result.problems)
-        options.progress(f"[{number}/{total}] {cell.id}: {result.observed} · {tests.passed} passed, "
-                         f"{tests.skipped} skipped, {tests.failed + tests.errors} failed · "
-                         f"{result.seconds:.1f} s · {verdict}")
+        options.progress(f"[{number}/{total}] {cell.id}: {_cell_line(result)}")
         results.append(result)
+        if options.checkpoint is not None:
+            options.checkpoint(results)
+    triage(matrix, family, front, wheel, options, extensions, results)
     return results

@@ -11,11 +11,14 @@ and each repository's Bazel server is shut down.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from splitfam_support import PypiServer, bazel_shutdown, make_splitfam
+
+from jaxrel.compat.pipconfig import pip_command
 
 
 @pytest.fixture
@@ -59,3 +62,14 @@ def pypiserver_factory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cal
 def pypiserver(pypiserver_factory: Callable[..., PypiServer]) -> PypiServer:
     """A running pypiserver with an empty index (see :class:`PypiServer`)."""
     return pypiserver_factory()
+
+
+@pytest.fixture(scope="session")
+def index_reachable() -> None:
+    """Skip with the reason when pip cannot list what splitfam's builds and tests need (setuptools, absl-py)."""
+    for project in ("setuptools", "absl-py"):
+        done = subprocess.run([*pip_command(), "index", "versions", project], capture_output=True, text=True,
+                              timeout=120)
+        if done.returncode != 0:
+            last = (done.stderr.strip().splitlines() or ["no output"])[-1]
+            pytest.skip(f"package index unreachable through pip's configuration: {last}")

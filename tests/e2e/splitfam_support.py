@@ -198,3 +198,63 @@ class PypiServer:
 
     def __repr__(self) -> str:
         return f"PypiServer({self.url!r}, packages={str(self.packages)!r}, running={self.running})"
+
+
+# -- compat: installable releases of splitfam's core and plugin, and a frontend at another version ---------
+
+
+def python_files(root: Path, package: str) -> dict[str, bytes]:
+    """The ``.py`` files of ``root/package``, as a wheel holds them (``package/...``)."""
+    return {path.relative_to(root).as_posix(): path.read_bytes()
+            for path in sorted((root / package).rglob("*.py")) if "__pycache__" not in path.parts}
+
+
+def core_release(repo: Path, version: str, api: int, wheelhouse: Path, extra: str = "") -> Path:
+    """A ``splitfam-core`` wheel at ``version`` exporting API number ``api``, into ``wheelhouse``.
+
+    The template's Python files, with the compiled ``_core`` replaced by a Python module of the
+    same API (plus ``extra``, code defining new functions, re-exported): the compat runner needs
+    installable core releases, not a C compiler; the release tests build the real one with Bazel.
+    """
+    from jaxrel.compat.wheels import write_wheel
+
+    files = python_files(repo / "core", "splitfam_core")
+    files["splitfam_core/version.py"] = (f'_version = "{version}"\n_api_version = {api}\n'
+                                         "__version__ = _version\n").encode()
+    names = ["add", *(line.split("(")[0].removeprefix("def ").strip() for line in extra.splitlines()
+                      if line.startswith("def "))]
+    files["splitfam_core/_core.py"] = ("def add(a, b):\n    return a + b\n" + extra).encode()
+    files["splitfam_core/__init__.py"] = (f"from splitfam_core._core import {', '.join(names)}\n"
+                                          "from splitfam_core.version import __version__, _api_version\n").encode()
+    return _into(write_wheel(wheelhouse.parent / f"build-core-{version}", "splitfam-core", version, files), wheelhouse)
+
+
+def plugin_release(repo: Path, version: str, wheelhouse: Path) -> Path:
+    """A ``splitfam-cpu-plugin`` wheel at ``version`` (the template's pure-Python plugin), into ``wheelhouse``."""
+    from jaxrel.compat.wheels import write_wheel
+
+    files = python_files(repo / "plugin", "splitfam_cpu_plugin")
+    files["splitfam_cpu_plugin/version.py"] = f'_version = "{version}"\n__version__ = _version\n'.encode()
+    return _into(write_wheel(wheelhouse.parent / f"build-plugin-{version}", "splitfam-cpu-plugin", version, files),
+                 wheelhouse)
+
+
+def _into(wheel: Path, wheelhouse: Path) -> Path:
+    wheelhouse.mkdir(parents=True, exist_ok=True)
+    target = wheelhouse / wheel.name
+    shutil.move(wheel, target)
+    shutil.rmtree(wheel.parent)
+    return target
+
+
+def set_frontend_version(repo: Path, version: str, minimum: str) -> None:
+    """The frontend at ``version``, supporting cores from ``minimum`` to ``version`` (uncommitted edits)."""
+    version_file = repo / "frontend" / "splitfam" / "version.py"
+    version_file.write_text(f'"""splitfam\'s version and the oldest splitfam-core it supports."""\n\n'
+                            f'_version = "{version}"\n_minimum_core_version = "{minimum}"\n\n'
+                            "__version__ = _version\n")
+    pyproject = repo / "frontend" / "pyproject.toml"
+    text = pyproject.read_text()
+    assert text.count('"0.1.0"') == 1 and "splitfam-core>=0.1.0,<=0.1.0" in text
+    pyproject.write_text(text.replace('version = "0.1.0"', f'version = "{version}"')
+                         .replace("splitfam-core>=0.1.0,<=0.1.0", f"splitfam-core>={minimum},<={version}"))

@@ -85,7 +85,8 @@ def test_a_cell_whose_observation_differs_fails_the_run(run, tmp_path):
 
 
 def test_frontend_source_tree_with_its_own_tests(index_reachable, tmp_path):
-    """--frontend-src: the tree is built as the frontend, and its own tests run, selected by -k."""
+    """--frontend-src: the tree is built out of tree as the frontend, and its own tests (selected by path and -k)
+    run against the wheel installed in the cell, not the tree."""
     from jaxrel.compat.frontend import _unpack_sdist
     from jaxrel.compat.index import Index
 
@@ -94,18 +95,30 @@ def test_frontend_source_tree_with_its_own_tests(index_reachable, tmp_path):
     tree = _unpack_sdist(sdist, tmp_path / "src")
     (tree / "tests").mkdir()
     (tree / "tests" / "test_own.py").write_text(
-        "import jax.numpy as jnp\n\n"
-        "def test_selected():\n    assert float(jnp.arange(3).sum()) == 3\n\n"
+        "import jax\nimport jax.numpy as jnp\n\n"
+        "def test_selected():\n    assert float(jnp.arange(3).sum()) == 3\n"
+        "    assert '/site-packages/jax/' in jax.__file__, jax.__file__\n\n"
         "def test_not_selected():\n    raise AssertionError('-k must deselect this')\n")
+    before = sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*"))
     command = [sys.executable, "-m", "jaxrel", "compat", "--frontend-src", str(tree), "--python", "3.11",
-               "--cell", "py3.11-jaxlib0.10.2", "-k", "selected and not not_selected", "--workdir", str(tmp_path / "w")]
+               "--cell", "py3.11-jaxlib0.10.2", "--frontend-tests", "tests/test_own.py",
+               "-k", "selected and not not_selected", "--workdir", str(tmp_path / "w")]
     done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stderr[-2000:]
     report = json.loads((tmp_path / "w" / "report.json").read_text())
-    assert report["matrix"]["frontend"]["source"] == f"source {tree}"
-    assert report["cells"][0]["frontend_tests"] == {"passed": 1, "failed": 0, "skipped": 0, "errors": 0}
+    assert report["matrix"]["frontend"]["source"].startswith(f"source {tree} (copy of {tree}, built out of tree")
+    cell = report["cells"][0]
+    assert cell["frontend_tests"] == {"passed": 1, "failed": 0, "skipped": 0, "errors": 0}
+    assert all(Path(f).is_relative_to(tmp_path / "w" / "envs") for f in cell["frontend_files"])
     assert "1 passed, 0 failed, 0 skipped" in done.stdout  # the own-tests column
+    assert sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*")) == before, "nothing written in the tree"
 
+    # Changed by #13: a test that fails on the newest admitted jaxlib too is a frontend failure: reported with
+    # its error, apart from compat regressions, and the run does not fail for it.
     (tree / "tests" / "test_own.py").write_text("def test_selected():\n    raise AssertionError('fails')\n")
     done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
-    assert done.returncode == 1 and "jax's own tests failed" in done.stderr
+    assert done.returncode == 0, done.stderr[-2000:]
+    (failure,) = json.loads((tmp_path / "w" / "report.json").read_text())["cells"][0]["failures"]
+    assert (failure["test"], failure["verdict"]) == ("tests/test_own.py::test_selected", "frontend failure")
+    assert failure["message"] == "AssertionError: fails"
+    assert "failed tests: 1 frontend failure" in done.stdout

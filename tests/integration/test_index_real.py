@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import shutil
 import zipfile
-from pathlib import Path
 
 import pytest
 from packaging.specifiers import SpecifierSet
@@ -135,4 +134,4 @@ def test_cli_refuses_an_unreachable_index(tmp_path, capsys):
     assert code == 3  # an external service failed (the exit-code table); bad input is 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "unreachable" in err[0] and "--index-url" in err[0]
-    assert not (Path(tmp_path / "w" / "frontend-src")).exists()
+    assert not (tmp_path / "w" / "frontend").exists()

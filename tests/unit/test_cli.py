@@ -76,6 +76,13 @@ def test_unreleased_minimum_is_a_warning_not_a_refusal(capsys):
         (["verdict", "jax==0.4.30", "jaxlib==0.4.30", "--min-backend", "x"], "--min-backend 'x'"),
         (["verdict", "jax==0.4.30", "jaxlib==0.4.30", "--family", "/nonexistent/pyproject.toml"], "file not found"),
         (["doctor", "--python", "/nonexistent/python"], "cannot run Python interpreter"),
+        (["compat", "--shard", "0/2"], "--shard '0/2': expected I/N with 1 <= I <= N"),
+        (["compat", "--shard", "one/two"], "--shard 'one/two': expected I/N"),
+        (["compat", "--jobs", "0"], "--jobs '0': expected a number of workers"),
+        (["compat", "--no-frontend-tests", "-k", "jit"], "--no-frontend-tests cannot be combined"),
+        (["compat", "--ref", "HEAD~1"], "--ref HEAD~1: pass --frontend-src PATH"),
+        (["matrix", "--ref", "HEAD~1"], "--ref HEAD~1: pass --frontend-src PATH"),
+        (["matrix", "--shards", "0"], "--shards 0: expected 1 or more"),
     ],
 )
 def test_bad_input_is_one_line_exit_2(capsys, argv, expected):
@@ -90,3 +97,10 @@ def test_console_entry_point_runs_as_module():
                           capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 2
     assert done.stderr.strip() == "jaxrel verdict: error: jax 'banana' is not a PEP 440 version (expected e.g. 0.4.30)"
+
+
+def test_the_command_line_does_not_need_pytest():
+    """jaxrel depends on packaging only; pytest is installed in compat cells, not beside jaxrel."""
+    done = subprocess.run([sys.executable, "-c", "import sys; sys.modules['pytest'] = None; import jaxrel.cli"],
+                          capture_output=True, text=True, cwd=REPO)
+    assert done.returncode == 0, done.stderr

@@ -1,9 +1,11 @@
 """The compat runner and its report, offline.
 
 A fake environment stands in for ``envs.create``: its ``run`` answers the guard probe, the
-import probe and pytest with canned output (pytest also writes its junit XML), so every
-branch of a cell, the whole run and the report are covered without an index or real wheels.
-One test runs the real probes, with this interpreter, against a fake site-packages.
+import probe and pytest with canned output (pytest also writes its junit XML and the record
+of jaxrel's cell plugin: outcomes by node id, where the frontend was imported from; a rerun
+of chosen tests answers from the script's ``rerun`` outcomes), so every branch of a cell, the
+triage of failed tests, the whole run and the report are covered without an index or real
+wheels. One test runs the real probes, with this interpreter, against a fake site-packages.
 """
 
 from __future__ import annotations
@@ -23,10 +25,11 @@ import pytest
 import jaxrel
 from jaxrel import doctor
 from jaxrel._util import atomic
-from jaxrel.compat import envs, report, runner
+from jaxrel.compat import cellrecord, envs, probes, report, runner, suites
 from jaxrel.compat.frontend import CompatError, PreparedFrontend
 from jaxrel.compat.index import IndexClientError
 from jaxrel.compat.matrix import Cell, FrontendSpec, Matrix
+from jaxrel.compat.owntests import OwnTests
 from jaxrel.compat.pythons import Python
 from jaxrel.compat.wheels import ArtifactInfo
 from jaxrel.extension import bazel
@@ -36,6 +39,7 @@ FAMILY = jax_profile()
 SPEC = FrontendSpec("jax", "0.10.2", "0.10.1", "wheel jax-0.10.2-py3-none-any.whl", ">=0.10.1,<=0.10.2", ">=3.11")
 FIX = 'pip install "jaxlib>=0.10.1,<=0.10.2"'
 ADMITTED = Cell("py3.11-jaxlib0.10.2", "3.11", "0.10.2", (), "admitted", "accepted")
+OLDER = Cell("py3.11-jaxlib0.10.1", "3.11", "0.10.1", (), "admitted", "accepted")
 PLUGINS = Cell("py3.11-jaxlib0.10.2-cuda12", "3.11", "0.10.2",
                (("jax-cuda12-plugin", "0.10.2"), ("jax-cuda12-pjrt", "0.10.2")), "plugins", "accepted")
 BELOW = Cell("py3.11-jaxlib0.10.0", "3.11", "0.10.0", (), "below-minimum", "refused",
@@ -47,8 +51,8 @@ ACCEPTED = json.dumps({"accepted": True})
 REFUSED = json.dumps({"accepted": False, "message": f"jaxlib is version 0.10.0; jax 0.10.2 needs 0.10.1 <= jaxlib "
                                                     f"<= 0.10.2.\nFix: {FIX}", "fix": FIX})
 IMPORTED = json.dumps({"version": "0.10.2", "sum": 3.0, "devices": ["TFRT_CPU_0"], "warnings": []})
-PASSING = [("test_ffi", "test_call", "passed"), ("test_extension", "test_rmsnorm", "passed"),
-           ("test_plugins", "test_cuda", "skipped: no GPU | none found")]
+PASSING = [("test_ffi.py", "test_call", "passed"), ("test_extension.py", "test_rmsnorm", "passed"),
+           ("test_plugins.py", "test_cuda", "skipped: no GPU | none found")]
 REAL_INSPECT: Callable[..., doctor.Environment] = doctor.read_environment  # before the harness replaces it
 PYTEST_FAILED = ("..F.E\n\n=== short test summary info ===\nFAILED test_ffi.py::test_call - assert 1 == 2\n"
                  "ERROR test_shard_map.py::test_mesh - RuntimeError\n\n1 failed, 2 passed, 1 error in 0.52s\n")
@@ -59,30 +63,55 @@ def completed(args: tuple[str, ...], returncode: int, stdout: str = "", stderr: 
     return subprocess.CompletedProcess(list(args), returncode, stdout, stderr)
 
 
-def write_junit(path: Path, cases: list[tuple[str, str, str]]) -> None:
-    """A junit XML file as pytest writes it: ``(classname, name, outcome)`` per test case."""
+Case = tuple[str, str, str]  # (file, test name or "" for a collection error, outcome)
+
+
+def node(case: Case) -> str:
+    return f"{case[0]}::{case[1]}" if case[1] else case[0]
+
+
+def write_junit(path: Path, cases: list[Case]) -> None:
+    """A junit XML file as pytest writes it: ``(file, name, outcome)`` per test case."""
     root = ElementTree.Element("testsuites")
     suite = ElementTree.SubElement(root, "testsuite", name="pytest")
-    for classname, name, outcome in cases:
-        case = ElementTree.SubElement(suite, "testcase", classname=classname, name=name)
-        if outcome in ("failed", "error"):
-            ElementTree.SubElement(case, "failure" if outcome == "failed" else "error", message="boom")
+    for file, name, outcome in cases:
+        case = ElementTree.SubElement(suite, "testcase", classname=file.removesuffix(".py").replace("/", "."),
+                                      name=name)
+        if outcome.startswith(("failed", "error")):
+            ElementTree.SubElement(case, "failure" if outcome.startswith("failed") else "error", message="boom")
         elif outcome.startswith("skipped"):
             ElementTree.SubElement(case, "skipped", message=outcome.split(":", 1)[1].strip())
     path.parent.mkdir(parents=True, exist_ok=True)
     ElementTree.ElementTree(root).write(path, encoding="utf-8", xml_declaration=True)
 
 
+def write_record(directory: Path, cases: list[Case], frontend_file: str | None) -> None:
+    """What jaxrel's cell plugin records at the end of a pytest run (see jaxrel.compat.cellplugin)."""
+    outcomes = {}
+    for case in cases:
+        outcome, _, message = case[2].partition(":")  # "failed", "failed: why", "skipped: why", "error: collection: …"
+        outcomes[node(case)] = {"outcome": outcome,
+                                "message": message.strip() or ("boom" if outcome in ("failed", "error") else "")}
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / "main.json").write_text(json.dumps({"frontend_file": frontend_file, "outcomes": outcomes}))
+
+
+IN_ENV = "in the cell"  # Script.frontend_file: the cell's own site-packages
+
+
 @dataclass
 class Script:
-    """What the fake environment answers: ``(returncode, stdout, stderr)`` per probe, junit cases per pytest run."""
+    """What the fake environment answers: ``(returncode, stdout, stderr)`` per probe, cases per pytest run."""
 
     guard: tuple[int, str, str] = (0, ACCEPTED + "\n", "")
     probe: tuple[int, str, str] = (0, IMPORTED + "\n", "")
     suite: tuple[int, str] = (0, "...s\n3 passed, 1 skipped in 0.1s\n")
-    cases: list[tuple[str, str, str]] = field(default_factory=lambda: list(PASSING))
+    cases: list[Case] = field(default_factory=lambda: list(PASSING))
     own: tuple[int, str] = (0, "2 passed in 0.1s\n")
-    own_cases: list[tuple[str, str, str]] = field(default_factory=lambda: [("tests.api_test", "test_jit", "passed")])
+    own_cases: list[Case] = field(default_factory=lambda: [("tests/api_test.py", "test_jit", "passed")])
+    rerun: dict[str, str] = field(default_factory=dict)  # node id -> its outcome when rerun (default: as before)
+    frontend_file: str | None = IN_ENV  # where the own tests imported the frontend from
+    recorded: bool = True  # False: pytest crashed before the cell plugin wrote its record
     site: list[str] | None = None  # run the two probes for real, with this sys.path
 
 
@@ -90,6 +119,7 @@ class Script:
 class FakeEnv(envs.Env):
     script: Script = field(default_factory=Script)
     calls: list[tuple[tuple[str, ...], str | None]] = field(default_factory=list)
+    variables: list[dict[str, str]] = field(default_factory=list)  # the env= of each pytest run
 
     def run(self, *args: str, env: dict[str, str] | None = None, timeout: float = 600,
             cwd: str | None = None) -> subprocess.CompletedProcess[str]:
@@ -100,10 +130,24 @@ class FakeEnv(envs.Env):
                 return subprocess.run([sys.executable, *args[1:]], capture_output=True, text=True, timeout=timeout,
                                       env={**os.environ, "PYTHONPATH": path, "JAXREL_SKIP_GUARD": ""})
             return completed(args, *(self.script.guard if args[2] == runner.GUARD_PROBE else self.script.probe))
-        assert args[1:3] == ("-m", "pytest"), args
-        own = cwd is not None
-        write_junit(Path(args[args.index("--junitxml") + 1]), self.script.own_cases if own else self.script.cases)
-        return completed(args, *(self.script.own if own else self.script.suite))
+        assert args[1:3] == ("-m", "pytest") and env is not None and cwd is not None, args
+        self.variables.append(env)
+        own = cwd != str(runner.DEFAULT_SUITE)
+        cases = self.script.own_cases if own else self.script.cases
+        if cellrecord.ONLY in env:  # a rerun of chosen tests
+            wanted = Path(env[cellrecord.ONLY]).read_text().split()
+            cases = [(f, n, self.script.rerun.get(node((f, n, o)), o)) for f, n, o in cases
+                     if node((f, n, o)) in wanted]
+            answer = (1 if any(o.startswith(("failed", "error")) for _, _, o in cases) else 0, "rerun\n")
+        else:
+            answer = self.script.own if own else self.script.suite
+        if "--junitxml" in args:
+            write_junit(Path(args[args.index("--junitxml") + 1]), cases)
+        if self.script.recorded:
+            where = (str(self.root / "lib" / "python3.11" / "site-packages" / "jax" / "__init__.py")
+                     if self.script.frontend_file == IN_ENV else self.script.frontend_file)
+            write_record(Path(env[cellrecord.RECORD]), cases, where if own else None)
+        return completed(args, *answer)
 
 
 @dataclass
@@ -122,6 +166,12 @@ class Harness:
         return runner.Options(**{"workdir": self.workdir, "extensions": False, "progress": self.progress.append,
                                  **changes})
 
+    def own(self, tmp_path: Path, requirements: Path | None = None, options: tuple[str, ...] = (),
+            test_files: int = 1) -> OwnTests:
+        """Own tests staged in ``tmp_path/staged`` (what owntests.plan makes)."""
+        return OwnTests(suites.Suite("own tests", "own", tmp_path / "staged", ("tests/api_test.py",), options,
+                                     parallel=True, test_files=test_files), requirements)
+
     def run_cell(self, cell: Cell, extensions: list[Path] | str | None = None, **changes: Any) -> runner.CellResult:
         for wheel in [self.front.wheel, self.workdir / "jaxrel-0.1-py3-none-any.whl",
                       *(extensions if isinstance(extensions, list) else [])]:
@@ -136,6 +186,9 @@ class Harness:
 
     def pytest_runs(self, cell: Cell) -> list[tuple[tuple[str, ...], str | None]]:
         return [call for call in self.envs[cell.id].calls if call[0][1:3] == ("-m", "pytest")]
+
+    def verdicts(self, cell: Cell) -> ElementTree.Element:
+        return ElementTree.parse(self.workdir / "junit" / f"{cell.id}-verdicts.xml").getroot()
 
 
 @pytest.fixture
@@ -162,7 +215,11 @@ def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Harness:
         return doctor.Environment(python, "3.11.7", api_numbers={"jaxlib_extension_version": 467,
                                                                   "ifrt_version": None}, xla_ffi_api="0.3")
 
+    def existing(root: Path) -> envs.Env:
+        return world.envs[root.name]
+
     monkeypatch.setattr(envs, "create", create)
+    monkeypatch.setattr(envs, "existing", existing)
     monkeypatch.setattr(runner, "python_for", lambda version: Python(version, sys.executable))
     monkeypatch.setattr(doctor, "read_environment", inspect)
     return world
@@ -176,8 +233,10 @@ def test_an_accepted_positive_cell_with_a_passing_suite_is_ok(harness: Harness) 
     result = harness.run_cell(PLUGINS, [wheel])
     assert result.ok and result.observed == "accepted" and result.problems == []
     assert (result.tests.passed, result.tests.failed, result.tests.skipped, result.tests.errors) == (2, 0, 1, 0)
-    assert result.outcomes == {"test_ffi::test_call": "passed", "test_extension::test_rmsnorm": "passed",
-                               "test_plugins::test_cuda": "skipped: no GPU | none found"}
+    # test ids are pytest's node ids: the module stays in them (two modules may have tests of one name)
+    assert result.outcomes == {"test_ffi.py::test_call": "passed", "test_extension.py::test_rmsnorm": "passed",
+                               "test_plugins.py::test_cuda": "skipped: no GPU | none found"}
+    assert result.failures == [] and result.frontend_tests is None
     assert result.frontend_import == json.loads(IMPORTED) and result.import_error is None
     assert result.backend_api == {"jaxlib_extension_version": 467, "ifrt_version": None, "xla_ffi_api": "0.3"}
     assert result.extension == wheel.name and result.seconds > 0
@@ -193,36 +252,54 @@ def test_an_accepted_positive_cell_with_a_passing_suite_is_ok(harness: Harness) 
     arguments = json.loads(calls[0][3])
     assert arguments["frontend_version"] == "0.10.2" and arguments["minimum_backend"] == "0.10.1"
     assert ["jax-cuda12-plugin", True] in arguments["plugins"]
-    assert "import jax as frontend" in calls[1][2]
+    assert calls[1][2] == runner.IMPORT_PROBE and calls[1][3:] == ("jax", FAMILY.frontend.smoke)
     assert calls[2][3] == str(runner.DEFAULT_SUITE) and "--junitxml" in calls[2]
+    # every pytest run loads the cell plugin, which records outcomes and where the frontend came from
+    assert "jaxrel.compat.cellplugin" in calls[2] and harness.envs[PLUGINS.id].calls[2][1] == str(runner.DEFAULT_SUITE)
+    (variables,) = harness.envs[PLUGINS.id].variables
+    assert variables[cellrecord.PACKAGE] == "jax" and cellrecord.SHARD not in variables
+    assert set(result.timings) == {"environment", "probes", "compat suite"}
     # the junit file is pytest's own
     assert len(harness.junit(PLUGINS).findall(".//testcase")) == 3
 
 
-def test_a_failing_suite_fails_the_cell_with_the_output_tail(harness: Harness) -> None:
+def test_a_failing_suite_fails_the_cell_with_each_failure_and_its_error(harness: Harness) -> None:
+    """Changed by #13: the cell names each failed test and its error (not pytest's last lines); they stay
+    unclassified, failing the cell, until the run's triage sorts them."""
     harness.scripts[ADMITTED.id] = Script(suite=(1, PYTEST_FAILED),
-                                          cases=[*PASSING[:2], ("test_ffi", "test_bad", "failed"),
-                                                 ("test_shard_map", "test_mesh", "error")])
+                                          cases=[*PASSING[:2], ("test_ffi.py", "test_bad", "failed: assert 1 == 2"),
+                                                 ("test_shard_map.py", "test_mesh", "error: RuntimeError")])
     result = harness.run_cell(ADMITTED)
     assert not result.ok and result.observed == "accepted"
     assert (result.tests.passed, result.tests.failed, result.tests.errors) == (2, 1, 1)
-    assert result.outcomes["test_ffi::test_bad"] == "failed" and result.outcomes["test_shard_map::test_mesh"] == "error"
-    assert result.problems == [
-        "compat suite: 1 failed, 1 errors (FAILED test_ffi.py::test_call - assert 1 == 2 | "
-        "ERROR test_shard_map.py::test_mesh - RuntimeError | 1 failed, 2 passed, 1 error in 0.52s)"]
+    assert result.outcomes["test_ffi.py::test_bad"] == "failed"
+    assert result.outcomes["test_shard_map.py::test_mesh"] == "error"
+    assert result.problems == []
+    assert [(f.suite, f.test, f.outcome, f.message, f.verdict) for f in result.failures] == [
+        ("compat suite", "test_ffi.py::test_bad", "failed", "assert 1 == 2", "unclassified"),
+        ("compat suite", "test_shard_map.py::test_mesh", "error", "RuntimeError", "unclassified")]
+    assert runner._cell_line(result).endswith(
+        "FAILED: 2 unclassified (compat suite test_ffi.py::test_bad: assert 1 == 2)")
     assert result.extension is None
 
 
-def test_a_suite_that_crashes_without_junit_fails_too(harness: Harness) -> None:
-    harness.scripts[ADMITTED.id] = Script(suite=(4, "ERROR: usage: pytest [options]\n"), cases=[])
+def test_a_suite_that_crashes_without_its_record_fails_too(harness: Harness) -> None:
+    harness.scripts[ADMITTED.id] = Script(suite=(4, "ERROR: usage: pytest [options]\n"), cases=[], recorded=False)
     result = harness.run_cell(ADMITTED)
     assert not result.ok and result.tests == runner.TestCounts()
-    assert result.problems == ["compat suite: 0 failed, 0 errors (ERROR: usage: pytest [options])"]
+    assert result.problems == ["compat suite: pytest exited 4 without results: ERROR: usage: pytest [options]"]
+
+
+def test_a_pytest_exit_status_its_record_does_not_explain_fails_the_cell(harness: Harness) -> None:
+    harness.scripts[ADMITTED.id] = Script(suite=(3, "INTERNALERROR> boom\n"))
+    result = harness.run_cell(ADMITTED)
+    assert not result.ok and result.tests.passed == 2
+    assert result.problems == ["compat suite: pytest exited 3 without explaining why: INTERNALERROR> boom"]
 
 
 def test_no_tests_collected_is_not_a_failure(harness: Harness) -> None:
     harness.scripts[ADMITTED.id] = Script(suite=(5, "no tests ran in 0.01s\n"), cases=[])
-    assert harness.run_cell(ADMITTED, keyword="nothing").ok
+    assert harness.run_cell(ADMITTED, shard="4/4").ok
 
 
 def test_an_import_failure_in_an_accepted_cell_is_a_problem(harness: Harness) -> None:
@@ -312,41 +389,134 @@ def test_an_install_failure_fails_the_cell(harness: Harness) -> None:
     assert failure is not None and failure.get("message") == result.problems[0]
 
 
-def test_the_frontends_own_tests_run_in_its_source_tree(harness: Harness, tmp_path: Path) -> None:
-    harness.front.source_tree = tmp_path / "jax-src"
+def test_the_frontends_own_tests_run_outside_its_source_tree(harness: Harness, tmp_path: Path) -> None:
+    """Changed by #13: they run where owntests staged them (with the tree's pytest configuration), never in the
+    source tree, so `import jax` finds the wheel; positive cells install their test requirements."""
+    requirements = tmp_path / "jax-src" / "build" / "test-requirements.txt"
+    own = harness.own(tmp_path, requirements, ("-k", "jit or grad"))
     harness.scripts[ADMITTED.id] = Script(own=(1, "F.\nFAILED tests/api_test.py::test_jit\n1 failed, 1 passed\n"),
-                                          own_cases=[("tests.api_test", "test_jit", "failed"),
-                                                     ("tests.api_test", "test_grad", "passed")])
-    result = harness.run_cell(ADMITTED, keyword="jit or grad", frontend_tests=["tests/api_test.py"])
+                                          own_cases=[("tests/api_test.py", "test_jit", "failed: AssertionError: 1"),
+                                                     ("tests/api_test.py", "test_grad", "passed")])
+    result = harness.run_cell(ADMITTED, own=own)
     assert result.frontend_tests == runner.TestCounts(passed=1, failed=1)
-    assert result.problems == ["jax's own tests failed (F. | FAILED tests/api_test.py::test_jit | 1 failed, 1 passed)"]
-    (_, (own, cwd)) = harness.pytest_runs(ADMITTED)
-    assert cwd == str(tmp_path / "jax-src")
-    assert own[3:6] == ("tests/api_test.py", "-k", "jit or grad")
-    assert own[own.index("--junitxml") + 1].endswith(f"{ADMITTED.id}-frontend.xml")
+    assert result.problems == [] and not result.ok
+    assert [(f.suite, f.test, f.message) for f in result.failures] == [
+        ("own tests", "tests/api_test.py::test_jit", "AssertionError: 1")]
+    (_, (args, cwd)) = harness.pytest_runs(ADMITTED)
+    assert cwd == str(tmp_path / "staged") and args[3] == "tests/api_test.py"
+    assert args[args.index("-k") + 1] == "jit or grad" and "-n" not in args, "no pytest-xdist in this cell"
+    assert args[args.index("--rootdir") + 1] == str(tmp_path / "staged")
+    assert args[args.index("--junitxml") + 1].endswith(f"{ADMITTED.id}-frontend.xml")
+    assert harness.created[ADMITTED.id]["requirement_files"] == [requirements]
+    site = harness.workdir / "envs" / ADMITTED.id / "lib" / "python3.11" / "site-packages"
+    assert result.frontend_files == [str(site / "jax" / "__init__.py")]
+    assert set(result.timings) == {"environment", "probes", "compat suite", "own tests"}
 
 
-def test_without_a_selection_the_frontends_tests_are_not_run(harness: Harness, tmp_path: Path) -> None:
-    harness.front.source_tree = tmp_path / "jax-src"
+def test_negative_cells_install_no_test_requirements(harness: Harness, tmp_path: Path) -> None:
+    harness.scripts[BELOW.id] = Script(guard=(0, REFUSED + "\n", ""))
+    result = harness.run_cell(BELOW, own=harness.own(tmp_path, tmp_path / "requirements.txt"))
+    assert result.ok and harness.created[BELOW.id]["requirement_files"] == []
+    assert harness.pytest_runs(BELOW) == []
+
+
+def test_own_tests_that_imported_the_frontend_from_elsewhere_fail_the_cell(harness: Harness, tmp_path: Path) -> None:
+    harness.scripts[ADMITTED.id] = Script(frontend_file=str(tmp_path / "jax-src" / "jax" / "__init__.py"))
+    result = harness.run_cell(ADMITTED, own=harness.own(tmp_path))
+    assert not result.ok and result.frontend_tests == runner.TestCounts(passed=1)
+    assert result.problems == [
+        f"the own tests imported jax from {tmp_path / 'jax-src' / 'jax' / '__init__.py'}, not from the cell's "
+        f"environment {harness.workdir / 'envs' / ADMITTED.id}: they did not test the installed wheel"]
+
+
+def test_an_import_probe_that_found_another_frontend_fails_the_cell(harness: Harness, tmp_path: Path) -> None:
+    elsewhere = str(tmp_path / "jax-src" / "jax" / "__init__.py")
+    harness.scripts[ADMITTED.id] = Script(probe=(0, json.dumps({"version": "0.10.2", "file": elsewhere}), ""))
+    result = harness.run_cell(ADMITTED)
+    assert result.problems == [f"jax was imported from {elsewhere}, not from the cell's environment "
+                               f"{harness.workdir / 'envs' / ADMITTED.id}"]
+    assert not result.ok
+
+
+def test_a_collection_error_is_an_error_with_its_cause(harness: Harness, tmp_path: Path) -> None:
+    cause = "ModuleNotFoundError: No module named 'absl'"
+    harness.scripts[ADMITTED.id] = Script(own=(2, "!!! Interrupted: 1 error during collection !!!\n"),
+                                          own_cases=[("tests/api_test.py", "", f"error: collection: {cause}")])
+    result = harness.run_cell(ADMITTED, own=harness.own(tmp_path))
+    assert result.problems == [], "exit status 2 is explained by the collection error"
+    assert result.frontend_tests == runner.TestCounts(errors=1) and not result.ok
+    (failure,) = result.failures
+    assert (failure.test, failure.outcome, failure.message) == ("tests/api_test.py", "error", f"collection: {cause}")
+    assert runner._cell_line(result).endswith(f"FAILED: 1 unclassified (own tests tests/api_test.py: {cause})")
+
+
+def test_xdist_and_shards(harness: Harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """One pytest-xdist worker per core (at most 4) for the own tests when the cell has xdist and they span two
+    test modules per worker; every suite sharded."""
+    xdist = harness.workdir / "envs" / ADMITTED.id / "lib" / "python3.11" / "site-packages" / "xdist"
+    xdist.mkdir(parents=True)
+    (xdist / "__init__.py").write_text("")
+    monkeypatch.setattr(runner.os, "cpu_count", lambda: 2)
+    harness.run_cell(ADMITTED, own=harness.own(tmp_path, test_files=4), shard="2/3")
+    suite, own = (args for args, _ in harness.pytest_runs(ADMITTED))
+    assert "-n" not in suite and own[own.index("-n") + 1] == "2"
+    assert [v[cellrecord.SHARD] for v in harness.envs[ADMITTED.id].variables] == ["2/3", "2/3"]
+    for own_tests, changes in ((harness.own(tmp_path, test_files=3), {}), (harness.own(tmp_path, test_files=4),
+                                                                             {"jobs": 1})):
+        harness.run_cell(ADMITTED, own=own_tests, **changes)
+        assert "-n" not in harness.pytest_runs(ADMITTED)[1][0], changes or "too few test modules to pay"
+    harness.run_cell(ADMITTED, own=harness.own(tmp_path, test_files=4), jobs=3)
+    own = harness.pytest_runs(ADMITTED)[1][0]
+    assert own[own.index("-n") + 1] == "3", "--jobs decides"
+    monkeypatch.setattr(runner.os, "cpu_count", lambda: 1)
+    harness.run_cell(ADMITTED, own=harness.own(tmp_path, test_files=40))
+    assert "-n" not in harness.pytest_runs(ADMITTED)[1][0]
+
+
+def test_without_own_tests_only_the_compat_suite_runs(harness: Harness) -> None:
     result = harness.run_cell(ADMITTED)
     assert result.ok and result.frontend_tests is None and len(harness.pytest_runs(ADMITTED)) == 1
+
+
+def test_without_a_compat_suite_only_the_own_tests_run(harness: Harness, tmp_path: Path) -> None:
+    result = harness.run_cell(ADMITTED, suite=None, own=harness.own(tmp_path))
+    assert result.ok and result.tests == runner.TestCounts() and result.frontend_tests == runner.TestCounts(passed=1)
+    ((args, cwd),) = harness.pytest_runs(ADMITTED)
+    assert cwd == str(tmp_path / "staged")
+
+
+def test_options_make_paths_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    options = runner.Options(workdir=Path("build/compat"), suite=Path("suite"))
+    assert options.workdir == tmp_path / "build" / "compat" and options.suite == tmp_path / "suite"
 
 
 def test_the_real_probes_against_a_fake_site(harness: Harness, site: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """GUARD_PROBE and IMPORT_PROBE themselves, run by this interpreter: the JSON the runner reads."""
     site.jax("0.10.2", "0.10.1")
-    site.write("jax/__init__.py", "__version__ = '0.10.2'\ndef devices():\n    return ['cpu:0']\n")
+    site.write("jax/__init__.py", "import sys\n__version__ = '0.10.2'\ndef devices():\n    return ['cpu:0']\n"
+                                  "print('Plugin error: calling initialize()', file=sys.stderr)\n"
+                                  "print('Traceback (most recent call last):', file=sys.stderr)\n"
+                                  "print('  File x.py, line 1', file=sys.stderr)\n"
+                                  "print('RuntimeError: plugin cuda failed to load', file=sys.stderr)\n")
     site.write("jax/numpy.py", "import warnings\nclass _A:\n    def sum(self):\n        return 3.0\n"
-                               "def ones(n):\n    warnings.warn('old jaxlib', RuntimeWarning)\n    return _A()\n")
+                               "def ones(n):\n    for _ in range(7):\n"
+                               "        warnings.warn('old jaxlib', RuntimeWarning)\n"
+                               "    warnings.warn('old jaxlib', RuntimeWarning)\n    return _A()\n")
     site.jaxlib("0.10.0")
+    (harness.workdir / "envs").mkdir(parents=True)
+    for cell in (BELOW, ADMITTED):  # the cells' environments are the fake site (the probe's file lies inside)
+        (harness.workdir / "envs" / cell.id).symlink_to(site.root)
     monkeypatch.setattr(doctor, "read_environment", lambda family, python=None: REAL_INSPECT(family, path=site.path))
     for cell in (BELOW, ADMITTED):
         harness.scripts[cell.id] = Script(site=site.path)
     refused = harness.run_cell(BELOW)
     assert refused.ok and refused.observed == "refused", refused.problems
     assert refused.guard_fix == FIX and "JAXREL_SKIP_GUARD" in str(refused.guard_message)
-    assert refused.frontend_import == {"version": "0.10.2", "sum": 3.0, "devices": ["cpu:0"],
-                                       "warnings": ["old jaxlib"]}
+    # each warning once (#13: the probe showed one warning seven times), the file it came from, what it printed
+    assert refused.frontend_import == {"version": "0.10.2", "file": str(site.root / "jax" / "__init__.py"),
+                                       "sum": 3.0, "devices": ["cpu:0"], "warnings": ["old jaxlib"]}
+    assert refused.import_output == "Plugin error: calling initialize(): RuntimeError: plugin cuda failed to load"
     assert refused.backend_api["xla_ffi_api"] == "0.3"
     site.jaxlib("0.10.2")
     (site.root / "jaxlib-0.10.0.dist-info" / "METADATA").unlink()
@@ -355,8 +525,37 @@ def test_the_real_probes_against_a_fake_site(harness: Harness, site: Any, monkey
     assert accepted.ok and accepted.observed == "accepted", accepted.problems
 
 
-def test_counts_of_a_missing_junit_file_are_zero(tmp_path: Path) -> None:
-    assert runner._counts(tmp_path / "none.xml") == (runner.TestCounts(), {})
+JAX_PLUGIN_STDERR = """\
+I0000 00:00:1795407629.581548   19899 cudart_stub.cc:31] Could not find cuda drivers on your machine.
+/env/site-packages/jaxlib/plugin_support.py:114: RuntimeWarning: JAX plugin jax_cuda12_plugin version 0.11.0 ...
+  warnings.warn(
+Jax plugin configuration error: Exception when calling jax_plugins.xla_cuda12.initialize()
+Traceback (most recent call last):
+  File "/env/site-packages/jax_plugins/xla_cuda12/__init__.py", line 201, in _version_check
+RuntimeError: jaxlib/cuda/versions_helpers.cc:38: operation cudaRuntimeGetVersion(&version) failed
+
+The above exception was the direct cause of the following exception:
+
+Traceback (most recent call last):
+  File "/env/site-packages/jax/_src/xla_bridge.py", line 495, in discover_pjrt_plugins
+  File "/env/site-packages/jax_plugins/xla_cuda12/__init__.py", line 205, in _version_check
+RuntimeError: Unable to load CUDA. Is it installed?
+I0000 00:00:1795407629.612932   19899 cudart_stub.cc:31] Could not find cuda drivers on your machine.
+"""
+
+
+def test_a_traceback_printed_while_importing_is_summed_up() -> None:
+    """#13: real jax with a mismatched CUDA plugin warns once, then logs a traceback the report omitted."""
+    assert probes.traceback_summary(JAX_PLUGIN_STDERR) == (
+        "Jax plugin configuration error: Exception when calling jax_plugins.xla_cuda12.initialize(): "
+        "RuntimeError: Unable to load CUDA. Is it installed?")
+    assert probes.traceback_summary("just a warning\n") is None
+    assert probes.traceback_summary("Traceback (most recent call last):\n  File x\nValueError: v\n") == "ValueError: v"
+
+
+def test_a_missing_record_reads_as_nothing_recorded(tmp_path: Path) -> None:
+    """Changed by #13: counts come from the cell plugin's record (node ids), not from junit."""
+    assert suites.read_record(tmp_path / "none") == ({}, [], False)
 
 
 # -- the environment's own helpers ------------------------------------------------------------------
@@ -410,6 +609,116 @@ def test_run_needs_a_suite(harness: Harness, tmp_path: Path) -> None:
         runner.run(matrix(ADMITTED), FAMILY, harness.front, harness.options(suite=tmp_path))
 
 
+def test_run_checkpoints_after_each_cell(harness: Harness) -> None:
+    seen: list[list[str]] = []
+    runner.run(matrix(ADMITTED, BELOW), FAMILY, harness.front,
+               harness.options(checkpoint=lambda results: seen.append([r.cell.id for r in results])))
+    assert seen == [[ADMITTED.id], [ADMITTED.id, BELOW.id]]
+
+
+# -- the triage of failed tests ---------------------------------------------------------------------
+
+OWN = "tests/api_test.py"
+
+
+def two_cells(harness: Harness, older: list[Case], newest: list[Case], rerun: dict[str, str] | None = None) -> None:
+    """OLDER (jaxlib 0.10.1) and ADMITTED (0.10.2, the newest admitted: the reference) with these own tests."""
+    harness.scripts[OLDER.id] = Script(own=(1, "F\n"), own_cases=older, rerun=rerun or {})
+    harness.scripts[ADMITTED.id] = Script(own=(1 if any("fail" in o for *_, o in newest) else 0, ".\n"),
+                                          own_cases=newest)
+
+
+def verdicts(result: runner.CellResult) -> dict[str, tuple[str, str]]:
+    return {f.test: (f.verdict, f.detail) for f in result.failures}
+
+
+def test_triage_tells_regressions_frontend_failures_and_flaky_tests_apart(harness: Harness, tmp_path: Path) -> None:
+    two_cells(harness,
+              older=[(OWN, "test_new_api", "failed: AttributeError: jaxlib has no new_api"),
+                     (OWN, "test_flaky", "failed: TimeoutError"), (OWN, "test_broken", "failed: assert 2 == 3"),
+                     (OWN, "test_fine", "passed")],
+              newest=[(OWN, "test_new_api", "passed"), (OWN, "test_flaky", "passed"),
+                      (OWN, "test_broken", "failed: assert 2 == 3"), (OWN, "test_fine", "passed")],
+              rerun={f"{OWN}::test_flaky": "passed"})
+    older, newest = runner.run(matrix(OLDER, ADMITTED), FAMILY, harness.front,
+                               harness.options(suite=None, own=harness.own(tmp_path)))
+    assert verdicts(older) == {
+        f"{OWN}::test_new_api": ("compat regression", "passes on jaxlib 0.10.2, fails on jaxlib 0.10.1"),
+        f"{OWN}::test_flaky": ("flaky", "passed when rerun on the same cell"),
+        f"{OWN}::test_broken": ("frontend failure", "fails on jaxlib 0.10.2 too: assert 2 == 3")}
+    assert verdicts(newest) == {f"{OWN}::test_broken": (
+        "frontend failure", "fails on the newest admitted backend (jaxlib 0.10.2) itself")}
+    assert not older.ok and newest.ok, "a compat regression fails the cell; a frontend failure does not"
+    assert older.problems == [] and older.verdicts() == {"compat regression": 1, "flaky": 1, "frontend failure": 1}
+    # reruns: the three failures on their own cell, the two confirmed ones on the newest backend, only those
+    reruns = [v for v in harness.envs[OLDER.id].variables if cellrecord.ONLY in v]
+    assert len(reruns) == 1 and Path(reruns[0][cellrecord.ONLY]).read_text().split() == [
+        f"{OWN}::test_new_api", f"{OWN}::test_flaky", f"{OWN}::test_broken"]
+    there = [Path(v[cellrecord.ONLY]).read_text().split() for v in harness.envs[ADMITTED.id].variables
+             if cellrecord.ONLY in v]
+    assert there == [[f"{OWN}::test_broken"], [f"{OWN}::test_broken", f"{OWN}::test_new_api"]]
+    assert "triage" in older.timings
+    assert (f"triage: {OLDER.id}: 1 compat regression (own tests {OWN}::test_new_api: AttributeError: jaxlib has "
+            "no new_api), 1 frontend failure, 1 flaky · FAILED") in harness.progress
+    assert f"triage: {ADMITTED.id}: 1 frontend failure · ok" in harness.progress
+    # the verdicts' junit: one test suite per verdict; only the regression is a junit failure
+    suites_by_name = {s.get("name"): s for s in harness.verdicts(OLDER).iter("testsuite")}
+    assert sorted(suites_by_name) == [f"compat.{OLDER.id}.{v}" for v in ("compat-regression", "flaky",
+                                                                          "frontend-failure")]
+    regression = suites_by_name[f"compat.{OLDER.id}.compat-regression"]
+    assert regression.get("failures") == "1" and regression.find(".//failure") is not None
+    assert suites_by_name[f"compat.{OLDER.id}.flaky"].find(".//failure") is None
+
+
+def test_a_collection_error_everywhere_fails_the_run_with_its_cause(harness: Harness, tmp_path: Path) -> None:
+    missing = "error: collection: ModuleNotFoundError: No module named 'absl'"
+    two_cells(harness, older=[(OWN, "", missing)], newest=[(OWN, "", missing)])
+    older, newest = runner.run(matrix(OLDER, ADMITTED), FAMILY, harness.front,
+                               harness.options(suite=None, own=harness.own(tmp_path)))
+    for result in (older, newest):
+        assert not result.ok and [f.verdict for f in result.failures] == ["collection error"]
+        assert result.failures[0].message == "collection: ModuleNotFoundError: No module named 'absl'"
+    assert older.failures[0].detail == "fails on jaxlib 0.10.2 too: collection: ModuleNotFoundError: No module " \
+                                       "named 'absl'"
+
+
+def test_the_reference_cell_is_built_when_the_run_did_not_select_it(harness: Harness, tmp_path: Path) -> None:
+    two_cells(harness, older=[(OWN, "test_new_api", "failed")], newest=[(OWN, "test_new_api", "passed")])
+    (older,) = runner.run(matrix(OLDER, ADMITTED).select([OLDER.id]), FAMILY, harness.front,
+                          harness.options(suite=None, own=harness.own(tmp_path, tmp_path / "reqs.txt")))
+    assert verdicts(older) == {f"{OWN}::test_new_api": (
+        "compat regression", "passes on jaxlib 0.10.2, fails on jaxlib 0.10.1")}
+    assert harness.created[ADMITTED.id]["requirement_files"] == [tmp_path / "reqs.txt"]
+    assert f"triage: building {ADMITTED.id}, the newest admitted backend, to rerun failures on …" in harness.progress
+
+
+def test_a_failure_that_cannot_be_compared_stays_unclassified(harness: Harness, tmp_path: Path) -> None:
+    two_cells(harness, older=[(OWN, "test_new_api", "failed")], newest=[])
+    harness.failures[ADMITTED.id] = envs.EnvError("installing jaxlib==0.10.2 failed (exit 1): gone")
+    (older,) = runner.run(matrix(OLDER, ADMITTED).select([OLDER.id]), FAMILY, harness.front,
+                          harness.options(suite=None, own=harness.own(tmp_path)))
+    assert verdicts(older) == {f"{OWN}::test_new_api": (
+        "unclassified", "could not run it on jaxlib 0.10.2: installing jaxlib==0.10.2 failed (exit 1): gone")}
+    assert not older.ok
+
+
+def test_a_failure_the_newest_backend_skips_stays_unclassified(harness: Harness, tmp_path: Path) -> None:
+    """e.g. a test needing the CUDA plugin fails on the plugin cell; the plain newest cell skips it."""
+    two_cells(harness, older=[(OWN, "test_plugin", "failed")], newest=[(OWN, "test_plugin", "skipped: no plugin")])
+    older, newest = runner.run(matrix(OLDER, ADMITTED), FAMILY, harness.front,
+                               harness.options(suite=None, own=harness.own(tmp_path)))
+    assert verdicts(older) == {f"{OWN}::test_plugin": (
+        "unclassified", "skipped on jaxlib 0.10.2 (no plugin), so it cannot be compared")}
+    assert not older.ok and newest.ok
+
+
+def test_reference_for_is_the_newest_admitted_cell_of_the_same_python() -> None:
+    full = matrix(OLDER, ADMITTED, PLUGINS, BELOW, NEWER)
+    assert full.reference_for(OLDER) == ADMITTED and full.reference_for(PLUGINS) == ADMITTED
+    assert full.select([OLDER.id]).reference_for(OLDER) == ADMITTED, "selection keeps the pool"
+    assert full.reference_for(NEWER) is None, "no admitted cell on Python 3.12"
+
+
 def test_extension_wheels_per_python(harness: Harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert runner.extension_wheels(["3.11"], harness.options()) == {"3.11": "not requested (--no-extension)"}
     assert "no Bazel workspace" in str(runner.extension_wheels(["3.11"], harness.options(extensions=True))["3.11"])
@@ -433,21 +742,25 @@ def test_extension_wheels_per_python(harness: Harness, tmp_path: Path, monkeypat
 
 @pytest.fixture
 def results(harness: Harness, tmp_path: Path) -> list[runner.CellResult]:
-    """Four cells as a run leaves them: green, refused as expected, failed suite, wrong verdict."""
+    """Four cells as a run leaves them: green, refused as expected, failed suite (triaged), wrong verdict."""
     harness.scripts[BELOW.id] = Script(guard=(0, REFUSED, ""), probe=(1, "", "RuntimeError: jaxlib version too old\n"))
     harness.scripts[PLUGINS.id] = Script(suite=(1, PYTEST_FAILED),
-                                         cases=[("test_ffi", "test_call", "failed"), *PASSING[1:],
-                                                ("test_shard_map", "test_mesh", "error")])
-    harness.front.source_tree = tmp_path / "jax-src"
+                                         cases=[("test_ffi.py", "test_call", "failed: assert 1 == 2"), *PASSING[1:],
+                                                ("test_shard_map.py", "test_mesh", "error: RuntimeError")])
+    harness.scripts[ADMITTED.id] = Script(cases=[*PASSING, ("test_shard_map.py", "test_mesh", "error: RuntimeError")])
     extension = [tmp_path / "rmsnorm-0.1-cp311-cp311-linux_x86_64.whl"]
-    return [harness.run_cell(ADMITTED, extension, keyword="jit"), harness.run_cell(BELOW, "not requested"),
-            harness.run_cell(PLUGINS, extension), harness.run_cell(NEWER)]
+    own = harness.own(tmp_path)
+    results = [harness.run_cell(ADMITTED, extension, own=own), harness.run_cell(BELOW, "not requested", own=own),
+               harness.run_cell(PLUGINS, extension, own=own), harness.run_cell(NEWER, own=own)]
+    runner.triage(matrix(ADMITTED, BELOW, PLUGINS, NEWER), FAMILY, harness.front, tmp_path / "jaxrel.whl",
+                  harness.options(own=own), {}, results)
+    return results
 
 
 def test_report_table_and_summary(results: list[runner.CellResult]) -> None:
     lines = report.table(results).splitlines()
     assert lines[0].split() == ["cell", "expected", "observed", "passed", "failed", "skipped", "own", "tests",
-                                "extension", "time", "result"]
+                                "failed", "tests", "extension", "time", "result"]
     assert set(lines[1]) == {"-", " "} and len(lines) == 6
     assert lines[2].startswith(ADMITTED.id) and lines[2].endswith("  ok")
     assert "1 passed, 0 failed, 0 skipped" in lines[2] and "1/1 passed" in lines[2]
@@ -455,29 +768,62 @@ def test_report_table_and_summary(results: list[runner.CellResult]) -> None:
     assert lines[4].endswith("FAILED") and lines[5].endswith("FAILED")
     observed = lines[0].index("observed")  # the columns line up
     assert [line[observed:].split()[0] for line in lines[2:]] == ["accepted", "refused", "accepted", "accepted"]
+    verdicts = lines[0].index("failed tests")  # the failed tests, kept apart by verdict
+    assert [line[verdicts:verdicts + 39].strip() for line in lines[2:]] == [
+        "1 frontend failure", "–", "1 compat regression, 1 frontend failure", "–"]
     assert report.summary(results) == (
         f"4 cells (2 positive, 2 negative): 2 as expected, 2 FAILED: {PLUGINS.id}, {NEWER.id}\n"
+        "failed tests: 1 compat regression (fails the run), 2 frontend failures\n"
         "extension: not requested\nextension: rmsnorm-0.1-cp311-cp311-linux_x86_64.whl")  # wheels, or why none
-    assert report.summary(results[:1]).startswith("1 cell (1 positive, 0 negative): 1 as expected\n")
+    assert report.summary(results[1:2]).startswith("1 cell (0 positive, 1 negative): 1 as expected\n")
     assert "own tests" not in report.table(results[1:2]), "the column only when a cell ran them"
+    assert "failed tests" not in report.table(results[1:2]), "the column only when a cell has failed tests"
 
 
 def test_report_markdown(results: list[runner.CellResult]) -> None:
     text = report.markdown(matrix(ADMITTED, BELOW, PLUGINS, NEWER), results)
     assert text.startswith("# compat: jax 0.10.2\n\nFrontend: wheel jax-0.10.2-py3-none-any.whl; minimum jaxlib "
                            "0.10.1; declared range >=0.10.1,<=0.10.2.\n")
-    assert f"| `{ADMITTED.id}` | accepted | accepted | 2 | 0 | 1 | 1 passed, 0 failed, 0 skipped | 1/1 passed |" in text
+    assert (f"| `{ADMITTED.id}` | accepted | accepted | 2 | 1 | 1 | 1 passed, 0 failed, 0 skipped | "
+            "1 frontend failure | 1/1 passed |") in text
     assert "- no Python 3.13 wheels of jaxlib 0.10.0" in text
     assert (f"- `{BELOW.id}`: jaxlib is version 0.10.0; jax 0.10.2 needs 0.10.1 <= jaxlib <= 0.10.2. Fix: {FIX} — "
             "real jax without the guard: RuntimeError: jaxlib version too old") in text
     assert "| cell | ifrt_version | jaxlib_extension_version | xla_ffi_api |" in text
     assert f"| `{ADMITTED.id}` | – | 467 | 0.3 |" in text
     assert f"| test | `{ADMITTED.id}` | `{PLUGINS.id}` |" in text
-    assert "| `test_call` | ✓ | ✗ failed |" in text and "| `test_mesh` | – | ✗ error |" in text
-    assert "| `test_cuda` | skip: no GPU / none found | skip: no GPU / none found |" in text
-    assert f"- `{PLUGINS.id}`: compat suite: 1 failed, 1 errors (FAILED test_ffi.py::test_call" in text
+    # #13: rows are named by node id, module included (two modules may hold tests of one name)
+    assert "| `test_ffi.py::test_call` | ✓ | ✗ failed |" in text
+    assert "| `test_shard_map.py::test_mesh` | ✗ error | ✗ error |" in text
+    assert "| `test_plugins.py::test_cuda` | skip: no GPU / none found | skip: no GPU / none found |" in text
+    assert "## Failed tests" in text
+    assert (f"| `{PLUGINS.id}` | compat suite | `test_ffi.py::test_call` | compat regression | passes on jaxlib "
+            "0.10.2, fails on jaxlib 0.10.2 with plugins | assert 1 == 2 |") in text
+    assert (f"| `{ADMITTED.id}` | compat suite | `test_shard_map.py::test_mesh` | frontend failure | fails on the "
+            "newest admitted backend (jaxlib 0.10.2) itself | RuntimeError |") in text
+    failed = text[text.index("## Failed tests"):]
+    assert failed.index("| compat regression |") < failed.index("| frontend failure |"), "regressions first"
     assert f"- `{NEWER.id}`: expected refused, the guard accepted it" in text
+    assert "INCOMPLETE" not in text
     assert text.endswith("\n")
+
+
+def test_report_of_a_run_that_stopped_is_marked_incomplete(results: list[runner.CellResult], tmp_path: Path) -> None:
+    the_matrix = matrix(ADMITTED, BELOW, PLUGINS, NEWER)
+    json_path, md_path = report.write(tmp_path, the_matrix, results[:2], complete=False)
+    data = json.loads(json_path.read_text())
+    assert data["complete"] is False and data["ok"] is False, "two green cells of four prove nothing"
+    assert data["summary"].startswith("INCOMPLETE: the run stopped after 2 of 4 cells")
+    assert "**INCOMPLETE: the run stopped after 2 of 4 cells" in md_path.read_text()
+
+
+def test_report_clear_removes_an_earlier_runs_reports(tmp_path: Path) -> None:
+    (tmp_path / "junit").mkdir()
+    for name in ("report.json", "report.md", "junit/cell.xml", "keep.txt"):
+        (tmp_path / name).write_text("old")
+    report.clear(tmp_path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["keep.txt"]
+    report.clear(tmp_path / "nothing-here")
 
 
 def test_report_json_and_write(results: list[runner.CellResult], tmp_path: Path) -> None:

@@ -101,6 +101,12 @@ def test_full_declaration(tmp_path):
         (FULL.replace('"mylib-cuda*"', '"mylib-cuda?"'), "only '*' as a wildcard"),
         (FULL.replace('minimum-backend-variable = "_minimum_core_version"', 'minimum-backend = "soon"'),
          "'minimum-backend' is not a PEP 440 version"),
+        (FULL.replace('minimum-backend-variable = "_minimum_core_version"', 'tests = "tests"'),
+         "'tests' must be a list of paths"),
+        (FULL.replace('minimum-backend-variable = "_minimum_core_version"', 'tests = ["../elsewhere"]'),
+         "'tests' must be a path relative to the frontend's source tree"),
+        (FULL.replace('minimum-backend-variable = "_minimum_core_version"', 'test-requirements = "/etc/reqs.txt"'),
+         "'test-requirements' must be a path relative to the frontend's source tree"),
         ("[tool.jaxrel\n", "not valid TOML"),
         ("[project]\nname = 'x'\n", "no [tool.jaxrel] table"),
     ],
@@ -112,6 +118,19 @@ def test_config_errors_are_one_line_naming_file_and_key(tmp_path, text, expected
     message = str(info.value)
     assert expected in message
     assert message.startswith(str(path)) and "\n" not in message
+
+
+def test_own_tests_and_their_requirements(tmp_path):
+    text = FULL.replace('minimum-backend-variable = "_minimum_core_version"',
+                        'tests = ["tests/core_test.py", "tests/more"]\ntest-requirements = "tests/requirements.txt"')
+    frontend = load_family(write(tmp_path, text)).frontend
+    assert frontend.tests == ("tests/core_test.py", "tests/more")
+    assert frontend.test_requirements == "tests/requirements.txt" and frontend.smoke is None
+    plain = load_family(write(tmp_path, FULL))
+    assert plain.frontend.tests == () and plain.frontend.test_requirements is None and not plain.compat_suite
+    jax = jax_profile()
+    assert jax.compat_suite and jax.frontend.test_requirements == "build/test-requirements.txt"
+    assert "tests/tree_util_test.py" in jax.frontend.tests and "jnp.ones(3)" in str(jax.frontend.smoke)
 
 
 def test_missing_file(tmp_path):

@@ -178,6 +178,15 @@ def test_output_formats(listings):
     github = json.loads(matrix.to_github())
     assert [job["cell"] for job in github["include"]] == [c.id for c in matrix.cells]
     assert github["include"][2]["plugins"] == "jax-cuda12-plugin==0.10.2 jax-cuda12-pjrt==0.10.2"
+    assert {job["shard"] for job in github["include"]} == {"1/1"}
+    sharded = json.loads(matrix.to_github(shards=3))["include"]
+    positive = [c.id for c in matrix.cells if not c.negative]
+    assert [(job["cell"], job["shard"]) for job in sharded if job["cell"] in positive] == [
+        (cell, f"{i}/3") for cell in positive for i in (1, 2, 3)]
+    assert [job["shard"] for job in sharded if job["cell"] not in positive] == ["1/1", "1/1"], "negatives run no tests"
+    assert sharded[0]["name"] == "py3.11-jaxlib0.10.1-1of3" and github["include"][0]["name"] == "py3.11-jaxlib0.10.1"
+    with pytest.raises(MatrixError, match="shards must be at least 1"):
+        matrix.to_github(shards=0)
     document = matrix.to_json()
     assert document["frontend"]["minimum_backend"] == "0.10.1" and len(document["cells"]) == 5
     markdown = matrix.to_markdown()

@@ -130,7 +130,12 @@ def test_compat_wiring() -> None:
     assert cell["strategy"]["fail-fast"] is False
     assert cell["strategy"]["matrix"].replace(" ", "") == "${{fromJSON(needs.matrix.outputs.matrix)}}"
     run = next(step for step in cell["steps"] if "nox -s compat" in step.get("run", ""))
-    assert run["env"] == {"CELL": "${{ matrix.cell }}"} and '--cell "$CELL"' in run["run"]
+    assert run["env"] == {"CELL": "${{ matrix.cell }}", "SHARD": "${{ matrix.shard }}"}
+    assert '--cell "$CELL"' in run["run"] and '--shard "$SHARD"' in run["run"]
+    compute = next(step for step in jobs["matrix"]["steps"] if "jaxrel matrix" in step.get("run", ""))
+    assert '--shards "$SHARDS"' in compute["run"] and "inputs.shards" in compute["env"]["SHARDS"]
+    upload = next(step for step in cell["steps"] if "upload-artifact" in step.get("uses", ""))
+    assert upload["with"]["name"] == "compat-${{ matrix.name }}", "one artifact per cell and shard"
 
 
 @pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
