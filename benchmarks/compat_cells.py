@@ -10,6 +10,10 @@ It runs ``jaxrel compat`` once into ``build/bench/compat-cells/`` (replaced), wa
 creating it and installing its wheels and test requirements; probes: guard, doctor, import; compat
 suite; own tests; triage: rerunning failed tests), the frontend's build (once per run, shared by
 every cell) and the wall time of the whole run. Exit status: that of ``jaxrel compat``.
+
+``--side-by-side`` runs it twice in one go, one cell at a time (``--cells-at-once 1``) and then two
+(``--cells-at-once 2``), and prints both wall times and their ratio (measured in the same minutes,
+since this machine is shared and noisy).
 """
 
 import argparse
@@ -61,11 +65,27 @@ def show(status: int, seconds: float, report: dict[str, Any]) -> None:
     print(f"{'all cells':<{width}}" + "".join(f"{sums[part]:>12.1f} s" for part in (*PARTS, "total")))
 
 
+def side_by_side(options: list[str]) -> int:
+    """Wall time with one cell at a time, then two; the ratio of the two."""
+    walls: dict[int, float] = {}
+    worst = 0
+    for width in (1, 2):
+        status, walls[width], report = measure([*options, "--cells-at-once", str(width)])
+        worst = max(worst, status)
+        print(f"--cells-at-once {width}: {len(report['cells'])} cells, exit {status}, {walls[width]:.1f} s wall")
+    print(f"one at a time / two at a time: {walls[1] / walls[2]:.2f}x")
+    return worst
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--json", action="store_true", help="print a JSON object, not a table")
+    parser.add_argument("--side-by-side", action="store_true",
+                        help="measure one cell at a time against two at a time, in one run")
     parser.add_argument("options", nargs="*", help="options for jaxrel compat (after --)")
     args = parser.parse_args(argv)
+    if args.side_by_side:
+        return side_by_side(args.options)
     status, seconds, report = measure(args.options)
     if args.json:
         print(json.dumps({"status": status, "wall_seconds": seconds,

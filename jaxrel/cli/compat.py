@@ -33,6 +33,9 @@ def add(verbs: Any) -> None:
     sub.add_argument("--jobs", default="auto", metavar="N|auto",
                      help="pytest-xdist workers for the own tests (default auto: one per core when the cell has "
                           "pytest-xdist, as jax's test requirements bring; 1: none)")
+    sub.add_argument("--cells-at-once", default="auto", metavar="N|auto",
+                     help="cells run side by side (default auto: 2 on a machine with two or more cores, "
+                          "1 when the frontend's own tests run, which use the cores inside each cell)")
     sub.add_argument("--suite", default=None, metavar="PATH",
                      help="the compat suite (default: the one shipped inside jaxrel, for the jax profile only)")
     sub.add_argument("--workspace", default=None, metavar="DIR",
@@ -63,11 +66,12 @@ def _shard(text: str | None) -> str | None:
     return f"{index}/{count}"
 
 
-def _jobs(text: str) -> int | None:
+def _count(option: str, text: str) -> int | None:
+    """A count of 1 or more given as ``option``, or ``None`` for ``auto``."""
     if text == "auto":
         return None
     if not text.isdigit() or int(text) < 1:
-        raise UsageError(f"--jobs {text!r}: expected a number of workers (1 or more) or auto")
+        raise UsageError(f"{option} {text!r}: expected a number (1 or more) or auto")
     return int(text)
 
 
@@ -90,7 +94,8 @@ def _request(args: argparse.Namespace) -> owntests.Request:
 def run(args: argparse.Namespace) -> int:
     workdir = Path(args.workdir).resolve()
     _matrix.check_sources(args)
-    shard, jobs, request = _shard(args.shard), _jobs(args.jobs), _request(args)
+    shard, jobs, request = _shard(args.shard), _count("--jobs", args.jobs), _request(args)
+    at_once = _count("--cells-at-once", args.cells_at_once)
     workspace = None if args.no_extension else _workspace(args.workspace)
     report.clear(workdir)  # an earlier run's reports never outlive this one's start
     found = _matrix.inputs(args, build=True)
@@ -105,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
         report.write(workdir, matrix, results, complete=False, frontend_build_seconds=front.build_seconds)
 
     options = runner.Options(workdir=workdir, suite=_suite(args, found.family), own=own, shard=shard, jobs=jobs,
+                             cells_at_once=at_once,
                              use_uv=False if args.no_uv else None, extensions=not args.no_extension,
                              workspace=workspace, index=found.index, checkpoint=checkpoint)
     results = runner.run(matrix, found.family, front, options)

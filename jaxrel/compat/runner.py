@@ -20,6 +20,7 @@ import sys
 import time
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,6 +30,7 @@ from packaging.utils import canonicalize_name
 import jaxrel
 from jaxrel import doctor
 from jaxrel._util.files import sha256_of
+from jaxrel._util.parallel import workers
 from jaxrel._util.text import tail
 from jaxrel.compat import envs, probes, suites
 from jaxrel.compat.frontend import CompatError, PreparedFrontend
@@ -104,6 +106,7 @@ class Options:
     index: Index | None = None  # install the backend and plugins from files verified against it (else by name)
     progress: Progress = field(default=lambda message: print(message, file=sys.stderr, flush=True))
     checkpoint: Callable[[list[CellResult]], None] | None = None  # after each cell: the results so far
+    cells_at_once: int | None = None  # cells run side by side; None: see cells_at_once()
 
     def __post_init__(self) -> None:
         self.workdir = self.workdir.absolute()
@@ -401,23 +404,68 @@ def triage(matrix: Matrix, family: Family, front: PreparedFrontend, wheel: Path,
             write_verdicts(_junit(options, result.cell, "verdicts"), result.cell.id, result.failures)
 
 
+def cells_at_once(options: Options) -> int:
+    """How many cells run side by side: ``options.cells_at_once``, else two on a machine with two or more
+    cores when no cell runs the frontend's own tests (those use the cores inside a cell, through
+    pytest-xdist), else one. A cell is subprocesses (uv, the probes, pytest), so threads suffice."""
+    if options.cells_at_once is not None:
+        return options.cells_at_once
+    return 2 if options.own is None and workers() >= 2 else 1
+
+
+def prefetch(matrix: Matrix, family: Family, options: Options) -> None:
+    """Download and verify every backend and plugin wheel the cells install, one at a time, before cells
+    run side by side (the index's caches are written by one writer). A file that cannot be had is left
+    for its cell to report."""
+    if options.index is None:
+        return
+    wanted = {(name, version, cell.python) for cell in matrix.cells
+              for name, version in [(family.backend.distribution, cell.backend), *cell.plugins]}
+    for name, version, python in sorted(wanted):
+        try:
+            verified_wheel(options.index, name, version, python)
+        except IndexClientError:
+            continue
+
+
 def run(matrix: Matrix, family: Family, front: PreparedFrontend, options: Options) -> list[CellResult]:
-    """Every cell of ``matrix``, with a progress line per cell, then the triage of failed tests."""
+    """Every cell of ``matrix``, with a progress line per cell, then the triage of failed tests.
+
+    Results come back in the matrix's order whatever order the cells finish in.
+    """
     if options.suite is not None and not (options.suite / "pytest.ini").exists():
         raise CompatError(f"{options.suite}: no compat suite (pytest.ini) there; pass --suite PATH")
     wheel = jaxrel_wheel(options.workdir)
     extensions = extension_wheels(sorted({cell.python for cell in matrix.cells}), options)
-    results: list[CellResult] = []
     total = len(matrix.cells)
-    for number, cell in enumerate(matrix.cells, 1):
-        options.progress(f"[{number}/{total}] {cell.id}: {cell.purpose}, expect {cell.expected} …")
+    order = {cell.id: number for number, cell in enumerate(matrix.cells, 1)}
+    done: list[CellResult] = []
+
+    def one(cell: Cell) -> CellResult:
+        options.progress(f"[{order[cell.id]}/{total}] {cell.id}: {cell.purpose}, expect {cell.expected} …")
         try:
-            result = run_cell(cell, family, front, wheel, options, extensions.get(cell.python))
+            return run_cell(cell, family, front, wheel, options, extensions.get(cell.python))
         except IndexClientError as error:
-            result = CellResult(cell, "install-failed", False, 0.0, problems=[str(error)])
-        options.progress(f"[{number}/{total}] {cell.id}: {_cell_line(result)}")
-        results.append(result)
+            return CellResult(cell, "install-failed", False, 0.0, problems=[str(error)])
+
+    def finished(result: CellResult) -> None:
+        options.progress(f"[{order[result.cell.id]}/{total}] {result.cell.id}: {_cell_line(result)}")
+        done.append(result)
+        done.sort(key=lambda r: order[r.cell.id])
         if options.checkpoint is not None:
-            options.checkpoint(results)
-    triage(matrix, family, front, wheel, options, extensions, results)
-    return results
+            options.checkpoint(list(done))
+
+    width = min(cells_at_once(options), total)
+    if width <= 1:
+        for cell in matrix.cells:
+            finished(one(cell))
+    else:
+        prefetch(matrix, family, options)
+        pool = ThreadPoolExecutor(width, thread_name_prefix="cell")
+        try:
+            for future in as_completed([pool.submit(one, cell) for cell in matrix.cells]):
+                finished(future.result())
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)  # on Ctrl-C: no cell starts after it
+    triage(matrix, family, front, wheel, options, extensions, done)
+    return done

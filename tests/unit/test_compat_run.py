@@ -164,7 +164,7 @@ class Harness:
 
     def options(self, **changes: Any) -> runner.Options:
         return runner.Options(**{"workdir": self.workdir, "extensions": False, "progress": self.progress.append,
-                                 **changes})
+                                 "cells_at_once": 1, **changes})
 
     def own(self, tmp_path: Path, requirements: Path | None = None, options: tuple[str, ...] = (),
             test_files: int = 1) -> OwnTests:
@@ -614,6 +614,59 @@ def test_run_checkpoints_after_each_cell(harness: Harness) -> None:
     runner.run(matrix(ADMITTED, BELOW), FAMILY, harness.front,
                harness.options(checkpoint=lambda results: seen.append([r.cell.id for r in results])))
     assert seen == [[ADMITTED.id], [ADMITTED.id, BELOW.id]]
+
+
+def test_cells_run_side_by_side_and_come_back_in_the_matrixs_order(harness: Harness,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two cells at once: both are inside the compat suite together (a barrier only two threads pass),
+    and the results, the checkpoints and the triage see the matrix's order, not the finishing order."""
+    import threading
+
+    together = threading.Barrier(2, timeout=10)
+    real_run = FakeEnv.run
+
+    def meeting_run(self: FakeEnv, *args: str, **kwargs: Any) -> subprocess.CompletedProcess[str]:
+        if args[1:3] == ("-m", "pytest") and self.root.name in (ADMITTED.id, OLDER.id):
+            together.wait()  # raises BrokenBarrierError unless the other cell is running too
+        return real_run(self, *args, **kwargs)
+
+    monkeypatch.setattr(FakeEnv, "run", meeting_run)
+    harness.scripts[BELOW.id] = Script(guard=(0, REFUSED, ""))
+    seen: list[list[str]] = []
+    order = [ADMITTED.id, BELOW.id, OLDER.id]
+    results = runner.run(matrix(ADMITTED, BELOW, OLDER), FAMILY, harness.front,
+                         harness.options(cells_at_once=2, checkpoint=lambda rs: seen.append([r.cell.id for r in rs])))
+    assert [r.cell.id for r in results] == order and all(r.ok for r in results)
+    assert results[0].tests.passed == results[2].tests.passed == 2 and results[1].observed == "refused"
+    assert len(seen) == 3 and seen[-1] == order
+    assert all(ids == sorted(ids, key=order.index) for ids in seen)
+
+
+def test_one_cell_at_a_time_when_own_tests_use_the_cores(harness: Harness, tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(runner, "workers", lambda: 2)
+    assert runner.cells_at_once(harness.options(cells_at_once=None)) == 2
+    assert runner.cells_at_once(harness.options(cells_at_once=None, own=harness.own(tmp_path))) == 1
+    assert runner.cells_at_once(harness.options(cells_at_once=3, own=harness.own(tmp_path))) == 3
+    monkeypatch.setattr(runner, "workers", lambda: 1)
+    assert runner.cells_at_once(harness.options(cells_at_once=None)) == 1
+
+
+def test_side_by_side_cells_install_wheels_downloaded_before_they_start(harness: Harness, tmp_path: Path) -> None:
+    """With cells side by side, every backend file is fetched and verified first, one at a time."""
+    from jaxrel.compat.index import Index
+
+    house = tmp_path / "wheelhouse"
+    house.mkdir()
+    for version in ("0.10.1", "0.10.2"):
+        (house / f"jaxlib-{version}-py3-none-any.whl").write_bytes(version.encode())
+    index = Index([], [house], cache=tmp_path / "cache")
+    fetched: list[str] = []
+    original = index.download
+    index.download = lambda file: fetched.append(file.filename) or original(file)  # type: ignore[method-assign]
+    results = runner.run(matrix(ADMITTED, OLDER), FAMILY, harness.front, harness.options(cells_at_once=2, index=index))
+    assert fetched[:2] == ["jaxlib-0.10.1-py3-none-any.whl", "jaxlib-0.10.2-py3-none-any.whl"]
+    assert [r.cell.id for r in results] == [ADMITTED.id, OLDER.id] and all(r.ok for r in results)
 
 
 # -- the triage of failed tests ---------------------------------------------------------------------
