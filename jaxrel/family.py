@@ -277,6 +277,7 @@ JAX_SMOKE = """
 import jax.numpy as jnp
 facts["sum"] = float(jnp.ones(3).sum())
 facts["devices"] = [str(d) for d in frontend.devices()]
+facts["platforms"] = sorted({d.platform for d in frontend.devices()})
 """
 
 

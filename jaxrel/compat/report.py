@@ -24,10 +24,15 @@ EXTENSION_TESTS = "test_extension"  # the compat suite's module that exercises t
 REPORTS = ("report.json", "report.md", "junit")
 
 
+def _any_own(results: Sequence[CellResult]) -> bool:
+    """Whether any cell ran the frontend's own tests or says why it did not."""
+    return any(r.frontend_tests or r.own_tests_not_run for r in results)
+
+
 def headers(results: Sequence[CellResult]) -> tuple[str, ...]:
     """:data:`HEADERS`, plus columns for the frontend's own tests and the failed tests' verdicts when any cell
     has them."""
-    extra = (("own tests",) if any(r.frontend_tests for r in results) else ()) + \
+    extra = (("own tests",) if _any_own(results) else ()) + \
         (("failed tests",) if any(r.failures for r in results) else ())
     return HEADERS[:-3] + extra + HEADERS[-3:]
 
@@ -49,7 +54,7 @@ def extension_outcome(result: CellResult) -> str:
 
 def rows(results: Sequence[CellResult]) -> list[tuple[str, ...]]:
     """One row per cell, in :func:`headers` order."""
-    own = any(r.frontend_tests for r in results)
+    own = _any_own(results)
     failed = any(r.failures for r in results)
     out: list[tuple[str, ...]] = []
     for r in results:
@@ -58,7 +63,8 @@ def rows(results: Sequence[CellResult]) -> list[tuple[str, ...]]:
                str(r.tests.skipped)]
         if own:
             t = r.frontend_tests
-            row.append(f"{t.passed} passed, {t.failed + t.errors} failed, {t.skipped} skipped" if t else "–")
+            row.append(f"{t.passed} passed, {t.failed + t.errors} failed, {t.skipped} skipped" if t
+                       else f"not run: no {r.cell.device} here" if r.own_tests_not_run else "–")
         if failed:
             row.append(verdict_counts(r))
         out.append((*row, extension_outcome(r), f"{r.seconds:.1f} s", "ok" if r.ok else "FAILED"))

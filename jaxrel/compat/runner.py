@@ -70,6 +70,7 @@ class CellResult:
     frontend_files: list[str] = field(default_factory=list)  # where the own tests imported the frontend from
     failures: list[Failure] = field(default_factory=list)  # every failed test, sorted by the triage
     extension: str | None = None  # the extension wheels installed in the cell, or why none were
+    own_tests_not_run: str | None = None  # why a positive cell did not run the frontend's own tests
     backend_api: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # what failed the cell besides its failed tests
     wheels: dict[str, str] = field(default_factory=dict)  # every family wheel installed (file name -> sha256)
@@ -256,6 +257,19 @@ def _jobs(env: envs.Env, options: Options, suite: Suite) -> int:
     return workers if workers > 1 and has_xdist and suite.test_files >= 2 * workers else 1
 
 
+def without_device(cell: Cell, imported: dict[str, Any] | None) -> str | None:
+    """Why a plugin cell's own tests would only repeat its plain cell's: its device is not here.
+
+    The import probe lists the platforms of the frontend's devices (jax: ``jax.devices()``); a plugin
+    cell that sees only ``cpu`` runs everything on the CPU, as the cell without plugins already did.
+    The compat suite still runs there (the plugin installs, imports, is discovered, fails cleanly).
+    """
+    platforms = (imported or {}).get("platforms")
+    if not cell.device or platforms != ["cpu"]:
+        return None
+    return f"no {cell.device} here (only cpu devices); they run on {cell.device} runners"
+
+
 def _run_suites(env: envs.Env, cell: Cell, family: Family, front: PreparedFrontend, result: CellResult,
                 options: Options) -> None:
     if result.import_error:
@@ -264,6 +278,9 @@ def _run_suites(env: envs.Env, cell: Cell, family: Family, front: PreparedFronte
         result.problems.append(f"{front.spec.name} was imported from {foreign[0]}, not from the cell's "
                                f"environment {env.root}")
     for suite in options.suites():
+        if suite.key == "own" and (why := without_device(cell, result.frontend_import)):
+            result.own_tests_not_run = why
+            continue
         run = suites.run_suite(env, suite, options.workdir / "runs" / cell.id / suite.key,
                                package=family.frontend.package,
                                junit=_junit(options, cell, suite.key), shard=options.shard,
@@ -338,7 +355,8 @@ def _cell_line(result: CellResult) -> str:
     own = result.frontend_tests
     line = (f"{result.observed} · {tests.passed} passed, {tests.skipped} skipped, {tests.failed + tests.errors} failed"
             + (f" · own tests {own.passed} passed, {own.skipped} skipped, {own.failed + own.errors} failed" if own
-               else "") + f" · {result.seconds:.1f} s · ")
+               else f" · own tests not run: {result.own_tests_not_run}" if result.own_tests_not_run else "")
+            + f" · {result.seconds:.1f} s · ")
     if result.ok:
         return line + "ok" + (f" ({summary(result.failures)})" if result.failures else "")
     return line + "FAILED: " + "; ".join([*result.problems, *([summary(result.failures)] if result.failures else [])])

@@ -413,6 +413,26 @@ def test_the_frontends_own_tests_run_outside_its_source_tree(harness: Harness, t
     assert set(result.timings) == {"environment", "probes", "compat suite", "own tests"}
 
 
+def test_a_plugin_cell_without_its_device_leaves_the_own_tests_to_device_runners(harness: Harness,
+                                                                                 tmp_path: Path) -> None:
+    """jax sees only CPU devices: the plugin cell's own tests would repeat the plain cell's, so they are not
+    run (with the reason); the compat suite, which holds the plugin's own checks, still runs."""
+    cpu_only = json.dumps({"version": "0.10.2", "sum": 3.0, "devices": ["TFRT_CPU_0"], "platforms": ["cpu"],
+                           "warnings": []})
+    harness.scripts[PLUGINS.id] = Script(probe=(0, cpu_only + "\n", ""))
+    result = harness.run_cell(PLUGINS, own=harness.own(tmp_path))
+    assert result.ok and result.frontend_tests is None and result.tests.passed == 2
+    assert result.own_tests_not_run == "no gpu here (only cpu devices); they run on gpu runners"
+    assert [args[3] for args, _ in harness.pytest_runs(PLUGINS)] == [str(runner.DEFAULT_SUITE)]
+    assert "not run: no gpu here" in report.table([result])
+    # with its device, and on a cell without plugins, the own tests run
+    gpu = json.dumps({"version": "0.10.2", "sum": 3.0, "devices": ["cuda:0"], "platforms": ["gpu"], "warnings": []})
+    harness.scripts[PLUGINS.id] = Script(probe=(0, gpu + "\n", ""))
+    assert harness.run_cell(PLUGINS, own=harness.own(tmp_path)).frontend_tests is not None
+    harness.scripts[ADMITTED.id] = Script(probe=(0, cpu_only + "\n", ""))
+    assert harness.run_cell(ADMITTED, own=harness.own(tmp_path)).frontend_tests is not None
+
+
 def test_negative_cells_install_no_test_requirements(harness: Harness, tmp_path: Path) -> None:
     harness.scripts[BELOW.id] = Script(guard=(0, REFUSED + "\n", ""))
     result = harness.run_cell(BELOW, own=harness.own(tmp_path, tmp_path / "requirements.txt"))
@@ -494,7 +514,8 @@ def test_options_make_paths_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyP
 def test_the_real_probes_against_a_fake_site(harness: Harness, site: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """GUARD_PROBE and IMPORT_PROBE themselves, run by this interpreter: the JSON the runner reads."""
     site.jax("0.10.2", "0.10.1")
-    site.write("jax/__init__.py", "import sys\n__version__ = '0.10.2'\ndef devices():\n    return ['cpu:0']\n"
+    site.write("jax/__init__.py", "import sys\n__version__ = '0.10.2'\nclass Cpu:\n    platform = 'cpu'\n"
+                                  "    def __str__(self):\n        return 'cpu:0'\ndef devices():\n    return [Cpu()]\n"
                                   "print('Plugin error: calling initialize()', file=sys.stderr)\n"
                                   "print('Traceback (most recent call last):', file=sys.stderr)\n"
                                   "print('  File x.py, line 1', file=sys.stderr)\n"
@@ -515,7 +536,8 @@ def test_the_real_probes_against_a_fake_site(harness: Harness, site: Any, monkey
     assert refused.guard_fix == FIX and "JAXREL_SKIP_GUARD" in str(refused.guard_message)
     # each warning once (#13: the probe showed one warning seven times), the file it came from, what it printed
     assert refused.frontend_import == {"version": "0.10.2", "file": str(site.root / "jax" / "__init__.py"),
-                                       "sum": 3.0, "devices": ["cpu:0"], "warnings": ["old jaxlib"]}
+                                       "sum": 3.0, "devices": ["cpu:0"], "platforms": ["cpu"],
+                                       "warnings": ["old jaxlib"]}
     assert refused.import_output == "Plugin error: calling initialize(): RuntimeError: plugin cuda failed to load"
     assert refused.backend_api["xla_ffi_api"] == "0.3"
     site.jaxlib("0.10.2")
