@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Container, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
+from enum import StrEnum
 from typing import Any
 
 from packaging.specifiers import SpecifierSet
@@ -46,6 +47,25 @@ class FrontendSpec:
     requires_dist: tuple[str, ...] = ()  # every Requires-Dist line, extras included (plugin families)
 
 
+class Purpose(StrEnum):
+    """Why a cell is in the matrix."""
+
+    ADMITTED = "admitted"  # a backend release the policy admits
+    PLUGINS = "plugins"  # a plugin family on an admitted backend
+    BELOW_MINIMUM = "below-minimum"  # the release just below the frontend's minimum
+    NEWER_THAN_FRONTEND = "newer-than-frontend"  # the first release newer than the frontend
+    MISMATCHED_PLUGIN = "mismatched-plugin"  # a pinned plugin family at another version than the backend
+
+
+class Outcome(StrEnum):
+    """What the guard does with a cell's environment: expected (the first two) or observed (any)."""
+
+    ACCEPTED = "accepted"
+    REFUSED = "refused"
+    INSTALL_FAILED = "install-failed"  # the environment could not be built
+    GUARD_ERROR = "guard-error"  # the guard crashed instead of answering
+
+
 @dataclass(frozen=True)
 class Cell:
     """One environment to build and test, and the verdict the policy expects for it."""
@@ -54,14 +74,14 @@ class Cell:
     python: str
     backend: str
     plugins: tuple[tuple[str, str], ...]
-    purpose: str  # admitted | plugins | below-minimum | newer-than-frontend | mismatched-plugin
-    expected: str  # accepted | refused
+    purpose: Purpose
+    expected: Outcome  # accepted or refused
     rules: tuple[str, ...] = ()  # the rules the policy says are broken
     fix: str | None = None
 
     @property
     def negative(self) -> bool:
-        return self.expected == "refused"
+        return self.expected == Outcome.REFUSED
 
     @property
     def device(self) -> str:
@@ -101,7 +121,7 @@ class Matrix:
 
         A test failing on a cell is rerun there: passing on it makes the failure a compat regression.
         """
-        admitted = [c for c in self.pool or self.cells if c.python == cell.python and c.purpose == "admitted"]
+        admitted = [c for c in self.pool or self.cells if c.python == cell.python and c.purpose == Purpose.ADMITTED]
         return max(admitted, key=lambda c: _key(c.backend), default=None)
 
     def to_json(self) -> dict[str, Any]:
@@ -210,7 +230,7 @@ def build_matrix(
                                      "distribution": missing.distribution, "newest": missing.newest,
                                      "released_separately": missing.released_separately})
         matrix.notes.append(missing.message(f"{frontend.name}=={frontend.version}"))
-    if not any(cell.expected == "accepted" for cell in matrix.cells):
+    if not any(cell.expected == Outcome.ACCEPTED for cell in matrix.cells):
         raise MatrixError(
             f"no {backend_name} release admitted by {frontend.name} {frontend.version} "
             f"(minimum {frontend.minimum_backend}) has a wheel for Python {', '.join(pythons)}"
@@ -227,11 +247,11 @@ def _cells_for_python(
     backend_name = family.backend.distribution
     available = installable_versions(listings[backend_name], python, tags)
 
-    def add(backend: Version, purpose: str, plugins: Sequence[tuple[str, str]] = (), suffix: str = "") -> None:
+    def add(backend: Version, purpose: Purpose, plugins: Sequence[tuple[str, str]] = (), suffix: str = "") -> None:
         result = expectation(family, frontend, str(backend), plugins, released)
         cell_id = f"py{python}-{backend_name}{backend}{suffix}"
         matrix.cells.append(Cell(cell_id, python, str(backend), tuple(plugins), purpose,
-                                 "accepted" if result.compatible else "refused",
+                                 Outcome.ACCEPTED if result.compatible else Outcome.REFUSED,
                                  tuple(v.rule for v in result.violations), result.fix))
 
     admitted = [v for v in available if expectation(family, frontend, str(v), (), released).compatible]
@@ -242,7 +262,7 @@ def _cells_for_python(
                                 f"Requires-Dist ({frontend.backend_range}) does not")
     chosen = [v for v in admitted if backends is None or v in backends]
     for version in chosen:
-        add(version, "admitted")
+        add(version, Purpose.ADMITTED)
     newest = chosen[-1] if chosen else None
     placed = _plugin_cells(matrix, known_sets, plugin_sets, chosen, plugins_on, listings, python, tags, add)
     if not negatives:
@@ -250,13 +270,13 @@ def _cells_for_python(
     minimum_key = _key(frontend.minimum_backend)
     below = [v for v in available if _key(v) < minimum_key]
     if below:
-        add(below[-1], "below-minimum")
+        add(below[-1], Purpose.BELOW_MINIMUM)
     else:
         matrix.notes.append(f"Python {python}: no {backend_name} release below the minimum "
                             f"{frontend.minimum_backend} is installable; no below-minimum cell")
     newer = [v for v in available if _key(v) > _key(frontend.version)]
     if newer:
-        add(newer[0], "newer-than-frontend")
+        add(newer[0], Purpose.NEWER_THAN_FRONTEND)
     else:
         matrix.notes.append(f"Python {python}: no {backend_name} release newer than {frontend.name} "
                             f"{frontend.version} is installable; no newer-than-frontend cell")
@@ -273,7 +293,7 @@ def _cells_for_python(
         other = _mismatched_version(plugin_family.distributions, base, listings, python, tags)
         plugins = _plugin_pins(plugin_family, other, listings, python, tags) if other else None
         if plugins:
-            add(base, "mismatched-plugin", plugins, f"-{set_name}@{other}")
+            add(base, Purpose.MISMATCHED_PLUGIN, plugins, f"-{set_name}@{other}")
         else:
             matrix.notes.append(f"Python {python}: plugin set {set_name} has no other installable release; "
                                 "no mismatched-plugin cell")
@@ -285,7 +305,7 @@ PIN_RULE = policy.Rule.PLUGIN_MATCHES_BACKEND.value
 def _plugin_cells(
     matrix: Matrix, known_sets: Mapping[str, PluginFamily], plugin_sets: Sequence[str], chosen: Sequence[Version],
     plugins_on: str, listings: Mapping[str, Listing], python: str, tags: Sequence[Tag],
-    add: Callable[[Version, str, Sequence[tuple[str, str]], str], None],
+    add: Callable[[Version, Purpose, Sequence[tuple[str, str]], str], None],
 ) -> dict[str, Version]:
     """A positive cell per family on the newest admitted backend it installs with (or on each); where placed."""
     placed: dict[str, Version] = {}
@@ -301,7 +321,7 @@ def _plugin_cells(
                     matrix.notes.append(f"Python {python}: plugin set {set_name} has no installable release "
                                         f"for {backend_name} {version}; no plugin cell for it")
                 continue
-            add(version, "plugins", plugins, f"-{set_name}")
+            add(version, Purpose.PLUGINS, plugins, f"-{set_name}")
             placed.setdefault(set_name, version)
             added = True
             if plugins_on == "newest":

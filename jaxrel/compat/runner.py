@@ -35,7 +35,7 @@ from jaxrel._util.text import tail
 from jaxrel.compat import envs, probes, suites
 from jaxrel.compat.frontend import CompatError, PreparedFrontend
 from jaxrel.compat.index import Index, IndexClientError
-from jaxrel.compat.matrix import Cell, Matrix
+from jaxrel.compat.matrix import Cell, Matrix, Outcome
 from jaxrel.compat.owntests import OwnTests
 from jaxrel.compat.probes import GUARD_PROBE, IMPORT_PROBE
 from jaxrel.compat.pythons import python_for
@@ -56,7 +56,7 @@ class CellResult:
     """What one cell observed, and whether that is what the policy expected."""
 
     cell: Cell
-    observed: str  # accepted | refused | install-failed | guard-error
+    observed: Outcome
     ok: bool
     seconds: float
     guard_message: str | None = None
@@ -200,7 +200,7 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
     try:
         env, wheels = environment(cell, family, front, jaxrel_wheel, options, extensions)
     except (envs.EnvError, IndexClientError) as error:
-        result = CellResult(cell, "install-failed", False, time.perf_counter() - start, problems=[str(error)])
+        result = CellResult(cell, Outcome.INSTALL_FAILED, False, time.perf_counter() - start, problems=[str(error)])
         result.timings["environment"] = result.seconds
         _write_junit(junit, cell, False, str(error))
         return result
@@ -212,11 +212,11 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
     guard = probes.last_json(done.stdout) if done.returncode == 0 else None
     if guard is None:
         problem = f"the guard crashed: {tail(done.stderr or done.stdout, 1)}"
-        result = CellResult(cell, "guard-error", False, time.perf_counter() - start, problems=[problem],
+        result = CellResult(cell, Outcome.GUARD_ERROR, False, time.perf_counter() - start, problems=[problem],
                             environment=str(env.root), timings={"environment": built - start})
         _write_junit(junit, cell, False, problem)
         return result
-    result = CellResult(cell, "accepted" if guard["accepted"] else "refused", False, 0.0, wheels=wheels,
+    result = CellResult(cell, Outcome.ACCEPTED if guard["accepted"] else Outcome.REFUSED, False, 0.0, wheels=wheels,
                         guard_message=guard.get("message"), guard_fix=guard.get("fix"),
                         extension=(", ".join(w.name for w in extensions) if isinstance(extensions, list)
                                    else extensions), environment=str(env.root))
@@ -375,7 +375,7 @@ class _Triage:
     def env(self, cell: Cell) -> envs.Env | str:
         ran = self.results.get(cell.id)
         if cell.id not in self.envs and ran is not None:
-            if ran.environment is None or ran.observed != "accepted":
+            if ran.environment is None or ran.observed != Outcome.ACCEPTED:
                 self.envs[cell.id] = f"the cell was {ran.observed}"
             else:
                 try:
@@ -464,7 +464,7 @@ def run(matrix: Matrix, family: Family, front: PreparedFrontend, options: Option
         try:
             return run_cell(cell, family, front, wheel, options, extensions.get(cell.python))
         except IndexClientError as error:
-            return CellResult(cell, "install-failed", False, 0.0, problems=[str(error)])
+            return CellResult(cell, Outcome.INSTALL_FAILED, False, 0.0, problems=[str(error)])
 
     def finished(result: CellResult) -> None:
         options.progress(f"[{order[result.cell.id]}/{total}] {result.cell.id}: {_cell_line(result)}")
