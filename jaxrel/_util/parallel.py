@@ -10,6 +10,8 @@ from __future__ import annotations
 import multiprocessing
 import os
 from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 
 Item = TypeVar("Item")
@@ -43,7 +45,10 @@ def map_forked(task: Callable[[Item], Result], items: Sequence[Item], processes:
         return
     _task = task  # type: ignore[assignment]  # inherited by the forked workers
     try:
-        with multiprocessing.get_context("fork").Pool(min(count, len(items))) as pool:
-            yield from pool.imap(_run, items, chunksize=1)
+        # not multiprocessing.Pool: it waits forever for a worker that died (a segfault in a C parser)
+        with ProcessPoolExecutor(min(count, len(items)), mp_context=multiprocessing.get_context("fork")) as pool:
+            yield from pool.map(_run, items)  # type: ignore[misc]
+    except BrokenProcessPool:
+        raise RuntimeError("a worker process died (killed, or crashed in native code)") from None
     finally:
         _task = None

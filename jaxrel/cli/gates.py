@@ -57,7 +57,9 @@ def run(args: argparse.Namespace) -> int:
               f"{family.backend.distribution} {minimum} ({source}); supported releases "
               f"{releases.supported[0]}..{releases.supported[-1]}")
     if args.fix or args.diff:
-        return _fix(tree, judgements, texts, write=args.fix, show_diff=args.diff)
+        code = _fix(tree, judgements, texts, write=args.fix, show_diff=args.diff)
+        _not_scanned(failed)
+        return code
     _progress_line("")
     coverage = _coverage(args.matrix, judgements, releases) if args.matrix else None
     if args.json:
@@ -73,9 +75,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"coverage of live gates by {args.matrix}:")
         for item in coverage:
             print(f"  {item.judgement.gate.file}:{item.judgement.gate.line}: {item.describe()}")
+    _not_scanned(failed)
+    return 0
+
+
+def _not_scanned(failed: dict[str, str]) -> None:
     for file, reason in failed.items():
         say(f"jaxrel gates: warning: {file} not scanned: {reason}")
-    return 0
 
 
 def _coverage(path: str, judgements: list[judge.Judgement], releases: judge.Releases) -> list[cover.Coverage]:

@@ -180,7 +180,28 @@ def _mentions_number(node: ast.Compare, names: Names) -> bool:
     return any(names.number_of(operand) or names.release_of(operand) for operand in (node.left, *node.comparators))
 
 
-def _condition(node: ast.expr, names: Names, comparisons: list[dict[str, Any]], source: str) -> dict[str, Any]:
+class Segments:
+    """``ast.get_source_segment`` for many nodes of one source, with its lines split and encoded once.
+
+    The standard function splits the whole source on every call: a condition of thousands of terms
+    on one line took minutes.
+    """
+
+    def __init__(self, source: str) -> None:
+        self.lines = [line.encode() for line in re.split(r"(?<=\n)|(?<=\r)(?!\n)", source)]
+
+    def __call__(self, node: ast.AST) -> str:
+        end_line, end_col = getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
+        if end_line is None or end_col is None:
+            return ""
+        first, last, start = node.lineno - 1, end_line - 1, node.col_offset  # type: ignore[attr-defined]
+        if first == last:
+            return self.lines[first][start:end_col].decode()
+        middle = b"".join(self.lines[first + 1:last])
+        return (self.lines[first][start:] + middle + self.lines[last][:end_col]).decode()
+
+
+def _condition(node: ast.expr, names: Names, comparisons: list[dict[str, Any]], source: Segments) -> dict[str, Any]:
     if isinstance(node, ast.BoolOp):
         key = "and" if isinstance(node.op, ast.And) else "or"
         return {key: [_condition(value, names, comparisons, source) for value in node.values]}
@@ -191,7 +212,7 @@ def _condition(node: ast.expr, names: Names, comparisons: list[dict[str, Any]], 
         if found:
             comparisons.extend(found)
             return {"cmp": list(range(len(comparisons) - len(found), len(comparisons)))}
-    return {"other": ast.get_source_segment(source, node) or ""}
+    return {"other": source(node)}
 
 
 def _root(node: ast.expr, parents: Mapping[ast.AST, ast.AST]) -> ast.expr:
@@ -266,26 +287,32 @@ def find_in_source(source: str, relative: str, names: Mapping[str, str],
             root = _root(node, parents)
             roots[id(root)] = root
     gates = []
+    segment = Segments(source)
     for root in roots.values():
         comparisons: list[dict[str, Any]] = []
-        condition = _condition(root, resolver, comparisons, source)
+        condition = _condition(root, resolver, comparisons, segment)
         if not comparisons:
             continue  # e.g. `jaxlib_extension_version >= minimum`: no literal threshold
         kind, skips = _kind(root, parents, lines)
         gates.append({"file": relative, "line": root.lineno, "col": root.col_offset, "end_line": root.end_lineno,
                       "end_col": root.end_col_offset, "kind": kind, "skips_when_true": skips,
-                      "source": ast.get_source_segment(source, root) or "", "comparisons": comparisons,
+                      "source": segment(root), "comparisons": comparisons,
                       "condition": condition})
     return sorted(gates, key=lambda g: (g["line"], g["col"]))
 
 
 def python_files(root: str) -> Iterator[str]:
-    """Every ``.py`` file under ``root`` (relative, ``/``-separated), in a stable order."""
+    """Every ``.py`` regular file under ``root`` (relative, ``/``-separated), in a stable order.
+
+    Anything else named ``.py`` (a FIFO, a socket, a device, a dangling link) is skipped: reading a
+    FIFO would wait for a writer forever.
+    """
     for directory, subdirectories, files in os.walk(root):
         subdirectories[:] = sorted(d for d in subdirectories if not d.startswith(".") and d not in SKIPPED_DIRECTORIES)
         for name in sorted(files):
-            if name.endswith(".py"):
-                yield os.path.relpath(os.path.join(directory, name), root).replace(os.sep, "/")
+            path = os.path.join(directory, name)
+            if name.endswith(".py") and os.path.isfile(path):
+                yield os.path.relpath(path, root).replace(os.sep, "/")
 
 
 _TUPLE_COMPARISON = re.compile(r"(?:<|>|==|!=)=?\s*\(\s*\d+\s*,|\(\s*\d+\s*,[\d\s,]*\)\s*(?:<|>|==|!=)")
@@ -344,6 +371,8 @@ def scan(root: str, files: Sequence[str], names: Mapping[str, str],
             return find_in_source(source, relative, names, raw, release, prefix), None
         except SyntaxError as error:
             return [], f"line {error.lineno}: {error.msg} (Python {sys.version_info[0]}.{sys.version_info[1]})"
+        except (RecursionError, MemoryError) as error:  # an expression nested deeper than the parser goes
+            return [], f"too deeply nested for Python's parser ({type(error).__name__}: {error})"
 
     gates: list[dict[str, Any]] = []
     for (relative, _), (found, why) in zip(candidates, parallel.map_forked(one, candidates, processes), strict=True):

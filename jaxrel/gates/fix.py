@@ -158,11 +158,14 @@ def fix_source(source: str, judgements: Sequence[Judgement], *, module: str | No
         tree = qualnames.parse_lines(source, lines, wanted, filename, top_level=False)
         rewritten, replaced = _rewrite_statements(source, tree, _gate_targets(tree, lines, chosen),
                                                   _gate_transform(chosen, lines, notes))
-    except _Unchanged as why:
+    except (_Unchanged, slices.TooDeep) as why:
         return FileFix(source, [], refused + [str(why)])
     except (SyntaxError, _Overlap):
         return _fix_whole_module(source, chosen, refused, module, index, filename)
-    return _drop_imports(source, rewritten, replaced, notes, refused, module, index, filename)
+    try:
+        return _drop_imports(source, rewritten, replaced, notes, refused, module, index, filename)
+    except slices.TooDeep as why:
+        return FileFix(source, [], refused + [str(why)])
 
 
 def _drop_imports(source: str, rewritten: str, replaced: str, notes: list[str], refused: list[str],
@@ -178,7 +181,7 @@ def _drop_imports(source: str, rewritten: str, replaced: str, notes: list[str], 
             targets: list[ast.stmt] = list(imports.import_statements(tree, drop))
             rewritten, _ = _rewrite_statements(rewritten, tree, targets, _drop_transform(drop))
         except (SyntaxError, _Overlap):
-            rewritten = cst.parse_module(rewritten).visit(DropImports(drop)).code
+            rewritten = slices.parse_cst(rewritten, filename).visit(DropImports(drop)).code
         changed += [f"import {name}: no longer used, removed" for name in sorted(drop)]
     return FileFix(rewritten, changed, refused)
 
@@ -188,13 +191,13 @@ def _fix_whole_module(source: str, chosen: Sequence[Judgement], refused: list[st
     """The slow path: the whole module through libcst (slices overlap, or syntax newer than this Python)."""
     notes: list[str] = []
     try:
-        rewritten = _gate_transform(chosen, _lines_of(source), notes)(cst.parse_module(source), 0, 0)
-    except _Unchanged as why:
+        rewritten = _gate_transform(chosen, _lines_of(source), notes)(slices.parse_cst(source, filename), 0, 0)
+    except (_Unchanged, slices.TooDeep) as why:
         return FileFix(source, [], refused + [str(why)])
     try:
         ast.parse(source)
         ast.parse(rewritten.code)
-    except SyntaxError:  # syntax newer than this interpreter: libcst rewrote it, imports stay as they are
+    except (SyntaxError, RecursionError, MemoryError):  # syntax newer than this Python: imports stay as they are
         return FileFix(rewritten.code, notes + ["imports not checked (syntax newer than this Python)"], refused)
     return _drop_imports(source, rewritten.code, source, notes, refused, module, index, filename)
 

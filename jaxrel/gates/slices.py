@@ -34,6 +34,41 @@ def _indent(line: str) -> str:
     return line[:len(line) - len(line.lstrip(" \t\f"))]
 
 
+# libcst's native parser recurses once per operator of a chain and overflows its stack (a segfault,
+# measured at 10,000 `or` terms; 3,000 parse) on code nested deeper than this.
+DEEPEST = 1000
+
+
+class TooDeep(Exception):
+    """Code nested deeper than libcst parses safely; the message says where."""
+
+
+def nesting(tree: ast.AST) -> int:
+    """How deep libcst would nest ``tree``: each node one level, a boolean chain one per operand."""
+    deepest, stack = 0, [(tree, 0)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        step = max(1, len(node.values) - 1) if isinstance(node, ast.BoolOp) else 1
+        stack.extend((child, depth + step) for child in ast.iter_child_nodes(node))
+    return deepest
+
+
+def parse_cst(text: str, where: str = "the code") -> cst.Module:
+    """``libcst.parse_module(text)``, refused with :class:`TooDeep` past :data:`DEEPEST` levels (or when
+    Python's own parser already gives up) instead of crashing the process."""
+    try:
+        depth = nesting(ast.parse(text))
+    except SyntaxError:
+        depth = 0  # syntax newer than this Python: libcst alone can read it
+    except (RecursionError, MemoryError):
+        depth = DEEPEST + 1
+    if depth > DEEPEST:
+        raise TooDeep(f"{where} is nested more than {DEEPEST} levels deep, past what the rewriter (libcst) "
+                      "parses safely; the file was left unchanged")
+    return cst.parse_module(text)
+
+
 @dataclass
 class Slice:
     """Lines ``first`` .. ``last`` (1-based, inclusive) of a module: whole statements of one block."""
@@ -154,7 +189,7 @@ def rewrite_expression(lines: Sequence[str], piece: Slice, start: tuple[int, int
         text = first[start[1]:end[1]]
     else:
         text = first[start[1]:] + "".join(lines[start[0]:end[0] - 1]) + last[:end[1]]
-    module = transform(cst.parse_module(f"({text}){newline}"), start[0] - 1, start[1] - 1)
+    module = transform(parse_cst(f"({text}){newline}", f"line {start[0]}"), start[0] - 1, start[1] - 1)
     code = module.code
     assert code.startswith("(") and code.endswith(f"){newline}"), "the parentheses around a cut-out expression stay"
     return first[:start[1]] + code[1:-len(newline) - 1] + last[end[1]:]
@@ -168,7 +203,7 @@ def rewrite_slice(lines: Sequence[str], piece: Slice, transform: Transform) -> s
     if not text.endswith(("\n", "\r")):
         text += newline
     opener = f"if True:{newline}" if piece.indent else f"pass{newline}"
-    module = transform(cst.parse_module(opener + text), piece.first - 2, 0)
+    module = transform(parse_cst(opener + text, f"line {piece.first}"), piece.first - 2, 0)
     body = module.body
     if piece.indent:
         inner = body[0].body if len(body) == 1 and isinstance(body[0], cst.If) else None
