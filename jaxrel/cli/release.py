@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from jaxrel.cli._common import emit, say
+from jaxrel.cli._common import UsageError, emit, say
 from jaxrel.compat.index import Index
 from jaxrel.release import builder, bump, check, plan, publish, verify
 from jaxrel.release.project import open_project
@@ -71,6 +71,8 @@ def run_build(args: argparse.Namespace) -> int:
 
 
 def run_verify(args: argparse.Namespace) -> int:
+    if not Path(args.dist).is_dir():
+        raise UsageError(f"{args.dist}: no such directory; pass the output of `jaxrel release build` (default dist)")
     with open_project(Path(args.project), args.family) as project:
         result = verify.verify_dist(Path(args.dist), project.family)
     emit(args, result.to_json(), verify.render(result, Path(args.dist)))
@@ -88,7 +90,7 @@ def run_publish(args: argparse.Namespace) -> int:
     if not verification.ok and not args.json:
         print(verify.render(verification, Path(args.dist)), file=sys.stderr)
     emit(args, result.to_json(), publish.render(result))
-    return 1 if result.error else 0
+    return int(result.exit_code)
 
 
 def add(verbs: Any) -> None:

@@ -70,10 +70,17 @@ class PublishResult:
     dry_run: bool
     outcomes: list[Outcome] = field(default_factory=list)
     error: str | None = None
+    # REFUSED: jaxrel refused the release (verification, a clash, a frontend without its backend);
+    # ENVIRONMENT: the index or twine failed (credentials rejected or missing, unreachable, not listed)
+    failure: ExitCode = ExitCode.REFUSED
+
+    @property
+    def exit_code(self) -> ExitCode:
+        return ExitCode.OK if self.error is None else self.failure
 
     def to_json(self) -> dict[str, Any]:
         return {"repository": self.repository, "dry_run": self.dry_run, "ok": self.error is None,
-                "error": self.error, "files": [asdict(o) for o in self.outcomes]}
+                "error": self.error, "exit_code": int(self.exit_code), "files": [asdict(o) for o in self.outcomes]}
 
 
 def pypirc_path() -> Path:
@@ -235,6 +242,7 @@ def publish(
                         result.outcomes.append(Outcome(artifact.file, artifact.distribution,
                                                        "already on the index", artifact.sha256))
                         continue
+                result.failure = ExitCode.ENVIRONMENT
                 result.error = _twine_failure(done.stdout + done.stderr, artifact, repository,
                                               len([o for o in result.outcomes if o.action == "uploaded"]),
                                               len(pending))
@@ -247,6 +255,7 @@ def publish(
     listed = index_hashes(repository, artifacts)
     missing = [a.file for a in artifacts if listed.get(a.file) != a.sha256]
     if missing:
+        result.failure = ExitCode.ENVIRONMENT
         result.error = (f"uploaded, but {repository.describe()} does not list {missing[0]} with its sha256; "
                         "check the index, then rerun `jaxrel release publish`")
     return verification, result

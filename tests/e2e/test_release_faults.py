@@ -89,6 +89,7 @@ def test_server_stopped_mid_publish_then_rerun_completes(
     repository = publish.resolve_repository(None, pypiserver.url, None)
     _, result = publish.publish(dist, family, repository, on_uploaded=stop_after_first)
     assert result.error is not None and "became unreachable" in result.error and "1 of 5 files uploaded" in result.error
+    assert result.exit_code == 3
     assert [o.action for o in result.outcomes] == ["uploaded"] + ["not uploaded"] * 4
     assert pypiserver.files() == stopped == [manifest.read(dist).artifacts[0].file]  # the backend went first
 
@@ -141,11 +142,11 @@ def test_wrong_or_missing_credentials_upload_nothing(
     built: tuple[Path, Path], dist: Path, pypiserver: PypiServer
 ) -> None:
     wrong = jaxrel_publish(built[0], dist, pypiserver, env=pypiserver.twine_env(password="not-the-password"))
-    assert wrong.returncode == 1
+    assert wrong.returncode == 3, "the index refused: an external failure (exit 3), not a refused release (1)"
     assert "rejected the credentials (HTTP 403)" in wrong.stdout and "not-the-password" not in wrong.stdout
     anonymous = {k: v for k, v in pypiserver.twine_env().items() if k not in ("TWINE_USERNAME", "TWINE_PASSWORD")}
     missing = jaxrel_publish(built[0], dist, pypiserver, env=anonymous)
-    assert missing.returncode == 1
+    assert missing.returncode == 3
     assert "needs credentials" in missing.stdout
     assert pypiserver.files() == []
 

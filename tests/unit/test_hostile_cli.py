@@ -153,8 +153,8 @@ def cases(h: Path) -> list[Case]:
     # release: manifests, URLs, outputs and versions that are wrong
     project = str(REPO / "tests" / "data" / "splitfam")
     add(1, "release", "verify", str(h / "dist-null-sha"), "--project", project)  # verification fails: refused
-    add(1, "release", "verify", str(h / "dist-bad-json"), "--project", project)
-    add(1, "release", "verify", str(h / "missing-dist"), "--project", project)
+    add(1, "release", "verify", str(h / "dist-bad-json"), "--project", project)  # the dist itself is corrupt
+    add(2, "release", "verify", str(h / "missing-dist"), "--project", project)  # no such directory: usage
     add(2, "release", "publish", str(h / "dist-null-sha"), "--project", project, "--repository-url", "not a url")
     add(2, "release", "publish", str(h / "dist-null-sha"), "--project", project, "--repository-url", "ftp://x/")
     add(2, "release", "build", "--project", project, "--output", str(h / "a-file-not-a-dir"))
