@@ -130,8 +130,10 @@ def read_environment(family: Family, python: str | None = None, path: list[str] 
 
 
 def _pin(installed: Installed | None) -> policy.Pin | None:
-    if installed is None:
-        return None
+    return None if installed is None else _installed_pin(installed)
+
+
+def _installed_pin(installed: Installed) -> policy.Pin:
     return policy.Pin(installed.name, policy.parse_version(installed.version, f"installed {installed.name}"))
 
 
@@ -236,12 +238,11 @@ def plugin_families(family: Family, env: Environment) -> list[FamilyStatus]:
         specs = [family.plugin_for(d.name) for d in dists]
         if any(s is not None and s.runtime for s in specs):
             pinned = [(d, pin) for d in dists if (pin := _extra_pin(env.frontend, d.name))]
-            wrong = [(d, pin) for d, pin in pinned if not pin[1].contains(d.version, prereleases=True)]
-            if wrong:
-                dist, (extra, spec) = wrong[0]
-                statuses.append(FamilyStatus(name, shown, "warning", f"{dist.name} {dist.version} is outside "
-                                             f"{family.frontend.distribution}[{extra}]'s pin {spec}; jax loads it "
-                                             "without a version check", f'pip install "{dist.name}{spec}"'))
+            frontend = _pin(env.frontend)
+            outside = [w for d, (extra, spec) in pinned
+                       if (w := policy.runtime_within_pin(_installed_pin(d), str(spec), extra, frontend)) is not None]
+            if outside:
+                statuses.append(FamilyStatus(name, shown, "warning", outside[0].message, outside[0].fix))
             else:
                 statuses.append(FamilyStatus(name, shown, "ok", "its own numbering; within the frontend's pin"
                                              if pinned else "its own numbering; no pin in the frontend's extras"))

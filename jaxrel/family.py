@@ -159,6 +159,8 @@ class Family:
     api_numbers: tuple[ApiNumber, ...] = ()
     backend_releases: dict[str, dict[str, Any]] = field(default_factory=dict, compare=False)
     frontend_minimums: dict[str, str] = field(default_factory=dict, compare=False)
+    # frontend release -> runtime -> (the extra, its specifier) (jax 0.12.0.1: {"libtpu": ("tpu", "==0.0.50.*")})
+    frontend_runtime_pins: dict[str, dict[str, tuple[str, str]]] = field(default_factory=dict, compare=False)
     compat_suite: bool = False  # jaxrel's compat suite (jax APIs) applies to this family
 
     def api_number(self, name: str) -> ApiNumber:
@@ -212,6 +214,16 @@ class Family:
             if policy.parse_version(version) == frontend.version:
                 return policy.parse_version(minimum)
         return None
+
+    def runtime_pins(self, frontend: policy.Pin | None) -> dict[str, tuple[str, str]]:
+        """Runtime → (the extra pinning it, its specifier) as ``frontend``'s release declares them, from the
+        release data (measured from each release's METADATA); empty when unknown."""
+        if frontend is None:
+            return {}
+        for version, pins in self.frontend_runtime_pins.items():
+            if policy.parse_version(version) == frontend.version:
+                return dict(pins)
+        return {}
 
     def plugin_sets(self) -> dict[str, tuple[str, ...]]:
         """Plugin set name → its distributions (in declaration order)."""
@@ -333,6 +345,10 @@ def jax_profile() -> Family:
             version: row["minimum_jaxlib"]
             for version, row in releasedata.builtin("jax")["jax"].items()
             if row.get("minimum_jaxlib")
+        },
+        frontend_runtime_pins={
+            version: {name: (pin["extra"], pin["pin"]) for name, pin in row["runtime_pins"].items()}
+            for version, row in releasedata.builtin("jax")["jax"].items() if row.get("runtime_pins")
         },
         compat_suite=True,
     )

@@ -30,11 +30,12 @@ The policy does no I/O.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from jaxrel._util.text import shorten
@@ -57,6 +58,7 @@ class Rule(StrEnum):
     PLUGIN_MATCHES_BACKEND = "plugin-matches-backend"
     BACKEND_RELEASE_HAS_FRONTEND_RELEASE = "backend-release-has-frontend-release"
     FRONTEND_SUPPORTS_LATEST_BACKEND = "frontend-supports-latest-backend"
+    RUNTIME_WITHIN_EXTRA_PIN = "runtime-within-extra-pin"
 
 
 class VersionError(BadInput):
@@ -176,6 +178,7 @@ def verdict(
     exempt_plugins: Iterable[str] = (),
     released_backends: Iterable[Version] | None = None,
     backend_name: str = "backend",
+    runtime_pins: Mapping[str, tuple[str, str]] | None = None,
 ) -> Verdict:
     """Apply the compatibility rules to installed (or planned) pins.
 
@@ -184,7 +187,10 @@ def verdict(
 
     ``backend=None`` means the backend is not installed (rule ``backend-installed``;
     the others need it). ``exempt_plugins`` names plugins not bound to the backend
-    version (ROCm). Rules whose inputs are missing are listed in ``Verdict.skipped``.
+    version (ROCm). ``runtime_pins`` maps a runtime with its own numbering (libtpu) to the
+    frontend's extra pinning it and the specifier (``("tpu", "==0.0.50.*")``): a runtime outside
+    it is a warning (:func:`runtime_within_pin`). Rules whose inputs are missing are listed in
+    ``Verdict.skipped``.
     """
     name = backend.name if backend else backend_name
     consumer = str(frontend) if frontend else "this package"
@@ -267,7 +273,35 @@ def verdict(
                 f"{backend}; a mismatched plugin is skipped, fails later or crashes.",
                 f"pip install {aligned}",
             ))
+    pinned_runtimes = [(p, runtime_pins[p.name]) for p in plugins if runtime_pins and p.name in runtime_pins]
+    if pinned_runtimes:
+        checked.append(Rule.RUNTIME_WITHIN_EXTRA_PIN)
+        for runtime, (extra, pin) in pinned_runtimes:
+            if (outside := runtime_within_pin(runtime, pin, extra, frontend)) is not None:
+                warnings.append(outside)
+    elif plugins:
+        skipped[Rule.RUNTIME_WITHIN_EXTRA_PIN] = "no runtime whose pin in the frontend's extras is known"
     return Verdict(tuple(violations), tuple(checked), skipped, allowed, tuple(alternatives), tuple(warnings))
+
+
+def runtime_within_pin(runtime: Pin, pin: str, extra: str, frontend: Pin | None = None) -> Violation | None:
+    """A runtime with its own numbering (libtpu) outside the pin its frontend's extra declares, as a warning.
+
+    Not a refusal: jax loads libtpu without a version check and gates its own TPU code paths on the
+    libtpu version (``is_libtpu_at_least``); the extra's pin is the pairing that was released and
+    tested. ``pin`` is a PEP 440 specifier (``==0.0.50.*``); ``extra`` names the extra (``tpu``).
+    """
+    try:
+        specifier = SpecifierSet(pin)
+    except InvalidSpecifier:
+        raise VersionError(f"the {extra} extra's pin {pin!r} is not a PEP 440 specifier") from None
+    if specifier.contains(runtime.version, prereleases=True):
+        return None
+    owner = f"{frontend}[{extra}]" if frontend else f"the {extra} extra"
+    return Violation(Rule.RUNTIME_WITHIN_EXTRA_PIN,
+                     f"{runtime} is outside {owner}'s pin {runtime.name}{specifier}; it loads without a version "
+                     "check, but that is not the pairing that was released and tested.",
+                     f'pip install "{runtime.name}{specifier}"')
 
 
 def _minimum_released(

@@ -88,17 +88,31 @@ def measure_jax(path: Path) -> dict[str, object]:
                 and "extra" not in line]
     python = re.search(r"^Requires-Python:\s*(.+)$", headers, re.M)
     key = "wheel" if path.suffix == ".whl" else "sdist"
-    return {"minimum_jaxlib": minimum, "requires_jaxlib": requires,
+    return {"minimum_jaxlib": minimum, "requires_jaxlib": requires, "runtime_pins": runtime_pins(headers),
             "requires_python": python[1].strip() if python else None, key: path.name, "sha256": sha256_of(path)}
+
+
+def runtime_pins(headers: str) -> dict[str, dict[str, str]]:
+    """The runtimes with their own numbering that an extra pins: {"libtpu": {"extra": "tpu", "pin": "==0.0.50.*"}}."""
+    pins: dict[str, dict[str, str]] = {}
+    for line in headers.splitlines():
+        found = re.match(r"Requires-Dist:\s*(libtpu(?:-nightly)?)\s*\(?([^;)]*)\)?\s*;.*extra\s*==\s*['\"]([^'\"]+)",
+                         line)
+        if found and found[2].strip():
+            pins[found[1]] = {"extra": found[3], "pin": found[2].strip()}
+    return pins
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--refresh", action="store_true", help="measure again releases already recorded")
+    parser.add_argument("--package", choices=("jax", "jaxlib"), help="measure only this package")
     parser.add_argument("versions", nargs="*", help="only these versions (default: every release from 0.4.13)")
     args = parser.parse_args()
     data = json.loads(DATA.read_text())
     for package, binary, measure in (("jaxlib", True, measure_jaxlib), ("jax", False, measure_jax)):
+        if args.package not in (None, package):
+            continue
         listed = sorted(set(index_versions(package, "3.11")) | set(index_versions(package, "3.12")),
                         key=lambda v: tuple(int(p) for p in v.split(".") if p.isdigit()))
         for version in args.versions or listed:

@@ -32,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
         source = f"declared by {pins.frontend}" if minimum else "unknown (pass --min-backend)"
     result = policy.verdict(backend=pins.backend, frontend=pins.frontend, minimum_backend=minimum,
                             plugins=pins.plugins, exempt_plugins=family.unpinned(p.name for p in pins.plugins),
-                            released_backends=family.released_backends())
+                            released_backends=family.released_backends(),
+                            runtime_pins=family.runtime_pins(pins.frontend))
     roles = {"frontend": pins.frontend, "backend": pins.backend}
     data: dict[str, Any] = {**result.to_json(), "family": family.name,
                             "pins": {role: pin and {"name": pin.name, "version": str(pin.version)}

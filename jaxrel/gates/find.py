@@ -190,11 +190,11 @@ class Segments:
     def __init__(self, source: str) -> None:
         self.lines = [line.encode() for line in re.split(r"(?<=\n)|(?<=\r)(?!\n)", source)]
 
-    def __call__(self, node: ast.AST) -> str:
-        end_line, end_col = getattr(node, "end_lineno", None), getattr(node, "end_col_offset", None)
+    def __call__(self, node: ast.expr) -> str:
+        end_line, end_col = node.end_lineno, node.end_col_offset
         if end_line is None or end_col is None:
             return ""
-        first, last, start = node.lineno - 1, end_line - 1, node.col_offset  # type: ignore[attr-defined]
+        first, last, start = node.lineno - 1, end_line - 1, node.col_offset
         if first == last:
             return self.lines[first][start:end_col].decode()
         middle = b"".join(self.lines[first + 1:last])
