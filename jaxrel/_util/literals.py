@@ -7,6 +7,8 @@ API version in a C header, for every module but the stdlib-only guard and runtim
 from __future__ import annotations
 
 import ast
+import os
+import stat
 
 
 def line_starts(source: bytes) -> list[int]:
@@ -75,9 +77,12 @@ def assigned_int(source: str, variable: str) -> int | None:
 
 
 def read_text(path: str) -> str | None:
-    """A text file's contents (UTF-8, undecodable bytes replaced); ``None`` when it is not a readable file."""
+    """A text file's contents (UTF-8, undecodable bytes replaced); ``None`` when it is not a readable
+    regular file (a FIFO is opened without waiting for a writer, then refused)."""
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
+        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), encoding="utf-8", errors="replace") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return None
             return handle.read()
     except OSError:
         return None

@@ -369,6 +369,8 @@ def scan(root: str, files: Sequence[str], names: Mapping[str, str],
         relative, source = candidate
         try:
             return find_in_source(source, relative, names, raw, release, prefix), None
+        except qualnames.TooComplex as error:
+            return [], str(error)
         except SyntaxError as error:
             return [], f"line {error.lineno}: {error.msg} (Python {sys.version_info[0]}.{sys.version_info[1]})"
         except (RecursionError, MemoryError) as error:  # an expression nested deeper than the parser goes

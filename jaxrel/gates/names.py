@@ -136,6 +136,19 @@ def parse_around(source: str, lines: Sequence[str], wanted: Callable[[str], bool
                          filename, top_level)
 
 
+class TooComplex(SyntaxError):
+    """Source nested deeper than Python's parser goes (it raised ``RecursionError`` or ``MemoryError``)."""
+
+
+def parse(source: str, filename: str = "<unknown>") -> ast.Module:
+    """``ast.parse``, with code too deeply nested for the parser raised as :class:`TooComplex` (a
+    ``SyntaxError``: callers treat the module as one that does not parse)."""
+    try:
+        return ast.parse(source, filename=filename)
+    except (RecursionError, MemoryError) as error:
+        raise TooComplex(f"too deeply nested for Python's parser ({type(error).__name__}: {error})") from None
+
+
 def _parse_pieces(source: str, lines: Sequence[str], keep: Callable[[int, int], bool], filename: str,
                   top_level: bool = True) -> ast.Module:
     """One parse of ``source`` with the statements not kept blanked out (line numbers stay real).
@@ -148,9 +161,11 @@ def _parse_pieces(source: str, lines: Sequence[str], keep: Callable[[int, int], 
         if (not top_level or _DEFINITION.match(lines[first - 1])) and not keep(first, last):
             masked[first - 1:last] = [""] * (last - first + 1)
     try:
-        return ast.parse("\n".join(masked), filename=filename)
+        return parse("\n".join(masked), filename)
+    except TooComplex:
+        raise
     except SyntaxError:  # the split was wrong (or the module does not parse): the whole module
-        return ast.parse(source, filename=filename)
+        return parse(source, filename)
 
 
 def walk_around(tree: ast.AST, wanted_lines: Sequence[int]) -> tuple[list[ast.AST], dict[ast.AST, ast.AST]]:
@@ -185,7 +200,7 @@ def import_statements(text: str) -> list[ast.Import | ast.ImportFrom]:
     if any(statement.endswith("\\") for statement in statements):
         raise SyntaxError("an import continued with a backslash")
     try:
-        body = ast.parse("\n".join(statements)).body
+        body = parse("\n".join(statements)).body
     except SyntaxError:
-        body = [ast.parse(statement).body[0] for statement in statements]
+        body = [parse(statement).body[0] for statement in statements]
     return [node for node in body if isinstance(node, ast.Import | ast.ImportFrom)]

@@ -68,6 +68,31 @@ def test_an_expression_too_deep_for_pythons_parser_is_a_warning_naming_the_file(
     assert (root / "jax" / "deep.py").read_text() == deep
 
 
+def test_a_module_too_deep_for_pythons_parser_around_a_decided_gate_is_refused_not_a_crash(tmp_path: Path) -> None:
+    """The gate's statement parses alone (the scan decides it), the whole module does not: the fix
+    cannot check what the module binds, so it leaves the file as it was and says why."""
+    deep = "x = " + " + ".join(["1"] * TERMS) + "\n" + GATE
+    root = tree(tmp_path / "tree", {"deep.py": deep, "a.py": GATE})
+    scanned = gates(root)
+    assert scanned.returncode == 0 and "deep.py" not in scanned.stderr, scanned.stderr
+    assert "jax/deep.py:3: always-true" in scanned.stdout
+    fixed = gates(root, "--fix")
+    assert fixed.returncode == 0 and "internal error" not in fixed.stderr, fixed.stderr
+    assert "jax/deep.py:too deeply nested for Python's parser" in fixed.stderr
+    assert (root / "jax" / "deep.py").read_text() == deep, "left unchanged"
+    assert "jaxlib_extension_version" not in (root / "jax" / "a.py").read_text(), "the rest was still fixed"
+
+
+def test_a_fifo_as_the_version_file_is_not_read(tmp_path: Path) -> None:
+    root = tree(tmp_path / "tree", {"a.py": GATE})
+    (root / "jax" / "version.py").unlink()
+    os.mkfifo(root / "jax" / "version.py")
+    missing = gates(root)
+    assert missing.returncode == 2 and "no _minimum_jaxlib_version in" in missing.stderr, missing.stderr
+    given = gates(root, "--min-backend", "0.4.30")
+    assert given.returncode == 0 and "jax/a.py:2: always-true" in given.stdout, given.stderr
+
+
 def _die_on_two(item: int) -> int:
     if item == 2:
         os.kill(os.getpid(), signal.SIGKILL)

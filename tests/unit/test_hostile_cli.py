@@ -1,9 +1,10 @@
 """A standing fuzz test: hostile inputs through the CLI's entry point, in process.
 
-For every case: the exit code is the one the table defines (1 refused, 2 bad input, 3 the
-environment or an external service failed), stderr is exactly one line with no traceback and
-no "internal error", and the files the case could touch are byte-for-byte unchanged.
-Network cases use an index on a closed loopback port, so nothing leaves the machine.
+For every case: the exit code is the one the table defines (0 done, 1 refused, 2 bad input, 3
+the environment or an external service failed), stderr is exactly one line (0 and 1: the report
+is on stdout) with no traceback and no "internal error", and the files the case could touch are
+byte-for-byte unchanged. Network cases use an index on a closed loopback port, so nothing leaves
+the machine; a case that hangs (a FIFO read) fails after a deadline instead of stalling the suite.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,6 +26,9 @@ from jaxrel.cli import main
 REPO = Path(__file__).resolve().parents[2]
 DEAD_INDEX = "http://127.0.0.1:9/simple/"  # the discard port: connection refused at once
 HUGE = "0." + "9" * 5000
+DEADLINE = 60  # seconds a case may take: a hang is a failure
+GATE = "from jax._src.lib import jaxlib_extension_version\nif jaxlib_extension_version >= 5:\n    y = 1\n"
+TERMS = 50_000
 BAD_VERSIONS = ["banana", "", " ", "1!0.4.30", HUGE, "0.4.30-", "0..4", "v", "0.4.30+", "0.4.30.devx", "∞",
                 "0.4.30\x00", "0x10", "1.0 2.0", "==1.0"]
 
@@ -33,6 +38,8 @@ class Case:
     argv: tuple[str, ...]
     code: int
     env: tuple[tuple[str, str], ...] = ()
+    says: tuple[str, ...] = ()  # stderr holds each of these (a warning naming a file)
+    shows: str = ""  # stdout holds this (the rest of a tree was still scanned)
 
     def __str__(self) -> str:
         return " ".join(arg[:30] for arg in self.argv)[:120]
@@ -86,14 +93,30 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tree = root / "tree-no-version"
     (tree / "jax").mkdir(parents=True)
     (tree / "jax" / "x.py").write_text("x = 1\n")
+    version = '_version = "0.5.0"\n_minimum_jaxlib_version = "0.4.30"\n'
+    for name, files in (
+        ("tree-fifo", {"version.py": version, "a.py": GATE, "pipe.py": None}),  # None: a FIFO
+        ("tree-fifo-version", {"version.py": None, "a.py": GATE}),
+        ("tree-deep", {"version.py": version, "a.py": GATE,
+                       "sum.py": "x = " + " + ".join(["1"] * TERMS) + "\n" + GATE,
+                       "wide.py": GATE.replace(">= 5:", ">= 5 and (" + " or ".join(["a"] * TERMS) + "):"),
+                       "deep.py": GATE.replace("y = 1", "y = " + " + ".join(["1"] * TERMS))}),
+    ):
+        (root / name / "jax").mkdir(parents=True)
+        for file, text in files.items():
+            if text is None:
+                os.mkfifo(root / name / "jax" / file)  # reading it waits for a writer forever
+            else:
+                (root / name / "jax" / file).write_text(text)
     return root
 
 
 def cases(h: Path) -> list[Case]:
     found: list[Case] = []
 
-    def add(code: int, *argv: str, env: dict[str, str] | None = None) -> None:
-        found.append(Case(tuple(argv), code, tuple((env or {}).items())))
+    def add(code: int, *argv: str, env: dict[str, str] | None = None, says: tuple[str, ...] = (),
+            shows: str = "") -> None:
+        found.append(Case(tuple(argv), code, tuple((env or {}).items()), says, shows))
 
     # verdict: every malformed version in every role, and pins that do not make sense together
     for bad in BAD_VERSIONS:
@@ -129,6 +152,17 @@ def cases(h: Path) -> list[Case]:
         add(2, "gates", gates_tree, "--min-backend", bad)
     for matrix in ("m-list.json", "m-cells5.json", "m-null.json", "m-bad.json", "m-strings.json", "missing.json"):
         add(2, "gates", gates_tree, "--matrix", str(h / matrix))
+    # gates: a FIFO named like a module is skipped, not read (the rest is still scanned); 50,000 terms
+    # are judged, or the file is named as not scanned / its rewrite refused, never a crash
+    deep = "jax/deep.py not scanned: too deeply nested for Python's parser"
+    for options, shows in (((), "jax/a.py:2: always-true"), (("--json",), '"file": "jax/a.py"'),
+                           (("--diff",), "+++ b/jax/a.py")):
+        add(0, "gates", str(h / "tree-fifo"), *options, shows=shows)
+        add(0, "gates", str(h / "tree-deep"), *options, says=(deep,), shows=shows)
+    add(0, "gates", str(h / "tree-deep"), "--diff", shows="+++ b/jax/a.py",
+        says=("jax/sum.py:too deeply nested for Python's parser", "jax/wide.py:line 2 is nested more than 1000"))
+    add(2, "gates", str(h / "tree-fifo-version"), says=("no _minimum_jaxlib_version",))
+    add(0, "gates", str(h / "tree-fifo-version"), "--min-backend", "0.4.30", shows="jax/a.py:2: always-true")
     # xla: pins that cannot be read, or would be ambiguous
     for workspace in ("ws-banana", "ws-two", "ws-none", "ws-syntax", "ws-not-utf8", "ws-not-literal", "missing",
                       "a-directory"):
@@ -167,6 +201,14 @@ def cases(h: Path) -> list[Case]:
     return found
 
 
+class Hung(BaseException):
+    """A case ran past :data:`DEADLINE` (not an ``Exception``: the command line must not catch it)."""
+
+
+def _hung(signum: int, frame: object) -> None:
+    raise Hung(f"no answer within {DEADLINE} s")
+
+
 def _digests(root: Path) -> dict[str, str]:
     found = {}
     for path in sorted(root.rglob("*")):
@@ -189,7 +231,8 @@ def test_hostile_input(case: Case, hostile: Path, capsys: pytest.CaptureFixture[
     def place(text: str) -> str:
         return text.replace(str(PLACEHOLDER), str(hostile))
 
-    case = Case(tuple(place(a) for a in case.argv), case.code, tuple((k, place(v)) for k, v in case.env))
+    case = Case(tuple(place(a) for a in case.argv), case.code, tuple((k, place(v)) for k, v in case.env),
+                case.says, case.shows)
     shutil.copy(REPO / "WORKSPACE", hostile / "ws-copy")
     (hostile / "cache-dir").mkdir(exist_ok=True)
     monkeypatch.setenv("JAXREL_CACHE_DIR", str(tmp_path / "cache"))
@@ -199,15 +242,25 @@ def test_hostile_input(case: Case, hostile: Path, capsys: pytest.CaptureFixture[
     monkeypatch.chdir(tmp_path)
     watched = {**_digests(hostile), **_digests(REPO / "tests" / "data"), str(REPO / "WORKSPACE"): hashlib.sha256(
         (REPO / "WORKSPACE").read_bytes()).hexdigest()}
+    previous = signal.signal(signal.SIGALRM, _hung)
+    signal.alarm(DEADLINE)
     try:
         code = main(list(case.argv))
     except SystemExit as exit_:  # argparse
         code = int(exit_.code or 0)
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, previous)
     out, err = capsys.readouterr()
     assert code == case.code, f"{case}: exit {code}, expected {case.code}; stderr: {err[-500:]}"
     assert "Traceback" not in err and "internal error" not in err, f"{case}: {err[-500:]}"
-    lines = [line for line in err.splitlines() if not line.startswith(("warning:", "listing ", "downloading "))]
-    if case.code == 1:  # a refusal is the verb's report on stdout; stderr says nothing more
+    assert all(text in err for text in case.says), f"{case}: stderr does not say {case.says}: {err[-800:]}"
+    assert case.shows in out, f"{case}: stdout does not show {case.shows!r}: {out[-800:]}"
+    lines = [line for line in err.splitlines() if not line.startswith(("warning:", "listing ", "downloading "))
+             and ": warning: " not in line]
+    if case.code == 0:  # done: the report on stdout (gates --diff: what it rewrites and refuses on stderr)
+        assert out and (len(lines) <= 1 or "--diff" in case.argv), f"{case}: {err[-800:]}"
+    elif case.code == 1:  # a refusal is the verb's report on stdout; stderr says nothing more
         assert len(lines) <= 1 and out, f"{case}: {err[-800:]}"
     else:
         assert len(lines) == 1, f"{case}: stderr is not one line: {err[-800:]}"
