@@ -1,18 +1,19 @@
 """``jaxrel release plan|check|bump|build|verify|publish``: the release scripts CI runs (thin over jaxrel.release).
 
 Exit codes as for every verb: 0 success, 1 the release is refused (a failed check or
-verification, a publish that stopped), 2 bad input, 3 the index or a build failed.
+verification, a publish jaxrel refuses), 2 bad input (a manifest that cannot be read), 3 the
+index or a build failed (credentials rejected or missing, an index not reached).
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 from typing import Any
 
 from jaxrel.cli._common import UsageError, emit, say
 from jaxrel.compat.index import Index
+from jaxrel.errors import ExitCode
 from jaxrel.release import builder, bump, check, plan, publish, verify
 from jaxrel.release.project import open_project
 
@@ -87,9 +88,11 @@ def run_publish(args: argparse.Namespace) -> int:
     with open_project(Path(args.project), args.family) as project:
         verification, result = publish.publish(Path(args.dist), project.family, repository, dry_run=args.dry_run,
                                                progress=say)
-    if not verification.ok and not args.json:
-        print(verify.render(verification, Path(args.dist)), file=sys.stderr)
+    if not verification.ok and not args.json:  # what failed, then the publish report: one report on stdout
+        print(verify.render(verification, Path(args.dist)))
     emit(args, result.to_json(), publish.render(result))
+    if result.exit_code == ExitCode.ENVIRONMENT:  # the index failed: one line on stderr, as for every exit 3
+        say(f"jaxrel release publish: error: {result.error}")
     return int(result.exit_code)
 
 

@@ -74,17 +74,22 @@ class Manifest:
 
 
 def read(directory: Path) -> Manifest:
-    """The manifest in ``directory``; one-line errors name the fix."""
+    """The manifest in ``directory``; one-line errors name the file and the fix."""
     path = directory / NAME
     if not path.is_file():
         raise ManifestError(f"{path}: no manifest; build the release with `jaxrel release build --output {directory}`")
+    rebuild = "rebuild with `jaxrel release build`"
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("schema") != SCHEMA:
-            raise ManifestError(f"{path}: manifest schema {data.get('schema')!r}, expected {SCHEMA}; rebuild")
+    except ValueError as error:
+        raise ManifestError(f"{path}: not JSON ({error}); {rebuild}") from None
+    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
+        found = data.get("schema") if isinstance(data, dict) else type(data).__name__
+        raise ManifestError(f"{path}: manifest schema {found!r}, expected {SCHEMA}; {rebuild}")
+    try:
         artifacts = tuple(Artifact(**item) for item in data["artifacts"])
         return Manifest(data["family"], data["version"], data["tag"], data.get("commit"), artifacts)
-    except (ValueError, KeyError, TypeError) as error:
-        if isinstance(error, ManifestError):
-            raise
-        raise ManifestError(f"{path}: malformed manifest ({error}); rebuild with `jaxrel release build`") from None
+    except ManifestError as error:
+        raise ManifestError(f"{path}: {error}; {rebuild}") from None
+    except (KeyError, TypeError) as error:
+        raise ManifestError(f"{path}: malformed manifest ({type(error).__name__}: {error}); {rebuild}") from None

@@ -94,7 +94,8 @@ def resolve_repository(name: str | None, url: str | None, index_url: str | None)
     ``repository`` with ``legacy/`` replaced by ``simple/``; ``pypi``'s is pip's default index.
     """
     if (name is None) == (url is None):
-        raise PublishError("name exactly one of --repository NAME (from ~/.pypirc) or --repository-url URL")
+        raise PublishError("name exactly one of --repository NAME (from ~/.pypirc) or --repository-url URL",
+                           exit_code=ExitCode.BAD_INPUT)
     if url is not None:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -112,7 +113,8 @@ def resolve_repository(name: str | None, url: str | None, index_url: str | None)
     if name == "pypi":
         return Repository(name, None, index_url or pip_default_index())
     if index_url is None:
-        raise PublishError(f"no repository {name!r} in {pypirc_path()}; add it there, or pass --repository-url URL")
+        raise PublishError(f"no repository {name!r} in {pypirc_path()}; add it there, or pass --repository-url URL",
+                           exit_code=ExitCode.BAD_INPUT)
     return Repository(name, None, index_url)
 
 
@@ -141,7 +143,8 @@ def _listing(repository: Repository, distribution: str) -> Listing:
             reason = re.search(r"\((.*?)\)", str(error))
             raise PublishError(f"cannot list {distribution} on {redact(repository.index_url)} "
                                f"({redact(reason.group(1) if reason else str(error))}); nothing was uploaded. "
-                               "Fix: start or reach the index, or pass --index-url") from None
+                               "Fix: start or reach the index, or pass --index-url",
+                               exit_code=ExitCode.ENVIRONMENT) from None
 
 
 def index_hashes(repository: Repository, artifacts: list[Artifact]) -> dict[str, str | None]:
@@ -199,14 +202,17 @@ def publish(
     progress: Callable[[str], None] = lambda line: None,
     on_uploaded: Callable[[Artifact], None] | None = None,
 ) -> tuple[Verification, PublishResult]:
-    """Verify, compare with the index, then upload what is missing in order (see module doc)."""
+    """Verify, compare with the index, then upload what is missing in order (see module doc).
+
+    A manifest that cannot be read raises :class:`~jaxrel.release.manifest.ManifestError` (exit 2);
+    an index that cannot be listed, :class:`PublishError` with exit 3.
+    """
     result = PublishResult(repository.describe(), dry_run)
     verification = verify_dist(directory, family)
     if not verification.ok:
         first = verification.problems()[0]
         result.error = f"verification failed, nothing uploaded: {first}; fix it and rebuild"
         return verification, result
-    assert verification.manifest is not None
     artifacts = list(verification.manifest.artifacts)
     on_index: dict[str, str | None] = {}
     if repository.index_url:  # empty only for a dry run with no repository named

@@ -26,7 +26,7 @@ from jaxrel._util.text import tail
 from jaxrel.compat.filenames import name_and_version
 from jaxrel.compat.wheels import ArtifactInfo, WheelError, inspect, verify_record
 from jaxrel.family import Family
-from jaxrel.release.manifest import Artifact, Manifest, ManifestError, read
+from jaxrel.release.manifest import Artifact, Manifest, read
 from jaxrel.release.pins import frontend_range, is_frontend_range, pins_exactly
 
 ARTIFACT_SUFFIXES = (".whl", ".tar.gz", ".zip")
@@ -49,7 +49,7 @@ class FileReport:
 class Verification:
     """Every file's report, and problems of the release as a whole."""
 
-    manifest: Manifest | None
+    manifest: Manifest
     files: list[FileReport]
     release_problems: list[str] = field(default_factory=list)
 
@@ -61,7 +61,7 @@ class Verification:
         return [*self.release_problems, *(f"{f.file}: {p}" for f in self.files for p in f.problems)]
 
     def to_json(self) -> dict[str, Any]:
-        return {"ok": self.ok, "version": self.manifest.version if self.manifest else None,
+        return {"ok": self.ok, "version": self.manifest.version,
                 "files": [asdict(f) | {"ok": f.ok} for f in self.files], "release_problems": self.release_problems}
 
 
@@ -159,11 +159,12 @@ def verify_file(path: Path, artifact: Artifact | None, family: Family, backend_v
 
 
 def verify_dist(directory: Path, family: Family, run_twine: bool = True) -> Verification:
-    """Verify every artifact in ``directory`` against its manifest and the policy."""
-    try:
-        manifest = read(directory)
-    except ManifestError as error:
-        return Verification(None, [], [str(error)])
+    """Verify every artifact in ``directory`` against its manifest and the policy.
+
+    A manifest that is missing or cannot be read raises
+    :class:`~jaxrel.release.manifest.ManifestError` (bad input, exit 2): nothing to check the files against.
+    """
+    manifest = read(directory)
     listed = {a.file: a for a in manifest.artifacts}
     present = sorted(p for p in directory.iterdir() if p.name.endswith(ARTIFACT_SUFFIXES))
     backend = next((a for a in manifest.artifacts if a.role == "backend"), None)
@@ -181,8 +182,7 @@ def verify_dist(directory: Path, family: Family, run_twine: bool = True) -> Veri
 
 
 def render(result: Verification, directory: Path) -> str:
-    lines = [f"release verify {directory}" + (f" ({result.manifest.family} {result.manifest.version})"
-                                               if result.manifest else "")]
+    lines = [f"release verify {directory} ({result.manifest.family} {result.manifest.version})"]
     for report in result.files:
         status = "ok  " if report.ok else "FAIL"
         lines.append(f"  {status}  {report.file}" + (f"  ({', '.join(report.checked)})" if report.ok else ""))

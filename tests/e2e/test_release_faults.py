@@ -144,10 +144,15 @@ def test_wrong_or_missing_credentials_upload_nothing(
     wrong = jaxrel_publish(built[0], dist, pypiserver, env=pypiserver.twine_env(password="not-the-password"))
     assert wrong.returncode == 3, "the index refused: an external failure (exit 3), not a refused release (1)"
     assert "rejected the credentials (HTTP 403)" in wrong.stdout and "not-the-password" not in wrong.stdout
+    errors = [line for line in wrong.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and "rejected the credentials (HTTP 403)" in errors[0], wrong.stderr
+    assert "TWINE_USERNAME" in errors[0] and "not-the-password" not in wrong.stderr
     anonymous = {k: v for k, v in pypiserver.twine_env().items() if k not in ("TWINE_USERNAME", "TWINE_PASSWORD")}
     missing = jaxrel_publish(built[0], dist, pypiserver, env=anonymous)
     assert missing.returncode == 3
     assert "needs credentials" in missing.stdout
+    assert [line for line in missing.stderr.splitlines() if "error:" in line][0].startswith(
+        "jaxrel release publish: error: ") and "needs credentials (HTTP 401)" in missing.stderr
     assert pypiserver.files() == []
 
 

@@ -88,6 +88,18 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
     bad = root / "dist-bad-json"
     bad.mkdir()
     (bad / "manifest.json").write_text("{")
+    tampered = root / "dist-tampered"  # a file changed after the build: its sha256 is not the manifest's
+    tampered.mkdir()
+    (tampered / "x-0.1.0-py3-none-any.whl").write_bytes(b"not the bytes that were built")
+    (tampered / "manifest.json").write_text(json.dumps({
+        "schema": 1, "family": "jax", "version": "0.1.0", "tag": "v0.1.0", "artifacts": [
+            {"file": "x-0.1.0-py3-none-any.whl", "distribution": "x", "version": "0.1.0", "role": "frontend",
+             "kind": "wheel", "sha256": "0" * 64, "size": 29}]}))
+    (root / "dist-list-json").mkdir()
+    (root / "dist-list-json" / "manifest.json").write_text("[1]")
+    (root / "dist-no-manifest").mkdir()
+    (root / "dist-no-manifest" / "x-0.1.0-py3-none-any.whl").write_bytes(b"x")
+    (root / ".pypirc").write_text("[distutils]\nindex-servers = private\n")
     (root / "a-file-not-a-dir").write_text("x")
     (root / "cache-file").write_text("not a directory")
     tree = root / "tree-no-version"
@@ -186,9 +198,19 @@ def cases(h: Path) -> list[Case]:
         add(2, verb, "--index-url", DEAD_INDEX, env={"JAXREL_CACHE_DIR": str(h / "cache-file")})
     # release: manifests, URLs, outputs and versions that are wrong
     project = str(REPO / "tests" / "data" / "splitfam")
-    add(1, "release", "verify", str(h / "dist-null-sha"), "--project", project)  # verification fails: refused
-    add(1, "release", "verify", str(h / "dist-bad-json"), "--project", project)  # the dist itself is corrupt
-    add(2, "release", "verify", str(h / "missing-dist"), "--project", project)  # no such directory: usage
+    # verify: a file that fails its check is refused (1); a manifest that cannot be read is bad input (2)
+    add(1, "release", "verify", str(h / "dist-tampered"), "--project", project, shows="differs from the manifest")
+    for dist in ("dist-bad-json", "dist-list-json", "dist-null-sha", "dist-no-manifest", "missing-dist"):
+        add(2, "release", "verify", str(h / dist), "--project", project)
+    # publish: verification first (1, 2: nothing uploaded); a repository that is not named right is usage (2)
+    add(1, "release", "publish", str(h / "dist-tampered"), "--project", project, "--repository-url", DEAD_INDEX,
+        shows="verification failed, nothing uploaded")
+    for dist in ("dist-bad-json", "dist-list-json", "dist-null-sha", "dist-no-manifest"):
+        add(2, "release", "publish", str(h / dist), "--project", project, "--repository-url", DEAD_INDEX,
+            says=("manifest",))
+    add(2, "release", "publish", str(h / "dist-tampered"), "--project", project, says=("exactly one of",))
+    add(2, "release", "publish", str(h / "dist-tampered"), "--project", project, "--repository", "elsewhere",
+        env={"HOME": str(h)}, says=("no repository 'elsewhere'",))
     add(2, "release", "publish", str(h / "dist-null-sha"), "--project", project, "--repository-url", "not a url")
     add(2, "release", "publish", str(h / "dist-null-sha"), "--project", project, "--repository-url", "ftp://x/")
     add(2, "release", "build", "--project", project, "--output", str(h / "a-file-not-a-dir"))

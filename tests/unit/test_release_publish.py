@@ -58,3 +58,17 @@ def test_redact_scrubs_the_password_and_url_credentials(monkeypatch: pytest.Monk
     assert publish.redact(text) == "POST http://releaser:***@127.0.0.1:1/ failed; token ***; https://u:***@h/x"
     monkeypatch.setenv(publish.PASSWORD_ENV, "b")  # a short secret is replaced where it stands alone only
     assert publish.redact("unreachable; password b") == "unreachable; password ***"
+
+
+def test_a_repository_not_named_right_is_usage_and_an_index_not_reached_is_the_environment(home: Path) -> None:
+    with pytest.raises(publish.PublishError) as usage:
+        publish.resolve_repository("elsewhere", None, None)
+    assert usage.value.exit_code == 2
+    with pytest.raises(publish.PublishError) as neither:
+        publish.resolve_repository(None, None, None)
+    assert neither.value.exit_code == 2
+    artifact = publish.Artifact("x-1.0-py3-none-any.whl", "x", "1.0", "frontend", "wheel", "0" * 64, 1)
+    dead = publish.resolve_repository(None, "http://127.0.0.1:9/", None)  # the discard port: refused at once
+    with pytest.raises(publish.PublishError, match="cannot list x on .*; nothing was uploaded") as unreachable:
+        publish.index_hashes(dead, [artifact])
+    assert unreachable.value.exit_code == 3

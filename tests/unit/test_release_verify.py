@@ -11,8 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from jaxrel.cli import main
 from jaxrel.family import load_family
-from jaxrel.release.manifest import Artifact, Manifest
+from jaxrel.release.manifest import Artifact, Manifest, ManifestError
 from jaxrel.release.verify import verify_dist
 
 REPO = Path(__file__).resolve().parents[2]
@@ -98,5 +99,29 @@ def test_backend_without_its_frontend_and_missing_manifest(tmp_path: Path) -> No
                               "frontend at the same version"]
     shutil.rmtree(dist)
     dist.mkdir()
-    assert problems(dist)[0].endswith("no manifest; build the release with `jaxrel release build --output "
-                                      f"{dist}`")
+    with pytest.raises(ManifestError, match=r"no manifest; build the release with `jaxrel release build --output "):
+        problems(dist)
+
+
+def test_a_tampered_wheel_is_refused_1_and_an_unreadable_manifest_is_bad_input_2(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A failed check is exit 1 (the report on stdout); a manifest missing or not JSON leaves nothing
+    to check against: exit 2, one line on stderr."""
+    dist = release(tmp_path)
+    core = next(dist.glob("splitfam_core-*.whl"))
+    data = bytearray(core.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    core.write_bytes(bytes(data))
+    verify = ["release", "verify", str(dist), "--project", str(REPO / "tests/data/splitfam")]
+    assert main(verify) == 1
+    out, err = capsys.readouterr()
+    assert f"{core.name}\n        sha256 " in out and "differs from the manifest's" in out and not err
+    for text in ("{", None):
+        if text is None:
+            (dist / "manifest.json").unlink()
+        else:
+            (dist / "manifest.json").write_text(text)
+        assert main(verify) == 2
+        out, err = capsys.readouterr()
+        assert not out and len(err.splitlines()) == 1 and "manifest.json: " in err
+        assert ("not JSON" if text else "no manifest") in err
