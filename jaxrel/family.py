@@ -314,7 +314,7 @@ def jax_profile() -> Family:
             release_spellings=JAX_RELEASE_SPELLINGS,
         ),
         # Which plugins exist and how they pin is read from each release's extras
-        # (jaxrel.compat.extras); the profile keeps what the extras cannot say: the import
+        # (jaxrel.dist.extras); the profile keeps what the extras cannot say: the import
         # names, which distributions jax/jaxlib hold to jaxlib's release number, and which
         # are exempt (measured from jaxlib/plugin_support.py and jax/_src/xla_bridge.py).
         plugins=(

@@ -12,9 +12,9 @@ from packaging.version import InvalidVersion, Version
 
 from jaxrel.cli._common import UsageError, index_options, say
 from jaxrel.compat import frontend as frontends
-from jaxrel.compat.index import Index
 from jaxrel.compat.matrix import BackendFilter, Matrix, known_plugin_sets
 from jaxrel.compat.planning import matrix_for
+from jaxrel.dist.index import Index
 from jaxrel.family import Family, resolve_family
 
 

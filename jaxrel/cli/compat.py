@@ -10,7 +10,7 @@ from typing import Any
 from jaxrel.cli import _matrix
 from jaxrel.cli._common import UsageError, add_common, say
 from jaxrel.compat import cellrecord, owntests, report, runner
-from jaxrel.extension.bazel import find_workspace
+from jaxrel.dist.bazel import find_workspace
 from jaxrel.family import Family
 
 HELP = "Run the compat matrix: an environment per cell, the guard, the compat suite, the frontend's tests; reports."

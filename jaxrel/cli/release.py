@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel.cli._common import UsageError, emit, say
-from jaxrel.compat.index import Index
+from jaxrel.dist.index import Index
 from jaxrel.errors import ExitCode
 from jaxrel.release import builder, bump, check, plan, publish, verify
 from jaxrel.release.project import open_project

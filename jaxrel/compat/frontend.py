@@ -1,7 +1,7 @@
 """The frontend every cell installs: built out of tree from a source tree or a released sdist, or downloaded.
 
 A source tree (``--frontend-src``, at ``--ref``) is exported into ``WORKDIR/frontend/src``
-first (:mod:`jaxrel.compat.sources`) and built there, fresh every run: nothing is written
+first (:mod:`jaxrel.dist.sources`) and built there, fresh every run: nothing is written
 into the user's tree, and nothing a former build left there reaches the wheel.
 """
 
@@ -17,10 +17,10 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 
 from jaxrel import policy
-from jaxrel.compat import envs, sources
-from jaxrel.compat.index import Index
 from jaxrel.compat.matrix import FrontendSpec
-from jaxrel.compat.wheels import ArtifactInfo, inspect
+from jaxrel.dist import envs, sources
+from jaxrel.dist.index import Index
+from jaxrel.dist.wheels import ArtifactInfo, inspect
 from jaxrel.errors import BadInput
 from jaxrel.family import Family
 

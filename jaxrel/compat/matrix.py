@@ -22,8 +22,8 @@ from packaging.version import Version
 
 from jaxrel import policy
 from jaxrel._util.text import markdown_table
-from jaxrel.compat.extras import PluginFamily, plugin_families, unsatisfied_extras
-from jaxrel.compat.index import Listing
+from jaxrel.dist.extras import PluginFamily, plugin_families, unsatisfied_extras
+from jaxrel.dist.index import Listing
 from jaxrel.errors import BadInput
 from jaxrel.family import Family
 

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from packaging.specifiers import SpecifierSet
 
 from jaxrel.compat.frontend import CompatError
-from jaxrel.compat.index import Index
 from jaxrel.compat.matrix import (
     BackendFilter,
     FrontendSpec,
@@ -16,7 +15,8 @@ from jaxrel.compat.matrix import (
     build_matrix,
     known_plugin_sets,
 )
-from jaxrel.compat.pythons import find_pythons, python_for
+from jaxrel.dist.index import Index
+from jaxrel.dist.pythons import find_pythons, python_for
 from jaxrel.family import Family
 
 

@@ -13,7 +13,7 @@ import json
 from typing import Any
 
 from jaxrel._util.text import tail
-from jaxrel.compat import envs
+from jaxrel.dist import envs
 from jaxrel.family import Family
 
 __all__ = ["GUARD_PROBE", "IMPORT_PROBE", "import_frontend", "last_json", "traceback_summary"]

@@ -32,17 +32,17 @@ from jaxrel import doctor
 from jaxrel._util.files import sha256_of
 from jaxrel._util.parallel import workers
 from jaxrel._util.text import tail
-from jaxrel.compat import envs, probes, suites
+from jaxrel.compat import probes, suites
 from jaxrel.compat.frontend import CompatError, PreparedFrontend
-from jaxrel.compat.index import Index, IndexClientError
 from jaxrel.compat.matrix import Cell, Matrix, Outcome
 from jaxrel.compat.owntests import OwnTests
 from jaxrel.compat.probes import GUARD_PROBE, IMPORT_PROBE
-from jaxrel.compat.pythons import python_for
 from jaxrel.compat.suites import Suite, SuiteRun, TestCounts
 from jaxrel.compat.triage import Failure, classify, summary, write_verdicts
-from jaxrel.compat.wheels import write_wheel
-from jaxrel.extension import bazel
+from jaxrel.dist import bazel, envs
+from jaxrel.dist.index import Index, IndexClientError
+from jaxrel.dist.pythons import python_for
+from jaxrel.dist.wheels import write_wheel
 from jaxrel.family import Family
 
 __all__ = ["DEFAULT_SUITE", "GUARD_PROBE", "IMPORT_PROBE", "CellResult", "Options", "TestCounts", "run", "run_cell"]

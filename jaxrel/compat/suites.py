@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel._util.text import tail
-from jaxrel.compat import cellrecord, envs
+from jaxrel.compat import cellrecord
+from jaxrel.dist import envs
 
 __all__ = ["Outcome", "Suite", "SuiteRun", "TestCounts", "run_suite"]
 

@@ -21,7 +21,7 @@ from packaging.version import Version
 from jaxrel import releasedata
 from jaxrel._util.atomic import read_exactly, write_atomically
 from jaxrel._util.literals import line_starts, span
-from jaxrel.compat.index import IndexFile, Listing
+from jaxrel.dist.index import IndexFile, Listing
 from jaxrel.errors import BadInput
 
 RULE = "xla_ffi"

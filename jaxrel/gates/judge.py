@@ -35,7 +35,7 @@ from typing import Any
 from packaging.version import Version
 
 from jaxrel import policy
-from jaxrel.compat.pythons import find_pythons
+from jaxrel.dist.pythons import find_pythons
 from jaxrel.family import Family
 from jaxrel.gates import find as gatefind
 

@@ -10,7 +10,7 @@ import re
 import subprocess
 from collections.abc import Mapping
 
-from jaxrel.compat.pythons import newest_python
+from jaxrel.dist.pythons import newest_python
 from jaxrel.gates import names as qualnames
 from jaxrel.gates.imports import TreeIndex, bound_by_import
 

@@ -1,7 +1,7 @@
 """``jaxrel release build``: every component of the release into one ``dist/`` with a manifest.
 
 Pure packages: ``python -m build`` (sdist + wheel; uv installs the build requirements when
-present). Compiled wheels: :func:`jaxrel.extension.bazel.build` (Bazel through bazelisk). Everything is
+present). Compiled wheels: :func:`jaxrel.dist.bazel.build` (Bazel through bazelisk). Everything is
 built into a staging directory beside ``dist/`` and moved there only when every component
 built and every artifact names the right distribution and version: a failed build leaves
 ``dist/`` untouched.
@@ -21,9 +21,9 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from jaxrel._util.text import tail
-from jaxrel.compat.filenames import name_and_version
+from jaxrel.dist import bazel
+from jaxrel.dist.filenames import name_and_version
 from jaxrel.errors import EnvironmentFailure
-from jaxrel.extension import bazel
 from jaxrel.release.config import Component
 from jaxrel.release.manifest import Artifact, Manifest
 from jaxrel.release.plan import Plan

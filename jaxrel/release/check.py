@@ -24,8 +24,8 @@ from packaging.version import Version
 
 from jaxrel import policy
 from jaxrel._util.text import table
-from jaxrel.compat.extras import plugin_families, unsatisfied_extras
-from jaxrel.compat.index import Index, IndexClientError, IndexFile, Listing
+from jaxrel.dist.extras import plugin_families, unsatisfied_extras
+from jaxrel.dist.index import Index, IndexClientError, IndexFile, Listing
 from jaxrel.release import locations
 from jaxrel.release.config import Component, Location
 from jaxrel.release.pins import frontend_range, is_frontend_range, pins_exactly

@@ -15,7 +15,7 @@ from packaging.version import Version
 
 from jaxrel import policy
 from jaxrel._util.text import table
-from jaxrel.compat.index import Index, IndexClientError
+from jaxrel.dist.index import Index, IndexClientError
 from jaxrel.release.config import Component
 from jaxrel.release.pins import frontend_range
 from jaxrel.release.project import Project

@@ -14,7 +14,7 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 
 from jaxrel import policy
-from jaxrel.compat.wheels import ArtifactInfo, inspect
+from jaxrel.dist.wheels import ArtifactInfo, inspect
 from jaxrel.family import PROFILES, ConfigError, Family, family_from_config, resolve_family
 from jaxrel.release import locations
 from jaxrel.release.config import BUILTIN, Component, Location, ReleaseConfig, release_from_config

@@ -30,8 +30,8 @@ from typing import Any
 from packaging.version import Version
 
 from jaxrel._util.text import PASSWORD_ENV, redact, table, tail
-from jaxrel.compat.index import Index, IndexClientError, Listing, pip_default_index
-from jaxrel.compat.wheels import inspect
+from jaxrel.dist.index import Index, IndexClientError, Listing, pip_default_index
+from jaxrel.dist.wheels import inspect
 from jaxrel.errors import ExitCode, Refused
 from jaxrel.family import Family
 from jaxrel.release.manifest import Artifact

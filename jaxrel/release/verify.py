@@ -23,8 +23,8 @@ from packaging.version import Version
 
 from jaxrel._util.files import sha256_of
 from jaxrel._util.text import tail
-from jaxrel.compat.filenames import name_and_version
-from jaxrel.compat.wheels import ArtifactInfo, WheelError, inspect, verify_record
+from jaxrel.dist.filenames import name_and_version
+from jaxrel.dist.wheels import ArtifactInfo, WheelError, inspect, verify_record
 from jaxrel.family import Family
 from jaxrel.release.manifest import Artifact, Manifest, read
 from jaxrel.release.pins import frontend_range, is_frontend_range, pins_exactly

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from splitfam_support import PypiServer, bazel_shutdown, make_splitfam
 
-from jaxrel.compat.pipconfig import pip_command
+from jaxrel.dist.pipconfig import pip_command
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from splitfam_support import PypiServer, bazel_shutdown, make_splitfam
 
-from jaxrel.extension.bazel import BuildError, find_launcher
+from jaxrel.dist.bazel import BuildError, find_launcher
 from jaxrel.family import load_family
 from jaxrel.release import manifest, publish
 

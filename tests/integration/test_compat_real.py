@@ -88,7 +88,7 @@ def test_frontend_source_tree_with_its_own_tests(index_reachable, tmp_path):
     """--frontend-src: the tree is built out of tree as the frontend, and its own tests (selected by path and -k)
     run against the wheel installed in the cell, not the tree."""
     from jaxrel.compat.frontend import _unpack_sdist
-    from jaxrel.compat.index import Index
+    from jaxrel.dist.index import Index
 
     index = Index.from_pip()
     sdist = index.download(index.listing("jax").sdist("0.10.2"))  # type: ignore[arg-type]

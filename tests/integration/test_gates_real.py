@@ -17,8 +17,8 @@ import pytest
 
 from jaxrel import policy
 from jaxrel.cli import main
-from jaxrel.compat.index import Index
-from jaxrel.compat.pythons import find_pythons
+from jaxrel.dist.index import Index
+from jaxrel.dist.pythons import find_pythons
 from jaxrel.gates.judge import VERDICTS
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxrel.compat import envs
+from jaxrel.dist import envs
 
 pytestmark = pytest.mark.integration
 

@@ -10,7 +10,7 @@ import pytest
 
 from jaxrel import policy
 from jaxrel.cli import main
-from jaxrel.compat.index import Index
+from jaxrel.dist.index import Index
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxrel.compat.envs import find_uv
+from jaxrel.dist.envs import find_uv
 
 pytestmark = pytest.mark.integration
 

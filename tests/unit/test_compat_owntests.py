@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from jaxrel.compat import cellrecord, envs, owntests, suites
+from jaxrel.compat import cellrecord, owntests, suites
+from jaxrel.dist import envs
 from jaxrel.errors import BadInput
 from jaxrel.family import jax_profile
 

@@ -25,14 +25,14 @@ import pytest
 import jaxrel
 from jaxrel import doctor
 from jaxrel._util import atomic
-from jaxrel.compat import cellrecord, envs, probes, report, runner, suites
+from jaxrel.compat import cellrecord, probes, report, runner, suites
 from jaxrel.compat.frontend import CompatError, PreparedFrontend
-from jaxrel.compat.index import IndexClientError
 from jaxrel.compat.matrix import Cell, FrontendSpec, Matrix
 from jaxrel.compat.owntests import OwnTests
-from jaxrel.compat.pythons import Python
-from jaxrel.compat.wheels import ArtifactInfo
-from jaxrel.extension import bazel
+from jaxrel.dist import bazel, envs
+from jaxrel.dist.index import IndexClientError
+from jaxrel.dist.pythons import Python
+from jaxrel.dist.wheels import ArtifactInfo
 from jaxrel.family import jax_profile
 
 FAMILY = jax_profile()
@@ -676,7 +676,7 @@ def test_one_cell_at_a_time_when_own_tests_use_the_cores(harness: Harness, tmp_p
 
 def test_side_by_side_cells_install_wheels_downloaded_before_they_start(harness: Harness, tmp_path: Path) -> None:
     """With cells side by side, every backend file is fetched and verified first, one at a time."""
-    from jaxrel.compat.index import Index
+    from jaxrel.dist.index import Index
 
     house = tmp_path / "wheelhouse"
     house.mkdir()
@@ -941,7 +941,7 @@ def test_report_write_is_all_or_nothing(results: list[runner.CellResult], tmp_pa
 
 def test_a_cell_installs_the_verified_files_and_records_their_sha256(harness: Harness, tmp_path: Path) -> None:
     from jaxrel._util.files import sha256_of
-    from jaxrel.compat.index import Index
+    from jaxrel.dist.index import Index
 
     house = tmp_path / "wheelhouse"
     house.mkdir()
@@ -965,7 +965,7 @@ def test_a_wheel_rewritten_in_place_with_its_mtime_reset_is_refused(harness: Har
     import hashlib
     import os
 
-    from jaxrel.compat.index import Index
+    from jaxrel.dist.index import Index
 
     original = b"the original bytes"
     served = tmp_path / "served"

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from packaging.tags import Tag
 
-from jaxrel.compat.index import Index, IndexClientError, IndexFile, parse_html, parse_json, sha256_of
-from jaxrel.compat.wheels import WheelError, inspect, verify_record
+from jaxrel.dist.index import Index, IndexClientError, IndexFile, parse_html, parse_json, sha256_of
+from jaxrel.dist.wheels import WheelError, inspect, verify_record
 from jaxrel.family import jax_profile
 
 HTML = """<!DOCTYPE html><html><body>

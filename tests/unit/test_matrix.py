@@ -10,9 +10,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from jaxrel import policy
-from jaxrel.compat.index import IndexFile, Listing
 from jaxrel.compat.matrix import FrontendSpec, MatrixError, build_matrix, installable_versions
-from jaxrel.compat.pythons import supported_tags
+from jaxrel.dist.index import IndexFile, Listing
+from jaxrel.dist.pythons import supported_tags
 from jaxrel.family import jax_profile
 
 DATA = Path(__file__).parents[1] / "data" / "listings.json"
@@ -198,7 +198,7 @@ TPU_LINUX = ["manylinux_2_31_x86_64", *LINUX]  # libtpu wheels are manylinux_2_3
 
 
 def test_plugin_families_come_from_the_extras():
-    from jaxrel.compat.extras import plugin_families
+    from jaxrel.dist.extras import plugin_families
 
     families = plugin_families(FAMILY, JAX_0_12_0_1_REQUIRES)
     assert list(families) == ["tpu", "cuda12", "cuda13", "rocm7", "oneapi"]
@@ -239,7 +239,7 @@ def test_default_plugin_families_of_jax_0_12_0_1(listings):
 
 
 def test_rocm_post_release_stands_for_its_jaxlib(listings):
-    from jaxrel.compat.extras import plugin_families
+    from jaxrel.dist.extras import plugin_families
 
     rocm = plugin_families(FAMILY, JAX_0_12_0_1_REQUIRES)["rocm7"]
     from jaxrel.compat.matrix import _plugin_pins

@@ -39,8 +39,8 @@ from packaging.version import Version
 
 from jaxrel._util.atomic import write_bytes_atomically
 from jaxrel._util.files import cache_root, sha256_of
-from jaxrel.compat.filenames import name_and_version
-from jaxrel.compat.pipconfig import pip_command, pip_index_config
+from jaxrel.dist.filenames import name_and_version
+from jaxrel.dist.pipconfig import pip_command, pip_index_config
 from jaxrel.errors import BadInput, EnvironmentFailure
 
 LISTING_TTL = 3600.0  # seconds a cached listing is trusted without refresh

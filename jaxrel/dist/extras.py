@@ -23,7 +23,7 @@ from packaging.tags import Tag
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from jaxrel.compat.index import Listing
+from jaxrel.dist.index import Listing
 from jaxrel.family import Family
 
 __all__ = ["PluginFamily", "Unsatisfied", "extras_of", "plugin_families", "unsatisfied_extras"]

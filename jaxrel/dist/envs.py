@@ -1,6 +1,6 @@
 """Fresh Python environments with real wheels: uv when available (fast), venv + pip otherwise.
 
-uv is given pip's index configuration (:mod:`jaxrel.compat.pipconfig`) and shares its
+uv is given pip's index configuration (:mod:`jaxrel.dist.pipconfig`) and shares its
 download cache between environments, so a wheel is fetched once per machine.
 """
 
@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jaxrel._util.text import tail
-from jaxrel.compat.pipconfig import pip_index_config
+from jaxrel.dist.pipconfig import pip_index_config
 from jaxrel.errors import EnvironmentFailure
 
 
