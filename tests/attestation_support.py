@@ -21,7 +21,7 @@ from pypi_attestations import Attestation, Envelope, VerificationMaterial
 from sigstore.dsse import DigestSet, StatementBuilder, Subject
 
 from jaxrel._util.files import sha256_of
-from jaxrel.release.attest import PUBLISH_PREDICATE, path_for
+from jaxrel.release.attest import path_for, publish_predicate
 
 KEY = ec.generate_private_key(ec.SECP256R1())
 
@@ -35,13 +35,13 @@ def _certificate() -> bytes:
     return certificate.public_bytes(serialization.Encoding.DER)
 
 
-def attestation_json(name: str, sha256: str, predicate: str = PUBLISH_PREDICATE,
+def attestation_json(name: str, sha256: str, predicate: str | None = None,
                      subjects: list[tuple[str, str]] | None = None) -> str:
     """An attestation document whose statement's subject is ``name`` with ``sha256`` (or ``subjects``)."""
     statement = (StatementBuilder()
                  .subjects([Subject(name=n, digest=DigestSet(root={"sha256": d})) for n, d in subjects or
                             [(name, sha256)]])
-                 .predicate_type(predicate).build())
+                 .predicate_type(predicate or publish_predicate()).build())
     signature = KEY.sign(statement._pae(), ec.ECDSA(hashes.SHA256()))
     attestation = Attestation(
         version=1,

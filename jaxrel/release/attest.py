@@ -22,7 +22,6 @@ from jaxrel.errors import EnvironmentFailure, Refused
 
 SUFFIX = ".publish.attestation"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
-PUBLISH_PREDICATE = "https://docs.pypi.org/attestations/publish/v1"
 INSTALL = "pip install 'jaxrel[release]' (pypi-attestations)"
 
 
@@ -41,6 +40,13 @@ class Subject:
     name: str
     sha256: str | None
     predicate_type: str
+
+
+def publish_predicate() -> str:
+    """The predicate type of the index's publish attestation (from pypi-attestations, its one definition)."""
+    from pypi_attestations import AttestationType
+
+    return str(AttestationType.PYPI_PUBLISH_V1.value)
 
 
 def path_for(file: Path) -> Path:
@@ -87,8 +93,9 @@ def subject_problems(subject: Subject, file: str, sha256: str) -> list[str]:
     if subject.sha256 != sha256:
         problems.append(f"its subject's sha256 {(subject.sha256 or 'none')[:16]}… differs from the file's "
                         f"{sha256[:16]}…")
-    if subject.predicate_type != PUBLISH_PREDICATE:
-        problems.append(f"its predicate is {subject.predicate_type}, not the publish attestation {PUBLISH_PREDICATE}")
+    if subject.predicate_type != publish_predicate():
+        problems.append(f"its predicate is {subject.predicate_type}, not the publish attestation "
+                        f"{publish_predicate()}")
     return problems
 
 

@@ -22,6 +22,7 @@ https; doing it here works for every index (a loopback one in the tests included
 from __future__ import annotations
 
 import json
+import tempfile
 import time
 import urllib.error
 import urllib.parse
@@ -29,6 +30,7 @@ import urllib.request
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import Enum
+from pathlib import Path
 from typing import Any
 
 from jaxrel._util.text import PASSWORD_ENV
@@ -74,10 +76,13 @@ def upload_url(name: str | None, url: str | None, pypirc: str) -> str | None:
     from twine.exceptions import InvalidConfiguration  # the release extra
     from twine.utils import get_repository_from_config
 
-    try:
-        found = get_repository_from_config(pypirc, name).get("repository")
-    except InvalidConfiguration as error:
-        raise BadInput(f"{pypirc}: {' '.join(str(error).split())}") from None
+    with tempfile.NamedTemporaryFile("w", prefix="jaxrel-pypirc-", suffix=".ini") as empty:
+        source = pypirc if Path(pypirc).is_file() else empty.name  # a missing ~/.pypirc: twine's defaults alone
+        try:
+            found = get_repository_from_config(source, name).get("repository")
+        except InvalidConfiguration as error:
+            reason = " ".join(str(error).replace(source, pypirc).split())
+            raise BadInput(f"--repository {name}: {reason}") from None
     return found if isinstance(found, str) else None
 
 

@@ -37,7 +37,7 @@ def test_attestations_of_every_file_verify(tmp_path: Path) -> None:
     assert result.ok, result.problems()
     assert all("attestation" in report.checked for report in result.files)
     subject = attest.read_subject(attest.path_for(files(dist)[0]))
-    assert subject.name == files(dist)[0].name and subject.predicate_type == attest.PUBLISH_PREDICATE
+    assert subject.name == files(dist)[0].name and subject.predicate_type == attest.publish_predicate()
 
 
 def test_a_renamed_attestation_names_another_file(tmp_path: Path) -> None:
