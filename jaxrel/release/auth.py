@@ -123,7 +123,8 @@ def _where(url: str) -> str:
 
 def _read(response: Any, url: str, deadline: float) -> bytes:
     body = bytearray()
-    while chunk := response.read(65536):
+    read = getattr(response, "read1", response.read)  # what has arrived, so a trickle meets the deadline
+    while chunk := read(65536):
         body += chunk
         if len(body) > MAX_ANSWER:
             raise AuthError(f"trusted publishing: {_where(url)} answered more than {MAX_ANSWER} bytes; "

@@ -38,7 +38,7 @@ from jaxrel.dist.wheels import inspect
 from jaxrel.errors import ExitCode, Refused
 from jaxrel.family import Family
 from jaxrel.release import attest
-from jaxrel.release.auth import AuthError, Credentials
+from jaxrel.release.auth import AuthError, Credentials, Method
 from jaxrel.release.manifest import Artifact
 from jaxrel.release.verify import Verification, verify_dist
 
@@ -176,10 +176,15 @@ def _frontend_without_backend(directory: Path, artifacts: list[Artifact], family
     return None
 
 
-def _twine_failure(output: str, artifact: Artifact, repository: Repository, done: int, total: int) -> str:
+def _twine_failure(output: str, artifact: Artifact, repository: Repository, done: int, total: int,
+                   trusted: bool = False) -> str:
     text = redact(output)
     where = f"{done} of {total} files uploaded"
     rerun = "rerun `jaxrel release publish` to finish (uploaded files are skipped)"
+    if trusted and re.search(r"\b40[13]\b|Invalid or non-existent authentication|Forbidden", text):
+        return (f"{repository.describe()} rejected the token minted by trusted publishing uploading "
+                f"{artifact.file}; {where}. Fix: check the project's trusted publisher on the index "
+                "(docs/release.md#trusted-publishing)")
     if re.search(r"\b403\b|Invalid or non-existent authentication|Forbidden", text):
         return (f"{repository.describe()} rejected the credentials (HTTP 403) uploading {artifact.file}; {where}. "
                 f"Fix: set TWINE_USERNAME/{PASSWORD_ENV} (or a keyring entry) for this repository")
@@ -285,7 +290,8 @@ def publish(
                 result.failure = ExitCode.ENVIRONMENT
                 result.error = _twine_failure(done.stdout + done.stderr, artifact, repository,
                                               len([o for o in result.outcomes if o.action == "uploaded"]),
-                                              len(pending))
+                                              len(pending), trusted=credentials is not None and
+                                              credentials.auth.method is Method.TRUSTED_PUBLISHING)
                 result.outcomes += [Outcome(a.file, a.distribution, "not uploaded", a.sha256)
                                     for a in pending[number - 1:]]
                 return verification, result

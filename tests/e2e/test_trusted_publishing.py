@@ -45,9 +45,10 @@ AUDIENCE = "jaxrel-loopback-index"
 class OidcFront:
     """The CI's OIDC token endpoint and the index's exchange endpoints, in front of a pypiserver."""
 
-    def __init__(self, server: PypiServer, *, publisher_registered: bool = True) -> None:
+    def __init__(self, server: PypiServer, *, publisher_registered: bool = True, mints: str | None = None) -> None:
         self.server = server
         self.publisher_registered = publisher_registered
+        self.mints = mints or server.password  # the token minted; anything else, and pypiserver refuses uploads
         self.ci_secret = "ci-request-" + secrets.token_urlsafe(12)
         self.issued: list[str] = []  # OIDC tokens the "CI" handed out
         self.calls: list[tuple[str, str]] = []
@@ -93,7 +94,7 @@ class OidcFront:
                                                                          "was not found)"}]})
                     if token not in front.issued:
                         return self.answer(422, {"errors": [{"code": "invalid-token", "description": "unknown"}]})
-                    return self.answer(200, {"success": True, "token": front.server.password, "expires": 0})
+                    return self.answer(200, {"success": True, "token": front.mints, "expires": 0})
                 front.uploads.append(front.form_fields(self.headers.get("Content-Type", ""), body))
                 return self.forward(body)
 
@@ -147,7 +148,7 @@ class OidcFront:
         return env
 
     def secrets(self) -> list[str]:
-        return [self.ci_secret, self.server.password, *self.issued]
+        return [self.ci_secret, self.server.password, self.mints, *self.issued]
 
     def stop(self) -> None:
         self.httpd.shutdown()
@@ -244,7 +245,7 @@ def test_trusted_publishing_asked_for_without_an_oidc_identity_exits_3_in_one_li
     assert token_server.files() == []
 
 
-def test_an_index_without_the_publisher_refuses_the_exchange_and_nothing_is_uploaded(
+def test_an_index_without_the_publisher_or_rejecting_its_token_gets_nothing(
     built: tuple[Path, Path], dist: Path, token_server: PypiServer
 ) -> None:
     front = OidcFront(token_server, publisher_registered=False)
@@ -259,6 +260,14 @@ def test_an_index_without_the_publisher_refuses_the_exchange_and_nothing_is_uplo
             "invalid-publisher: valid token, but no corresponding publisher (Publisher with matching claims was "
             "not found)); nothing was uploaded. Fix: register") in errors[0]
     assert token_server.files() == []
+    front = OidcFront(token_server, mints="minted-but-not-the-password")
+    try:
+        rejected = publish(built[0], dist, front)
+    finally:
+        front.stop()
+    assert rejected.returncode == 3
+    assert "rejected the token minted by trusted publishing uploading splitfam_core-0.1.0-" in rejected.stderr
+    assert "0 of 5 files uploaded" in rejected.stderr and token_server.files() == []
 
 
 def test_attestations_are_checked_then_uploaded_beside_their_files(
