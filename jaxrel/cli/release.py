@@ -1,8 +1,9 @@
 """``jaxrel release plan|check|bump|build|verify|attest|publish``: the release scripts CI runs (thin).
 
 Exit codes as for every verb: 0 success, 1 the release is refused (a failed check or
-verification, a publish jaxrel refuses), 2 bad input (a manifest that cannot be read), 3 the
-index or a build failed (credentials rejected or missing, an index not reached).
+verification, an attestation not matching its file, a publish jaxrel refuses), 2 bad input (a
+manifest that cannot be read), 3 the index or a build failed (credentials rejected or missing, an
+index not reached, no OIDC identity where trusted publishing or signing needs one).
 """
 
 from __future__ import annotations
