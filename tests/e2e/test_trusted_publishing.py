@@ -243,6 +243,14 @@ def test_trusted_publishing_asked_for_without_an_oidc_identity_exits_3_in_one_li
     assert plain.returncode == 3 and "needs credentials (HTTP 401)" in plain.stderr
     assert "authentication: keyring or ~/.pypirc username" in plain.stdout
     assert token_server.files() == []
+    asked = len(front.calls)
+    unsigned = publish(built[0], dist, front, "--attest")  # an identity for the index, none for Sigstore here
+    assert unsigned.returncode == 3
+    assert unsigned.stderr.strip().splitlines() == [
+        "jaxrel release publish: error: this job has no ambient OIDC identity for Sigstore; nothing was attested. "
+        "Fix: attest in a GitHub Actions job with `permissions: id-token: write` (signing needs one)"]
+    assert not list(dist.glob("*.publish.attestation")) and token_server.files() == []
+    assert len(front.calls) == asked, "signing comes first: nothing listed, exchanged or uploaded"
 
 
 def test_an_index_without_the_publisher_or_rejecting_its_token_gets_nothing(
