@@ -123,11 +123,15 @@ def bench(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff (with a complexity bound) on everything, ``mypy --strict`` on the jaxrel package."""
+    """ruff (with a complexity bound) on everything, ``mypy --strict`` on the jaxrel package, and the
+    GitHub configuration through actionlint and zizmor (offline, default persona: no findings)."""
     _uv_env(session)
     session.install("-e", ".[dev]")
     session.run("ruff", "check", "jaxrel", "tests", "benchmarks", "scripts", "noxfile.py")
     session.run("mypy", "jaxrel")
+    workflows = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.y*ml"))
+    session.run("actionlint", *workflows)
+    session.run("zizmor", "--offline", "--no-progress", str(ROOT / ".github"))
 
 
 @nox.session

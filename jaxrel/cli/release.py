@@ -1,23 +1,25 @@
-"""``jaxrel release plan|check|bump|build|verify|publish``: the release scripts CI runs (thin over jaxrel.release).
+"""``jaxrel release plan|check|bump|build|verify|attest|publish``: the release scripts CI runs (thin).
 
 Exit codes as for every verb: 0 success, 1 the release is refused (a failed check or
-verification, a publish jaxrel refuses), 2 bad input (a manifest that cannot be read), 3 the
-index or a build failed (credentials rejected or missing, an index not reached).
+verification, an attestation not matching its file, a publish jaxrel refuses), 2 bad input (a
+manifest that cannot be read), 3 the index or a build failed (credentials rejected or missing, an
+index not reached, no OIDC identity where trusted publishing or signing needs one).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
 from jaxrel.cli._common import UsageError, emit, say
 from jaxrel.dist.index import Index
 from jaxrel.errors import ExitCode
-from jaxrel.release import builder, bump, check, plan, publish, verify
+from jaxrel.release import attest, auth, builder, bump, check, plan, publish, verify
 from jaxrel.release.project import open_project
 
-HELP = "Release scripts: plan, check, bump, build, verify, publish."
+HELP = "Release scripts: plan, check, bump, build, verify, attest, publish."
 
 
 def _index(args: argparse.Namespace) -> Index:
@@ -80,14 +82,35 @@ def run_verify(args: argparse.Namespace) -> int:
     return 0 if result.ok else 1
 
 
+def run_attest(args: argparse.Namespace) -> int:
+    if not Path(args.dist).is_dir():
+        raise UsageError(f"{args.dist}: no such directory; pass the output of `jaxrel release build` (default dist)")
+    with open_project(Path(args.project), args.family) as project:
+        verification = verify.verify_dist(Path(args.dist), project.family)
+    if not verification.ok:
+        emit(args, {"ok": False, "attested": [], "verification": verification.to_json()},
+             verify.render(verification, Path(args.dist)) + "\nnothing attested: fix the release first")
+        return 1
+    files = [a.file for a in verification.manifest.artifacts]
+    written = attest.sign(Path(args.dist), files)
+    emit(args, {"ok": True, "attested": written, "already": len(files) - len(written)},
+         "\n".join([f"attested {len(written)} files ({len(files) - len(written)} already attested):"]
+                   + [f"  {name}" for name in written]))
+    return 0
+
+
 def run_publish(args: argparse.Namespace) -> int:
     if args.repository is None and args.repository_url is None and args.dry_run:
         repository = publish.Repository(None, None, "")  # a dry run without an index: everything would upload
     else:
         repository = publish.resolve_repository(args.repository, args.repository_url, args.index_url)
+    how = auth.choose(os.environ, trusted_publishing=args.trusted_publishing)
+    target = auth.upload_url(repository.name, repository.url, str(publish.pypirc_path())) \
+        if how.method is auth.Method.TRUSTED_PUBLISHING else None
+    credentials = auth.Credentials(how, target, os.environ)
     with open_project(Path(args.project), args.family) as project:
         verification, result = publish.publish(Path(args.dist), project.family, repository, dry_run=args.dry_run,
-                                               progress=say)
+                                               progress=say, credentials=credentials, attest_first=args.attest)
     if not verification.ok and not args.json:  # what failed, then the publish report: one report on stdout
         print(verify.render(verification, Path(args.dist)))
     emit(args, result.to_json(), publish.render(result))
@@ -147,6 +170,10 @@ def add(verbs: Any) -> None:
                  run_verify)
     sub.add_argument("dist", nargs="?", default="dist", metavar="DIR", help="default: dist")
 
+    sub = action("attest", "Verify, then sign each file into <file>.publish.attestation (PEP 740; Sigstore, "
+                 "the job's OIDC identity).", run_attest)
+    sub.add_argument("dist", nargs="?", default="dist", metavar="DIR", help="default: dist")
+
     sub = action("publish", "Verify, then upload what the index lacks, backend first; resumable.", run_publish)
     sub.add_argument("dist", nargs="?", default="dist", metavar="DIR", help="default: dist")
     target = sub.add_mutually_exclusive_group()
@@ -154,3 +181,8 @@ def add(verbs: Any) -> None:
     target.add_argument("--repository-url", metavar="URL", help="an upload URL")
     index_option(sub)
     sub.add_argument("--dry-run", action="store_true", help="show exactly what would be uploaded; upload nothing")
+    sub.add_argument("--trusted-publishing", action="store_true",
+                     help="authenticate only with the job's OIDC identity (exit 3 without one); by default it is "
+                          "used when the environment has an identity and no TWINE_PASSWORD")
+    sub.add_argument("--attest", action="store_true",
+                     help="first attest each file lacking one (as `jaxrel release attest`); uploads attach them")

@@ -7,9 +7,12 @@
 * Order is the manifest's: backend, plugins, extensions, then the frontend, so the index
   never holds a frontend whose backend is missing; a frontend released alone is refused
   unless the index already holds a backend it admits.
-* Credentials come only from the environment (``TWINE_USERNAME``/``TWINE_PASSWORD``) or the
-  keyring: twine gets a copy of ``~/.pypirc`` without passwords, and every line of output is
-  scrubbed of the password before it is shown.
+* Credentials come only from the environment (``TWINE_USERNAME``/``TWINE_PASSWORD``), the
+  keyring, or trusted publishing (:mod:`jaxrel.release.auth`: the job's OIDC identity exchanged
+  for a short-lived token): twine gets a copy of ``~/.pypirc`` without passwords, and every line
+  of output is scrubbed of the password and of the exchanged tokens before it is shown.
+* A file with an attestation beside it (``<file>.publish.attestation``, checked by verify) is
+  uploaded with it (``twine upload --attestations``).
 """
 
 from __future__ import annotations
@@ -34,6 +37,8 @@ from jaxrel.dist.index import Index, IndexClientError, Listing, pip_default_inde
 from jaxrel.dist.wheels import inspect
 from jaxrel.errors import ExitCode, Refused
 from jaxrel.family import Family
+from jaxrel.release import attest
+from jaxrel.release.auth import AuthError, Credentials, Method
 from jaxrel.release.manifest import Artifact
 from jaxrel.release.verify import Verification, verify_dist
 
@@ -70,6 +75,7 @@ class PublishResult:
     dry_run: bool
     outcomes: list[Outcome] = field(default_factory=list)
     error: str | None = None
+    authentication: str | None = None  # what the upload authenticates with (never the secret)
     # REFUSED: jaxrel refused the release (verification, a clash, a frontend without its backend);
     # ENVIRONMENT: the index or twine failed (credentials rejected or missing, unreachable, not listed)
     failure: ExitCode = ExitCode.REFUSED
@@ -80,6 +86,7 @@ class PublishResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"repository": self.repository, "dry_run": self.dry_run, "ok": self.error is None,
+                "authentication": self.authentication,
                 "error": self.error, "exit_code": int(self.exit_code), "files": [asdict(o) for o in self.outcomes]}
 
 
@@ -169,10 +176,15 @@ def _frontend_without_backend(directory: Path, artifacts: list[Artifact], family
     return None
 
 
-def _twine_failure(output: str, artifact: Artifact, repository: Repository, done: int, total: int) -> str:
+def _twine_failure(output: str, artifact: Artifact, repository: Repository, done: int, total: int,
+                   trusted: bool = False) -> str:
     text = redact(output)
     where = f"{done} of {total} files uploaded"
     rerun = "rerun `jaxrel release publish` to finish (uploaded files are skipped)"
+    if trusted and re.search(r"\b40[13]\b|Invalid or non-existent authentication|Forbidden", text):
+        return (f"{repository.describe()} rejected the token minted by trusted publishing uploading "
+                f"{artifact.file}; {where}. Fix: check the project's trusted publisher on the index "
+                "(docs/release.md#trusted-publishing)")
     if re.search(r"\b403\b|Invalid or non-existent authentication|Forbidden", text):
         return (f"{repository.describe()} rejected the credentials (HTTP 403) uploading {artifact.file}; {where}. "
                 f"Fix: set TWINE_USERNAME/{PASSWORD_ENV} (or a keyring entry) for this repository")
@@ -186,11 +198,18 @@ def _twine_failure(output: str, artifact: Artifact, repository: Repository, done
     return f"twine upload of {artifact.file} failed ({reason}); {where}. Fix: {rerun}"
 
 
-def _upload(path: Path, repository: Repository, config: Path) -> subprocess.CompletedProcess[str]:
+def _upload(path: Path, repository: Repository, config: Path, credentials: Credentials | None = None
+            ) -> subprocess.CompletedProcess[str]:
     target = ["--repository", repository.name] if repository.name else ["--repository-url", repository.url or ""]
+    attestation = attest.path_for(path)
+    attached = ["--attestations", str(attestation)] if attestation.is_file() else []
     command = [sys.executable, "-m", "twine", "--no-color", "upload", "--non-interactive", "--disable-progress-bar",
-               "--config-file", str(config), *target, str(path)]
-    return subprocess.run(command, capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
+               "--config-file", str(config), *target, *attached[:1], str(path), *attached[1:]]
+    extra = credentials.env() if credentials is not None else {}
+    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **extra, "NO_COLOR": "1"})
+    if credentials is not None:
+        done.stdout, done.stderr = credentials.scrub(done.stdout), credentials.scrub(done.stderr)
+    return done
 
 
 def publish(
@@ -201,19 +220,30 @@ def publish(
     dry_run: bool = False,
     progress: Callable[[str], None] = lambda line: None,
     on_uploaded: Callable[[Artifact], None] | None = None,
+    credentials: Credentials | None = None,
+    attest_first: bool = False,
 ) -> tuple[Verification, PublishResult]:
     """Verify, compare with the index, then upload what is missing in order (see module doc).
+
+    ``credentials`` (:class:`~jaxrel.release.auth.Credentials`) adds what twine authenticates
+    with (a trusted-publishing token, exchanged before the first upload); ``None``: the environment's.
+    ``attest_first``: attest every verified file lacking an attestation before anything is listed
+    or uploaded (:func:`jaxrel.release.attest.sign`; its failure raises, exit 3, nothing uploaded).
 
     A manifest that cannot be read raises :class:`~jaxrel.release.manifest.ManifestError` (exit 2);
     an index that cannot be listed, :class:`PublishError` with exit 3.
     """
-    result = PublishResult(repository.describe(), dry_run)
+    result = PublishResult(repository.describe(), dry_run,
+                           authentication=credentials.auth.describe() if credentials is not None else None)
     verification = verify_dist(directory, family)
     if not verification.ok:
         first = verification.problems()[0]
         result.error = f"verification failed, nothing uploaded: {first}; fix it and rebuild"
         return verification, result
     artifacts = list(verification.manifest.artifacts)
+    if attest_first and not dry_run:
+        for name in attest.sign(directory, [a.file for a in artifacts]):
+            progress(f"attested: {name}")
     on_index: dict[str, str | None] = {}
     if repository.index_url:  # empty only for a dry run with no repository named
         progress(f"listing {len(artifacts)} files on {redact(repository.index_url)}")
@@ -240,7 +270,16 @@ def publish(
     with config_without_passwords() as config:
         for number, artifact in enumerate(pending, 1):
             progress(f"[{number}/{len(pending)}] uploading {artifact.file} ({artifact.size / 1024:.1f} KiB)")
-            done = _upload(directory / artifact.file, repository, config)
+            try:
+                done = _upload(directory / artifact.file, repository, config, credentials)
+            except AuthError as error:
+                uploaded = len([o for o in result.outcomes if o.action == "uploaded"])
+                result.failure = ExitCode.ENVIRONMENT
+                result.error = str(error).replace("nothing was uploaded", f"{uploaded} of {len(pending)} files "
+                                                  "uploaded") if uploaded else str(error)
+                result.outcomes += [Outcome(a.file, a.distribution, "not uploaded", a.sha256)
+                                    for a in pending[number - 1:]]
+                return verification, result
             if done.returncode != 0:
                 if re.search(r"\b(400|409)\b", done.stdout + done.stderr):
                     again = index_hashes(repository, [artifact]).get(artifact.file)
@@ -251,7 +290,8 @@ def publish(
                 result.failure = ExitCode.ENVIRONMENT
                 result.error = _twine_failure(done.stdout + done.stderr, artifact, repository,
                                               len([o for o in result.outcomes if o.action == "uploaded"]),
-                                              len(pending))
+                                              len(pending), trusted=credentials is not None and
+                                              credentials.auth.method is Method.TRUSTED_PUBLISHING)
                 result.outcomes += [Outcome(a.file, a.distribution, "not uploaded", a.sha256)
                                     for a in pending[number - 1:]]
                 return verification, result
@@ -270,6 +310,8 @@ def publish(
 def render(result: PublishResult) -> str:
     title = "publish (dry run)" if result.dry_run else "publish"
     lines = [f"{title} to {result.repository}"]
+    if result.authentication:
+        lines.append(f"authentication: {result.authentication}")
     if result.outcomes:
         lines.append(table(None, [(o.file, f"{o.action}  sha256 {o.sha256[:16]}…") for o in result.outcomes],
                            indent="  "))

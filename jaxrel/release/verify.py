@@ -26,6 +26,7 @@ from jaxrel._util.text import tail
 from jaxrel.dist.filenames import name_and_version
 from jaxrel.dist.wheels import ArtifactInfo, WheelError, inspect, verify_record
 from jaxrel.family import Family
+from jaxrel.release import attest
 from jaxrel.release.manifest import Artifact, Manifest, read
 from jaxrel.release.pins import frontend_range, is_frontend_range, pins_exactly
 
@@ -172,6 +173,14 @@ def verify_dist(directory: Path, family: Family, run_twine: bool = True) -> Veri
     files = [verify_file(path, listed.get(path.name), family, backend_version, run_twine) for path in present]
     problems = [f"{name}: listed in the manifest but missing from {directory}; rebuild the release"
                 for name in sorted(set(listed) - {p.name for p in present})]
+    attested, orphans = attest.check(directory, {p.name: listed[p.name].sha256 if p.name in listed else None
+                                                 for p in present})
+    for report in files:
+        report.problems += attested.get(report.file, [])
+        if report.file in attested or not attest.path_for(directory / report.file).exists():
+            continue
+        report.checked.append("attestation")
+    problems += orphans
     if backend is not None:
         frontends = [a for a in manifest.artifacts if a.role == "frontend"]
         if not any(Version(a.version) == Version(backend.version) for a in frontends):

@@ -1,7 +1,9 @@
-"""The GitHub Actions workflows: actionlint-clean, and the wiring the release and compat jobs rely on."""
+"""The GitHub Actions workflows: actionlint- and zizmor-clean, pinned, least-privileged, and the wiring the
+release and compat jobs rely on (trusted publishing: no upload secret anywhere)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -14,10 +16,15 @@ from typing import Any
 import pytest
 import yaml
 
+from jaxrel.compat.matrix import Cell, FrontendSpec, Matrix
+
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / ".github" / "workflows"
 WORKFLOW_FILES = sorted([*WORKFLOWS.glob("*.yml"), *WORKFLOWS.glob("*.yaml")])
 NOX_CALL = re.compile(r"\bnox\s+(?:-s|--sessions?)\s+([\w-]+)")
+USES = re.compile(r"^\s*(?:-\s+)?uses:\s*(?P<ref>\S+)(?:\s+#\s*(?P<comment>\S+))?\s*$", re.MULTILINE)
+PIN_ROW = re.compile(r"^\| `(?P<action>[\w.-]+/[\w.-]+)` \| (?P<tag>v[\w.]+) \| `(?P<sha>[0-9a-f]{40})` \|$",
+                     re.MULTILINE)
 NOX_SESSION = re.compile(r"@nox\.session(?:\((?P<args>[^)]*)\))?\s*\n(?:@.*\n)*def\s+(?P<def>\w+)")
 
 
@@ -35,6 +42,27 @@ def _actionlint() -> str:
 
 def _lint(path: Path) -> subprocess.CompletedProcess[str]:
     return subprocess.run([_actionlint(), "-no-color", str(path)], capture_output=True, text=True, timeout=120)
+
+
+def _zizmor(path: Path) -> list[dict[str, Any]]:
+    """zizmor's findings on ``path``, offline, at its default persona (the `test` extra installs it)."""
+    name = "zizmor.exe" if sys.platform == "win32" else "zizmor"
+    found = next((str(d / name) for d in (Path(sys.executable).parent, Path(sysconfig.get_path("scripts")))
+                  if (d / name).is_file()), shutil.which(name))
+    if found is None:
+        pytest.fail("zizmor not found: install the test extra, `pip install -e '.[test]'`")
+    done = subprocess.run([found, "--offline", "--no-progress", "--format", "json", str(path)], capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode in (0, 11, 12, 13, 14), done.stderr  # 1x: findings (by severity); others: it failed
+    findings = json.loads(done.stdout)
+    assert isinstance(findings, list)
+    return findings
+
+
+def pins() -> dict[str, tuple[str, str]]:
+    """action → (tag, commit), from the table in docs/release.md (the one list of pins)."""
+    rows = PIN_ROW.finditer((ROOT / "docs" / "release.md").read_text())
+    return {row["action"]: (row["tag"], row["sha"]) for row in rows}
 
 
 def _load(name: str) -> dict[str, Any]:
@@ -109,16 +137,85 @@ def test_release_wiring() -> None:
     wf = _load("release.yml")
     assert _on(wf)["push"]["tags"] == ["v*"]
     assert "version" in _on(wf)["workflow_dispatch"]["inputs"]
-    assert wf["permissions"] == {"contents": "read"}
     jobs = wf["jobs"]
     assert list(jobs) == ["check", "build", "verify", "publish"]
     assert _needs(jobs["build"]) == {"check"}
     assert _needs(jobs["verify"]) == {"build"}
     assert _needs(jobs["publish"]) >= {"check", "build", "verify"}
     assert jobs["publish"]["environment"] == "release"
-    publish_env = {k: v for step in jobs["publish"]["steps"] for k, v in step.get("env", {}).items()}
-    assert publish_env == {"TWINE_USERNAME": "__token__", "TWINE_PASSWORD": "${{ secrets.PYPI_API_TOKEN }}"}
+    assert jobs["publish"]["permissions"] == {"contents": "read", "id-token": "write"}
+    publish = next(step["run"] for step in jobs["publish"]["steps"]
+                   if "nox -s release -- publish" in step.get("run", ""))
+    assert "--trusted-publishing" in publish and "--attest" in publish
+    assert not any(step.get("env") for step in jobs["publish"]["steps"]), "no credential is handed to publish"
+    assert "secrets." not in (WORKFLOWS / "release.yml").read_text(), "trusted publishing: no upload secret exists"
     assert any("${GITHUB_REF_NAME#v}" in step.get("run", "") for step in jobs["check"]["steps"])
+
+
+@pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
+def test_zizmor_offline_finds_nothing(path: Path) -> None:
+    findings = _zizmor(path)
+    assert findings == [], [(f["ident"], f["desc"]) for f in findings]
+
+
+def test_zizmor_finds_unpinned_actions_and_kept_credentials(tmp_path: Path) -> None:
+    risky = tmp_path / "risky.yml"
+    risky.write_text("on: push\npermissions: {}\njobs:\n  a:\n    runs-on: ubuntu-24.04\n    steps:\n"
+                     "      - uses: actions/checkout@v5\n")
+    assert {f["ident"] for f in _zizmor(risky)} == {"unpinned-uses", "artipacked"}
+
+
+def test_dependabot_keeps_the_action_pins_current() -> None:
+    config = yaml.safe_load((ROOT / ".github" / "dependabot.yml").read_text())
+    assert [(u["package-ecosystem"], u["directory"]) for u in config["updates"]] == [("github-actions", "/")]
+    assert _zizmor(ROOT / ".github" / "dependabot.yml") == []
+
+
+@pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
+def test_every_action_is_pinned_to_a_listed_commit_with_its_tag(path: Path) -> None:
+    table = pins()
+    assert table, "docs/release.md lists the pinned actions"
+    uses = list(USES.finditer(path.read_text()))
+    assert uses
+    for use in uses:
+        action, _, sha = use["ref"].partition("@")
+        assert action in table, f"{action}: not in docs/release.md's pinned actions"
+        assert (use["comment"], sha) == table[action], f"{use.group(0).strip()}: expected {table[action]}"
+
+
+@pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
+def test_least_privilege_and_no_persisted_credentials(path: Path) -> None:
+    wf = _load(path.name)
+    assert wf["permissions"] == {}, "nothing granted workflow-wide; each job asks for what it needs"
+    for name, job in wf["jobs"].items():
+        granted = job.get("permissions")
+        assert isinstance(granted, dict), f"{name}: no permissions block"
+        writes = {scope for scope, level in granted.items() if level == "write"}
+        allowed = {"id-token"} if (path.name, name) == ("release.yml", "publish") else set()
+        assert writes == allowed, f"{name}: writes {sorted(writes)}"
+        for step in job.get("steps", []):
+            if step.get("uses", "").startswith("actions/checkout@"):
+                assert step.get("with", {}).get("persist-credentials") is False, f"{name}: checkout keeps its token"
+
+
+def test_the_generated_matrix_in_the_compat_workflow_passes_actionlint_and_zizmor(tmp_path: Path) -> None:
+    """`jaxrel matrix --format github` emits a strategy.matrix (JSON), not a workflow: compat.yml with that
+    output written in place of the fromJSON is what GitHub runs, and both linters accept it."""
+    cells = [Cell("py3.12-jaxlib0.12.0.1", "3.12", "0.12.0.1", (), "admitted", "accepted"),
+             Cell("py3.12-jaxlib0.12.0.1-cuda12", "3.12", "0.12.0.1", (("jax-cuda12-plugin", "0.12.0.1"),),
+                  "plugins", "accepted"),
+             Cell("py3.12-jaxlib0.11.1", "3.12", "0.11.1", (), "below-minimum", "refused")]
+    generated = Matrix("jax", FrontendSpec("jax", "0.12.0.1", "0.11.2", "test", None, None), "jaxlib",
+                       cells).to_github(shards=2)
+    text = (WORKFLOWS / "compat.yml").read_text()
+    expression = "${{ fromJSON(needs.matrix.outputs.matrix) }}"
+    assert expression in text
+    inlined = tmp_path / "compat-generated.yml"
+    inlined.write_text(text.replace(expression, generated))
+    assert yaml.safe_load(inlined.read_text())["jobs"]["cell"]["strategy"]["matrix"] == json.loads(generated)
+    result = _lint(inlined)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert _zizmor(inlined) == []
 
 
 def test_compat_wiring() -> None:

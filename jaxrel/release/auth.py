@@ -1,0 +1,260 @@
+"""How ``release publish`` authenticates, and the trusted-publishing exchange (an OIDC identity → an upload token).
+
+Three ways, chosen before anything is uploaded and named in the printed plan (never the secret):
+
+* **token**: ``TWINE_PASSWORD`` (with ``TWINE_USERNAME``, default ``__token__``) in the environment;
+* **trusted publishing**: no password in the environment, and the job has an OIDC identity
+  (GitHub Actions with ``permissions: id-token: write`` sets ``ACTIONS_ID_TOKEN_REQUEST_URL`` and
+  ``ACTIONS_ID_TOKEN_REQUEST_TOKEN``); asked for explicitly with ``--trusted-publishing``, where a
+  job without an identity is an environment failure (exit 3);
+* **keyring**: neither; twine asks the keyring (username from ``TWINE_USERNAME`` or ``~/.pypirc``),
+  and an index that wants credentials it does not get answers 401 (exit 3, as before).
+
+The exchange follows the index's published protocol, each request under a deadline:
+``GET {index}/_/oidc/audience`` → ``{"audience": A}``; ``GET $ACTIONS_ID_TOKEN_REQUEST_URL&audience=A``
+with ``Authorization: bearer $ACTIONS_ID_TOKEN_REQUEST_TOKEN`` → ``{"value": OIDC}``;
+``POST {index}/_/oidc/mint-token`` with ``{"token": OIDC}`` → ``{"token": T}``; twine then uploads as
+``__token__`` / ``T``. ``{index}`` is the scheme and host of the upload URL, as twine derives it.
+twine 7 performs the same exchange itself, but only for the default index's hosts and only over
+https; doing it here works for every index (a loopback one in the tests included).
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from enum import Enum
+from pathlib import Path
+from typing import Any
+
+from jaxrel._util.text import PASSWORD_ENV
+from jaxrel.errors import BadInput, EnvironmentFailure
+
+OIDC_URL_ENV = "ACTIONS_ID_TOKEN_REQUEST_URL"
+OIDC_TOKEN_ENV = "ACTIONS_ID_TOKEN_REQUEST_TOKEN"
+TOKEN_USERNAME = "__token__"
+DEADLINE = 30.0  # seconds for each request of the exchange, headers and body
+MAX_ANSWER = 1 << 20  # bytes: the answers are small JSON objects
+RENEW_AFTER = 10 * 60.0  # seconds: minted tokens live 15 minutes; a long upload mints a fresh one
+SETUP = "docs/release.md#trusted-publishing"
+
+
+class AuthError(EnvironmentFailure):
+    """Trusted publishing was needed and could not happen (exit 3); the message names the step and the fix."""
+
+
+class Method(Enum):
+    TOKEN = "token"
+    TRUSTED_PUBLISHING = "trusted publishing"
+    KEYRING = "keyring"
+
+
+@dataclass(frozen=True)
+class Auth:
+    """The way an upload authenticates; :meth:`describe` is what the plan prints."""
+
+    method: Method
+
+    def describe(self) -> str:
+        if self.method is Method.TOKEN:
+            return f"token (TWINE_USERNAME/{PASSWORD_ENV} from the environment)"
+        if self.method is Method.TRUSTED_PUBLISHING:
+            return "trusted publishing (the job's OIDC identity, exchanged for a short-lived upload token)"
+        return f"keyring or ~/.pypirc username (no {PASSWORD_ENV} and no OIDC identity in the environment)"
+
+
+def upload_url(name: str | None, url: str | None, pypirc: str) -> str | None:
+    """Where twine uploads: ``url``, else the ``~/.pypirc`` entry ``name`` as twine reads it (with its defaults)."""
+    if url or not name:
+        return url
+    from twine.exceptions import InvalidConfiguration  # the release extra
+    from twine.utils import get_repository_from_config
+
+    with tempfile.NamedTemporaryFile("w", prefix="jaxrel-pypirc-", suffix=".ini") as empty:
+        source = pypirc if Path(pypirc).is_file() else empty.name  # a missing ~/.pypirc: twine's defaults alone
+        try:
+            found = get_repository_from_config(source, name).get("repository")
+        except InvalidConfiguration as error:
+            reason = " ".join(str(error).replace(source, pypirc).split())
+            raise BadInput(f"--repository {name}: {reason}") from None
+    return found if isinstance(found, str) else None
+
+
+def has_oidc_identity(environ: Mapping[str, str]) -> bool:
+    """Whether the job can ask its CI for an OIDC token (GitHub Actions with ``id-token: write``)."""
+    return bool(environ.get(OIDC_URL_ENV)) and bool(environ.get(OIDC_TOKEN_ENV))
+
+
+def choose(environ: Mapping[str, str], *, trusted_publishing: bool = False) -> Auth:
+    """The authentication a publish in ``environ`` uses (see the module doc for the order)."""
+    if trusted_publishing:
+        if not has_oidc_identity(environ):
+            missing = " and ".join(name for name in (OIDC_URL_ENV, OIDC_TOKEN_ENV) if not environ.get(name))
+            raise AuthError(f"--trusted-publishing: this job has no OIDC identity ({missing} not set); nothing was "
+                            "uploaded. Fix: run it in GitHub Actions in a job with `permissions: id-token: write`, "
+                            f"or drop --trusted-publishing and set TWINE_USERNAME/{PASSWORD_ENV}")
+        return Auth(Method.TRUSTED_PUBLISHING)
+    if environ.get(PASSWORD_ENV):
+        return Auth(Method.TOKEN)
+    if has_oidc_identity(environ):
+        return Auth(Method.TRUSTED_PUBLISHING)
+    return Auth(Method.KEYRING)
+
+
+def index_base(upload_url: str) -> str:
+    """``scheme://host[:port]`` of the upload URL: where the index serves ``/_/oidc/…``."""
+    parts = urllib.parse.urlsplit(upload_url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise BadInput(f"upload URL {upload_url!r} is not an http(s) URL; trusted publishing needs the index's URL")
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+
+
+def _where(url: str) -> str:
+    """``url`` without its query (the CI's token URL carries request parameters, never shown)."""
+    parts = urllib.parse.urlsplit(url)
+    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
+
+
+def _read(response: Any, url: str, deadline: float) -> bytes:
+    body = bytearray()
+    read = getattr(response, "read1", response.read)  # what has arrived, so a trickle meets the deadline
+    while chunk := read(65536):
+        body += chunk
+        if len(body) > MAX_ANSWER:
+            raise AuthError(f"trusted publishing: {_where(url)} answered more than {MAX_ANSWER} bytes; "
+                            "expected a small JSON object. Fix: check the index URL")
+        if time.monotonic() > deadline:
+            raise AuthError(f"trusted publishing: {_where(url)} did not finish answering within {DEADLINE:g} s; "
+                            "nothing was uploaded. Fix: rerun when the service answers")
+    return bytes(body)
+
+
+def _json_object(body: bytes, url: str, step: str) -> dict[str, Any]:
+    try:
+        data = json.loads(body)
+    except (ValueError, RecursionError):
+        data = None
+    if not isinstance(data, dict):
+        raise AuthError(f"trusted publishing ({step}): {_where(url)} did not answer a JSON object "
+                        f"(got {body[:40]!r}); nothing was uploaded. Fix: check that the index supports "
+                        "trusted publishing")
+    return data
+
+
+def _call(request: urllib.request.Request, step: str) -> dict[str, Any]:
+    """One request of the exchange under :data:`DEADLINE`; an HTTP error's JSON body is returned with ``_status``."""
+    url = request.full_url
+    deadline = time.monotonic() + DEADLINE
+    try:
+        with urllib.request.urlopen(request, timeout=DEADLINE) as response:
+            return _json_object(_read(response, url, deadline), url, step)
+    except urllib.error.HTTPError as error:
+        try:
+            body = _read(error, url, deadline)
+        except OSError:
+            body = b""
+        try:
+            answer = json.loads(body)
+        except (ValueError, RecursionError):
+            answer = None
+        details = answer if isinstance(answer, dict) else {}
+        return {**details, "_status": error.code, "_reason": str(error.reason)}
+    except (urllib.error.URLError, OSError, ValueError) as error:
+        reason = getattr(error, "reason", error)
+        raise AuthError(f"trusted publishing ({step}): cannot reach {_where(url)} ({reason}); nothing was uploaded. "
+                        "Fix: check the network and the index URL, then rerun") from None
+
+
+def _string(answer: dict[str, Any], key: str, url: str, step: str) -> str:
+    value = answer.get(key)
+    if "_status" in answer:
+        raise AuthError(f"trusted publishing ({step}): {_where(url)} answered HTTP {answer['_status']} "
+                        f"{answer['_reason']}; nothing was uploaded. Fix: {_fix(step)}")
+    if not isinstance(value, str) or not value:
+        raise AuthError(f"trusted publishing ({step}): {_where(url)} answered no {key!r} string; nothing was "
+                        f"uploaded. Fix: {_fix(step)}")
+    return value
+
+
+def _fix(step: str) -> str:
+    if step == "OIDC token":
+        return "give the job `permissions: id-token: write` (and rerun it)"
+    return "check that the index supports trusted publishing (its /_/oidc/ endpoints) and the upload URL"
+
+
+def audience(base: str) -> str:
+    """The audience the index wants OIDC tokens for (``GET {base}/_/oidc/audience``)."""
+    url = f"{base}/_/oidc/audience"
+    return _string(_call(urllib.request.Request(url, headers={"Accept": "application/json"}), "audience"),
+                   "audience", url, "audience")
+
+
+def oidc_token(environ: Mapping[str, str], audience_: str) -> str:
+    """The job's OIDC token for ``audience_``, from the GitHub Actions token endpoint."""
+    if not has_oidc_identity(environ):
+        raise AuthError(f"trusted publishing: this job has no OIDC identity ({OIDC_URL_ENV}/{OIDC_TOKEN_ENV} "
+                        f"not set); nothing was uploaded. Fix: {_fix('OIDC token')}")
+    base = environ[OIDC_URL_ENV]
+    parts = urllib.parse.urlsplit(base)
+    query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True) + [("audience", audience_)]
+    url = urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query)))
+    request = urllib.request.Request(url, headers={"Authorization": f"bearer {environ[OIDC_TOKEN_ENV]}",
+                                                   "Accept": "application/json"})
+    return _string(_call(request, "OIDC token"), "value", url, "OIDC token")
+
+
+def mint(base: str, token: str) -> str:
+    """An upload token for the OIDC ``token`` (``POST {base}/_/oidc/mint-token``); refusals name the index's reasons."""
+    url = f"{base}/_/oidc/mint-token"
+    request = urllib.request.Request(url, data=json.dumps({"token": token}).encode(), method="POST",
+                                     headers={"Content-Type": "application/json", "Accept": "application/json"})
+    answer = _call(request, "mint-token")
+    if "_status" in answer:
+        errors = answer.get("errors")
+        reasons = "; ".join(f"{e.get('code', '?')}: {e.get('description', '?')}" for e in errors
+                            if isinstance(e, dict)) if isinstance(errors, list) else ""
+        raise AuthError(f"the index refused the trusted-publishing exchange at {_where(url)} (HTTP {answer['_status']}"
+                        f"{': ' + ' '.join(reasons.split()) if reasons else ''}); nothing was uploaded. Fix: register "
+                        f"this repository, workflow and environment as the project's trusted publisher ({SETUP})")
+    return _string(answer, "token", url, "mint-token")
+
+
+@dataclass
+class Credentials:
+    """What twine gets for each upload: nothing extra, or ``__token__`` and a minted token (renewed when old)."""
+
+    auth: Auth
+    upload_url: str | None
+    environ: Mapping[str, str]
+    _token: str | None = field(default=None, repr=False)
+    _minted: float = 0.0
+    _secrets: list[str] = field(default_factory=list, repr=False)
+
+    def env(self) -> dict[str, str]:
+        """Variables to add to twine's environment (raises :class:`AuthError` when the exchange fails)."""
+        if self.auth.method is not Method.TRUSTED_PUBLISHING:
+            return {}
+        if self._token is None or time.monotonic() - self._minted > RENEW_AFTER:
+            if not self.upload_url:
+                raise BadInput("trusted publishing needs the upload URL: pass --repository-url, or a --repository "
+                               "that ~/.pypirc (or twine's defaults) names")
+            base = index_base(self.upload_url)
+            self._secrets.append(self.environ.get(OIDC_TOKEN_ENV, ""))
+            oidc = oidc_token(self.environ, audience(base))
+            self._secrets.append(oidc)
+            self._token = mint(base, oidc)
+            self._secrets.append(self._token)
+            self._minted = time.monotonic()
+        return {"TWINE_USERNAME": TOKEN_USERNAME, PASSWORD_ENV: self._token}
+
+    def scrub(self, text: str) -> str:
+        """``text`` with every token of the exchange replaced by ``***``."""
+        for secret in filter(None, self._secrets):
+            text = text.replace(secret, "***")
+        return text

@@ -1,0 +1,193 @@
+"""Which authentication ``release publish`` uses, and the trusted-publishing exchange's failures, each one line.
+
+The exchange talks to a stdlib HTTP server on loopback playing the CI's token endpoint and the
+index's ``/_/oidc/audience`` and ``/_/oidc/mint-token`` (the happy path, with a real pypiserver
+behind it, is tests/e2e/test_trusted_publishing.py).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import pytest
+
+from jaxrel.release import auth
+
+Route = Callable[[BaseHTTPRequestHandler], None]
+
+
+def reply(status: int, body: bytes | dict[str, Any]) -> Route:
+    data = json.dumps(body).encode() if isinstance(body, dict) else body
+
+    def send(handler: BaseHTTPRequestHandler) -> None:
+        handler.send_response(status)
+        handler.send_header("Content-Length", str(len(data)))
+        handler.end_headers()
+        handler.wfile.write(data)
+    return send
+
+
+def trickle(handler: BaseHTTPRequestHandler) -> None:
+    """Headers at once, then one byte every 50 ms, for longer than any test waits."""
+    handler.send_response(200)
+    handler.send_header("Content-Length", "100000")
+    handler.end_headers()
+    for _ in range(400):
+        try:
+            handler.wfile.write(b" ")
+            handler.wfile.flush()
+        except OSError:
+            return
+        time.sleep(0.05)
+
+
+class Loopback:
+    def __init__(self, routes: dict[str, Route]) -> None:
+        self.seen: list[tuple[str, str, str | None]] = []
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args: Any) -> None:
+                pass
+
+            def handle_any(self) -> None:
+                path = self.path.partition("?")[0]
+                server.seen.append((self.command, self.path, self.headers.get("Authorization")))
+                routes.get(path, reply(404, {"message": "no such route"}))(self)
+
+            do_GET = do_POST = handle_any  # noqa: N815 (http.server's names)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd.daemon_threads = True
+        self.httpd.block_on_close = False  # a trickling handler is not waited for
+        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.httpd.server_port}"
+
+    def environ(self) -> dict[str, str]:
+        return {auth.OIDC_URL_ENV: f"{self.url}/ci/token?api-version=2.0", auth.OIDC_TOKEN_ENV: "request-secret"}
+
+
+@pytest.fixture
+def loopback() -> Iterator[Callable[[dict[str, Route]], Loopback]]:
+    made: list[Loopback] = []
+
+    def make(routes: dict[str, Route]) -> Loopback:
+        made.append(Loopback(routes))
+        return made[-1]
+    yield make
+    for server in made:
+        server.httpd.shutdown()
+        server.httpd.server_close()
+
+
+GOOD = {"/_/oidc/audience": reply(200, {"audience": "loopback"}),
+        "/ci/token": reply(200, {"value": "oidc-token-value"}),
+        "/_/oidc/mint-token": reply(200, {"token": "minted-upload-token"})}
+
+
+@pytest.mark.parametrize(("environ", "expected"), [
+    ({"TWINE_PASSWORD": "pw"}, auth.Method.TOKEN),
+    ({"TWINE_PASSWORD": "pw", auth.OIDC_URL_ENV: "u", auth.OIDC_TOKEN_ENV: "t"}, auth.Method.TOKEN),
+    ({auth.OIDC_URL_ENV: "u", auth.OIDC_TOKEN_ENV: "t"}, auth.Method.TRUSTED_PUBLISHING),
+    ({auth.OIDC_URL_ENV: "u"}, auth.Method.KEYRING),  # no permission for a token: the job has no identity
+    ({"TWINE_USERNAME": "someone"}, auth.Method.KEYRING),
+])
+def test_the_authentication_is_chosen_from_the_environment(environ: dict[str, str], expected: auth.Method) -> None:
+    chosen = auth.choose(environ)
+    assert chosen.method is expected
+    assert "pw" not in chosen.describe()
+
+
+def test_trusted_publishing_asked_for_without_an_identity_names_what_is_missing() -> None:
+    with pytest.raises(auth.AuthError) as raised:
+        auth.choose({"TWINE_PASSWORD": "pw", auth.OIDC_URL_ENV: "u"}, trusted_publishing=True)
+    assert raised.value.exit_code == 3
+    assert str(raised.value).startswith("--trusted-publishing: this job has no OIDC identity "
+                                        "(ACTIONS_ID_TOKEN_REQUEST_TOKEN not set); nothing was uploaded. Fix: ")
+    both = {auth.OIDC_URL_ENV: "u", auth.OIDC_TOKEN_ENV: "t"}
+    assert auth.choose({"TWINE_PASSWORD": "pw", **both}, trusted_publishing=True).method is \
+        auth.Method.TRUSTED_PUBLISHING
+
+
+def test_the_exchange_asks_in_order_and_hands_twine_the_minted_token(loopback: Callable[..., Loopback]) -> None:
+    server = loopback(GOOD)
+    credentials = auth.Credentials(auth.Auth(auth.Method.TRUSTED_PUBLISHING), f"{server.url}/legacy/",
+                                   server.environ())
+    assert credentials.env() == {"TWINE_USERNAME": "__token__", "TWINE_PASSWORD": "minted-upload-token"}
+    assert server.seen == [("GET", "/_/oidc/audience", None),
+                           ("GET", "/ci/token?api-version=2.0&audience=loopback", "bearer request-secret"),
+                           ("POST", "/_/oidc/mint-token", None)]
+    credentials.env()
+    assert len(server.seen) == 3, "a fresh token is reused, not minted per file"
+    text = "twine said: minted-upload-token, oidc-token-value, request-secret"
+    assert credentials.scrub(text) == "twine said: ***, ***, ***"
+    assert auth.Credentials(auth.Auth(auth.Method.TOKEN), None, {}).env() == {}
+
+
+@pytest.mark.parametrize(("route", "answer", "expected"), [
+    ("/_/oidc/audience", reply(404, b"not found"),
+     "trusted publishing (audience): {url}/_/oidc/audience answered HTTP 404 Not Found; nothing was uploaded. "
+     "Fix: check that the index supports trusted publishing"),
+    ("/_/oidc/audience", reply(200, b"<html>"),
+     "trusted publishing (audience): {url}/_/oidc/audience did not answer a JSON object (got b'<html>')"),
+    ("/_/oidc/audience", reply(200, {"audience": 7}),
+     "trusted publishing (audience): {url}/_/oidc/audience answered no 'audience' string"),
+    ("/ci/token", reply(403, {"message": "no id-token permission"}),
+     "trusted publishing (OIDC token): {url}/ci/token answered HTTP 403 Forbidden; nothing was uploaded. "
+     "Fix: give the job `permissions: id-token: write`"),
+    ("/_/oidc/mint-token", reply(422, {"errors": [{"code": "invalid-publisher", "description": "no publisher"}]}),
+     "the index refused the trusted-publishing exchange at {url}/_/oidc/mint-token (HTTP 422: invalid-publisher: "
+     "no publisher); nothing was uploaded. Fix: register this repository, workflow and environment"),
+    ("/_/oidc/mint-token", reply(500, b"oops"),
+     "the index refused the trusted-publishing exchange at {url}/_/oidc/mint-token (HTTP 500); nothing was"),
+    ("/_/oidc/mint-token", reply(200, {"success": True}),
+     "trusted publishing (mint-token): {url}/_/oidc/mint-token answered no 'token' string"),
+    ("/_/oidc/mint-token", reply(200, b"[" * 100000 + b"]" * 100000),
+     "trusted publishing (mint-token): {url}/_/oidc/mint-token did not answer a JSON object"),
+])
+def test_each_failed_step_is_one_line_naming_it_and_the_fix(
+    loopback: Callable[..., Loopback], route: str, answer: Route, expected: str
+) -> None:
+    server = loopback({**GOOD, route: answer})
+    credentials = auth.Credentials(auth.Auth(auth.Method.TRUSTED_PUBLISHING), f"{server.url}/", server.environ())
+    with pytest.raises(auth.AuthError) as raised:
+        credentials.env()
+    message = str(raised.value)
+    assert message.startswith(expected.format(url=server.url)), message
+    assert "\n" not in message and "request-secret" not in message and "api-version" not in message
+    assert raised.value.exit_code == 3
+
+
+def test_a_trickling_answer_is_cut_at_the_deadline(
+    loopback: Callable[..., Loopback], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(auth, "DEADLINE", 0.5)
+    server = loopback({**GOOD, "/_/oidc/audience": trickle})
+    with pytest.raises(auth.AuthError, match=r"did not finish answering within 0.5 s; nothing was uploaded"):
+        auth.audience(server.url)
+
+
+def test_an_unreachable_index_and_a_bad_upload_url(unused_port: int) -> None:
+    with pytest.raises(auth.AuthError, match=r"^trusted publishing \(audience\): cannot reach "
+                                             rf"http://127.0.0.1:{unused_port}/_/oidc/audience \("):
+        auth.audience(f"http://127.0.0.1:{unused_port}")
+    with pytest.raises(auth.BadInput, match="is not an http"):
+        auth.index_base("file:///srv/index")
+    assert auth.index_base("https://user:pw@index.example:8443/legacy/") == "https://index.example:8443"
+
+
+@pytest.fixture
+def unused_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
