@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel.cli._common import UsageError, emit, say
-from jaxrel.dist.index import Index
+from jaxrel.dist.index import Index, IndexClientError
 from jaxrel.errors import ExitCode
 from jaxrel.release import builder, bump, check, plan, publish, verify
 from jaxrel.release.project import open_project
@@ -28,6 +28,8 @@ def run_plan(args: argparse.Namespace) -> int:
     with open_project(Path(args.project), args.family) as project:
         result = plan.make_plan(project, args.version, _index(args))
         emit(args, result.to_json(), plan.render(result))
+    if result.index_error:  # the plan is printed, but what is on the index is unknown: the index failed
+        raise IndexClientError(f"the plan is incomplete: {result.index_error}")
     return 0
 
 

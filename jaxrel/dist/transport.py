@@ -241,7 +241,8 @@ def fetch(request: urllib.request.Request, *, limits: Limits, cafile: str | None
             error.close()
             if error.code == 404:
                 return Response(error.geturl() or request.full_url, 404, "", None, b"")
-            raise IndexClientError(f"{url}: the index answered HTTP {error.code} {str(error.reason)[:80]}; "
+            reason = (str(error.reason).strip().splitlines() or [""])[0][:80]
+            raise IndexClientError(f"{url}: the index answered HTTP {error.code} {reason}; "
                                    "check the URL and credentials (pip config list), or pass --index-url") from None
         with response:
             body = _read_body(response, url, cap, download, sink, lambda: watchdog.expired or
@@ -259,9 +260,15 @@ def fetch(request: urllib.request.Request, *, limits: Limits, cafile: str | None
         if watchdog.expired:
             raise late() from None
         reason = getattr(error, "reason", None) or error
+        if isinstance(reason, TimeoutError):
+            raise IndexClientError(f"{url}: no answer for {min(limits.connect, deadline):g} s (connecting, or "
+                                   "stalled mid-answer); check the network and the index, or raise "
+                                   "JAXREL_NET_TIMEOUT") from None
         text = str(reason).strip().splitlines()[0][:160] if str(reason).strip() else type(reason).__name__
+        if isinstance(reason, BaseException):
+            text = f"{type(reason).__name__}: {text}"
         what = "a broken HTTP answer" if isinstance(error, http.client.HTTPException) else "unreachable"
-        raise IndexClientError(f"{url}: {what} ({type(reason).__name__}: {text}); check the network and the "
+        raise IndexClientError(f"{url}: {what} ({text}); check the network and the "
                                "index (pip config list), or pass --index-url") from None
     finally:
         watchdog.cancel()
