@@ -241,8 +241,8 @@ def fetch(request: urllib.request.Request, *, limits: Limits, cafile: str | None
             error.close()
             if error.code == 404:
                 return Response(error.geturl() or request.full_url, 404, "", None, b"")
-            reason = (str(error.reason).strip().splitlines() or [""])[0][:80]
-            raise IndexClientError(f"{url}: the index answered HTTP {error.code} {reason}; "
+            why = (str(error.reason).strip().splitlines() or [""])[0][:80]
+            raise IndexClientError(f"{url}: the index answered HTTP {error.code} {why}; "
                                    "check the URL and credentials (pip config list), or pass --index-url") from None
         with response:
             body = _read_body(response, url, cap, download, sink, lambda: watchdog.expired or
