@@ -39,6 +39,8 @@ def run_check(args: argparse.Namespace) -> int:
         result = plan.make_plan(project, args.version, index)
         checks = check.run_checks(project, result, index)
         emit(args, check.to_json(checks, result), check.render(checks, result))
+    if result.index_error:  # the checks that need the index could not be made: the index failed
+        raise IndexClientError(f"the checks are incomplete: {result.index_error}")
     return 1 if any(c.status == check.Status.FAIL for c in checks) else 0
 
 

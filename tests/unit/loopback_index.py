@@ -72,9 +72,9 @@ class LoopbackIndex:
             self.requests.append(path)
             mode = path.strip("/").split("/")[0]
             if mode == "page":
-                key = path.strip("/").split("/")[1]
-                kind, body = self.pages[key]
-                self._send(conn, kind, body)
+                segments = path.strip("/").split("/")
+                kind, body = self.pages[segments[1]]
+                self._send(conn, kind, body.replace(b"@P@", segments[-1].encode()))  # @P@: the project asked for
             else:
                 getattr(self, "_" + mode.replace("-", "_"))(conn, path)
         except Exception:  # noqa: BLE001 - a behaviour's end (the client hung up) is not the test's business

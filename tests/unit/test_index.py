@@ -15,10 +15,10 @@ from jaxrel.dist.index import Index, IndexClientError, IndexFile, parse_html, pa
 from jaxrel.dist.wheels import WheelError, inspect, verify_record
 from jaxrel.family import jax_profile
 
-HTML = """<!DOCTYPE html><html><body>
-<a href="../../files/jaxlib-0.5.3-cp312-cp312-manylinux2014_x86_64.whl#sha256=AB12AB12AB12AB12AB12AB12AB12AB12AB12AB12AB12AB12AB12AB12AB12AB12"
+HTML = f"""<!DOCTYPE html><html><body>
+<a href="../../files/jaxlib-0.5.3-cp312-cp312-manylinux2014_x86_64.whl#sha256={"AB12" * 16}"
    data-requires-python="&gt;=3.10">x</a>
-<a href="https://files.example/jaxlib-0.4.32-cp312-cp312-manylinux2014_x86_64.whl#sha256=cd34cd34cd34cd34cd34cd34cd34cd34cd34cd34cd34cd34cd34cd34cd34cd34"
+<a href="https://files.example/jaxlib-0.4.32-cp312-cp312-manylinux2014_x86_64.whl#sha256={"cd34" * 16}"
    data-yanked="broken wheels">y</a>
 <a href="jaxlib-0.5.3.tar.gz">sdist, no hash</a>
 <a href="not-a-distribution.txt">junk</a>
