@@ -87,6 +87,14 @@ def test_a_misbehaving_index_is_exit_3_in_one_line(server: LoopbackIndex, sandbo
     assert _outside_cache(sandbox) == before
 
 
+@pytest.mark.parametrize("behaviour", ["trickle", "stall", "bad_status", "broken_chunks", "gzip_unlabelled"])
+def test_compat_on_a_misbehaving_index_is_exit_3(server: LoopbackIndex, sandbox: Path, behaviour: str,
+                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    before = _outside_cache(sandbox)
+    run(["compat", "--index-url", server.url(behaviour), "--refresh"], capsys).one_line_error(3, BROKEN[behaviour])
+    assert _outside_cache(sandbox) == before
+
+
 PAGES: dict[str, tuple[str, bytes, str]] = {  # name → (content type, body, what the line says)
     "json-list": (JSON, b"[1, 2]", "the page should be a JSON object, found a JSON array"),
     "json-files-5": (JSON, b'{"files": 5}', "files should be a list, found a number"),
