@@ -234,8 +234,14 @@ def test_a_bad_url_in_pips_configuration_is_exit_2_naming_it(sandbox: Path, vari
         ran = run(["matrix", "--refresh"], capsys)
     finally:
         pipconfig.pip_index_config.cache_clear()
-    key = "extra-index-url" if "EXTRA" in variable else "index-url"
-    ran.one_line_error(2, f"{key} in pip's configuration", "port")
+    ran.one_line_error(2, f"{variable} (pip's configuration)", "port")
+
+
+def test_a_bad_url_in_a_pip_configuration_file_names_the_section() -> None:
+    with pytest.raises(BadInput, match=r"^install.index-url in pip's configuration \(pip config list\): "
+                                       r"'https://h:0/simple' is not a usable URL \(its port"):
+        pipconfig.parse_config_list("global.index-url='https://ok.example/simple'\n"
+                                    "install.index-url='https://h:0/simple'\n")
 
 
 @pytest.mark.parametrize("value", ["http://h /", "ftp://h/", "h:1/upload"])
