@@ -127,17 +127,47 @@ class _Watchdog:
         self._timer.cancel()
 
 
+def _resolve(host: str, port: int, seconds: float) -> list[Any]:
+    """``getaddrinfo`` in a daemon thread, given up after ``seconds``: the resolver has no timeout of its
+    own that jaxrel sets, and a stuck DNS server must not outlast the deadline."""
+    found: list[Any] = []
+    failed: list[OSError] = []
+
+    def work() -> None:
+        try:
+            found.extend(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
+        except OSError as error:
+            failed.append(error)
+
+    thread = threading.Thread(target=work, daemon=True)
+    thread.start()
+    thread.join(seconds)
+    if thread.is_alive():
+        raise TimeoutError(f"resolving {host} took more than {seconds:g} s")
+    if failed:
+        raise failed[0]
+    return found
+
+
 def _watched(base: type[http.client.HTTPConnection], watchdog: _Watchdog) -> Callable[..., http.client.HTTPConnection]:
-    """``base`` whose raw sockets are handed to ``watchdog`` as soon as they exist (TLS handshakes included)."""
+    """``base`` whose host name is resolved within the connect timeout and whose raw sockets are handed to
+    ``watchdog`` as soon as they exist (TLS handshakes included)."""
 
     def make(*args: Any, **kwargs: Any) -> http.client.HTTPConnection:
         connection = base(*args, **kwargs)
-        create = connection._create_connection  # type: ignore[attr-defined]
 
-        def create_watched(*a: Any, **k: Any) -> socket.socket:
-            sock: socket.socket = create(*a, **k)
-            watchdog.add(sock)
-            return sock
+        def create_watched(address: tuple[str, int], timeout: Any = None, source: Any = None) -> socket.socket:
+            seconds = float(timeout) if isinstance(timeout, (int, float)) else 30.0
+            last: OSError | None = None
+            for _, _, _, _, sockaddr in _resolve(address[0], address[1], seconds):
+                try:
+                    sock = socket.create_connection((sockaddr[0], sockaddr[1]), seconds, source)
+                except OSError as error:
+                    last = error
+                    continue
+                watchdog.add(sock)
+                return sock
+            raise last or OSError(f"{address[0]} has no address")
 
         connection._create_connection = create_watched  # type: ignore[attr-defined]
         return connection

@@ -95,6 +95,25 @@ def test_compat_on_a_misbehaving_index_is_exit_3(server: LoopbackIndex, sandbox:
     assert _outside_cache(sandbox) == before
 
 
+def test_a_resolver_that_never_answers_is_exit_3_within_the_connect_timeout(
+        sandbox: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+    import threading
+
+    released = threading.Event()
+
+    def stuck(*args: object, **kwargs: object) -> list[object]:
+        released.wait(30)  # a DNS server that never answers
+        return []
+
+    monkeypatch.setattr(socket, "getaddrinfo", stuck)
+    try:
+        ran = run(["matrix", "--index-url", "http://index.invalid/simple/", "--refresh"], capsys)
+    finally:
+        released.set()
+    ran.one_line_error(3, "http://index.invalid/simple/jax/", "no answer for 1 s")
+
+
 PAGES: dict[str, tuple[str, bytes, str]] = {  # name → (content type, body, what the line says)
     "json-list": (JSON, b"[1, 2]", "the page should be a JSON object, found a JSON array"),
     "json-files-5": (JSON, b'{"files": 5}', "files should be a list, found a number"),
