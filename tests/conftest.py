@@ -8,10 +8,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from hypothesis import settings
-
-# `nox -s fuzz` (pytest --hypothesis-profile=fuzz): the boundary fuzz tests run thousands of examples each
-settings.register_profile("fuzz", max_examples=5000, deadline=None)
 
 
 class Site:

@@ -6,7 +6,7 @@ PKG-INFO of an sdist) are handed to ``matrix --wheelhouse``; random text is pars
 property for every example: the exit code is 0, 1, 2 or 3 (never 70), no traceback, an error is one
 line, the command ends (a guard fails it after 60 s; network deadlines are 2 s) and no file outside
 jaxrel's cache changes. CI runs a bounded number of examples per test; ``nox -s fuzz`` loads the
-``fuzz`` hypothesis profile (tests/conftest.py) and runs thousands.
+``fuzz`` hypothesis profile (registered in tests/conftest.py) and runs far more.
 """
 
 from __future__ import annotations
