@@ -86,6 +86,7 @@ def _conditional(requirement: Requirement) -> bool:
 MIB = 1 << 20
 MAX_TEXT = 16 * MIB  # METADATA, PKG-INFO, WHEEL, RECORD and the files read for API numbers
 MAX_UNPACKED = 32 * 1024 * MIB  # all members of one archive, decompressed (a zip bomb is refused before reading)
+MAX_SDIST = 2048 * MIB  # an sdist is source: a tar.gz inflating past this is refused while it is listed
 MAX_MEMBERS = 500_000
 RECORD_HASHES = frozenset({"sha256", "sha384", "sha512", "sha3_256", "sha3_384", "sha3_512", "blake2b", "blake2s"})
 _B64 = re.compile(r"[A-Za-z0-9_-]+")
@@ -123,9 +124,12 @@ class _Archive:
             else:
                 self.tar = tarfile.open(path)
                 self.members: dict[str, tarfile.TarInfo] = {}
-                for member in self.tar:
-                    if len(self.members) > MAX_MEMBERS:
-                        break
+                unpacked = 0
+                for member in self.tar:  # each step inflates the member before it: stop at the caps
+                    unpacked += max(member.size, 0)
+                    if len(self.members) > MAX_MEMBERS or unpacked > MAX_SDIST:
+                        raise WheelError(f"{path}: more than {MAX_MEMBERS} members or {MAX_SDIST // MIB} MiB "
+                                         "unpacked, more than an sdist has; this is not a real sdist: delete it")
                     if member.isfile():
                         self.members[member.name.split("/", 1)[-1]] = member
                 self.sizes = {name: m.size for name, m in self.members.items()}

@@ -126,6 +126,23 @@ def test_an_archive_unpacking_past_the_total_cap_is_refused_before_reading(sandb
         wheels.verify_record(wheel)
 
 
+def test_an_sdist_inflating_past_its_cap_is_refused_while_listed(sandbox: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for name, data in (("PKG-INFO", kit.METADATA), ("zeros.bin", b"\0" * (3 << 20)), ("setup.py", b"")):
+            info = tarfile.TarInfo(f"jax-0.9.9/{name}")
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    sdist = kit.write(sandbox / "house", "jax-0.9.9.tar.gz", buffer.getvalue())
+    monkeypatch.setattr(wheels, "MAX_SDIST", 2 << 20)
+    with pytest.raises(wheels.WheelError, match="more than an sdist has"):
+        wheels.inspect(sdist, jax_profile())
+
+
 def test_a_damaged_inspection_cache_entry_is_a_miss(sandbox: Path) -> None:
     wheel = kit.write(sandbox / "house", kit.FILENAME, kit.wheel_bytes())
     info = wheels.inspect(wheel, jax_profile())
