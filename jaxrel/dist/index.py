@@ -193,10 +193,11 @@ class Index:
                 return found
         try:
             files = self._fetch_page(page, url, project)
-        except IndexClientError:
+        except IndexClientError as error:
             readable, stale = listcache.read(cached)
-            if readable:  # stale beats nothing when the index is unreachable; say so
-                self._say(f"warning: {url} unreachable; using the listing cached {(age or 0) / 60:.0f} min ago")
+            if readable:  # stale beats nothing when the index fails; say so, and why
+                self._say(f"warning: {str(error).split('; ')[0]}; using the listing cached "
+                          f"{(age or 0) / 60:.0f} min ago")
                 return stale
             raise
         listcache.write(cached, page, files)

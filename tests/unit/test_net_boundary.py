@@ -316,3 +316,15 @@ def test_parse_page_directly() -> None:
     with pytest.raises(PageError, match="link 1 .* file name should be one path component"):
         parse_page(b'<a href="/f/..%2F..%2Fjax-0.1.0.tar.gz">x</a>', "text/html", None, "https://i/simple/jax/", "i",
                    "jax")
+
+
+def test_a_broken_answer_after_a_good_one_falls_back_to_the_cached_listing_saying_why(server: LoopbackIndex,
+                                                                                      sandbox: Path) -> None:
+    page = {"files": [{"filename": "demo-1.0.tar.gz", "url": "/f/demo-1.0.tar.gz", "hashes": {"sha256": SHA}}]}
+    url = server.serve_page("flaky", JSON, json.dumps(page).encode())
+    assert len(Index([url], cache=sandbox / "cache").listing("demo").files) == 1
+    server.pages["flaky"] = (JSON, b'{"files": 5}')
+    said: list[str] = []
+    files = Index([url], cache=sandbox / "cache", refresh=True, progress=said.append).listing("demo").files
+    assert [f.sha256 for f in files] == [SHA]
+    assert said == [f"warning: {url}demo/: files should be a list, found a number; using the listing cached 0 min ago"]
