@@ -340,7 +340,8 @@ def _read_body(response: http.client.HTTPResponse, url: str, cap: int, download:
 
 def _too_big(url: str, cap: int, download: bool) -> IndexClientError:
     knob = "JAXREL_MAX_DOWNLOAD_MIB" if download else "JAXREL_MAX_PAGE_MIB"
-    return IndexClientError(f"{url}: the answer is larger than {cap // MIB} MiB, more than an index sends; "
+    size = f"{cap // MIB} MiB" if cap >= MIB else f"{cap} bytes"
+    return IndexClientError(f"{url}: the answer is larger than {size}, more than the index lists or sends; "
                             f"check the index, or raise {knob}")
 
 

@@ -195,7 +195,7 @@ def test_a_good_json_page_through_the_server_is_typed(server: LoopbackIndex, san
 def test_a_download_larger_than_the_listed_size_is_cut_off(server: LoopbackIndex, sandbox: Path) -> None:
     file = IndexFile("jax-0.1.0.tar.gz", server.url("huge") + "jax-0.1.0.tar.gz", server.url("huge"), sha256=SHA,
                      size=1000)
-    with pytest.raises(IndexClientError, match="larger than 0 MiB|larger than"):
+    with pytest.raises(IndexClientError, match="huge/simple/jax-0.1.0.tar.gz: the answer is larger than 1000 bytes"):
         Index([server.url("huge")], cache=sandbox / "cache").download(file)
     leftovers = [p for p in (sandbox / "cache").rglob("*") if p.is_file()]
     assert leftovers == [], leftovers  # the partial download is removed
