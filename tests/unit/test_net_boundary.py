@@ -87,6 +87,16 @@ def test_a_misbehaving_index_is_exit_3_in_one_line(server: LoopbackIndex, sandbo
     assert _outside_cache(sandbox) == before
 
 
+@pytest.mark.parametrize("behaviour", ["trickle", "silent", "many_headers", "huge", "gzip_json_unlabelled"])
+def test_release_check_on_a_misbehaving_index_is_exit_3_after_its_report(
+        server: LoopbackIndex, sandbox: Path, behaviour: str, capsys: pytest.CaptureFixture[str]) -> None:
+    before = _outside_cache(sandbox) | tree_digests(SPLITFAM)
+    ran = run(["release", "check", str(SPLITFAM), "--index-url", server.url(behaviour)], capsys)
+    ran.one_line_error(3, "the checks are incomplete", server.url(behaviour), BROKEN[behaviour])
+    assert "FAIL  version-unreleased" in ran.out
+    assert _outside_cache(sandbox) | tree_digests(SPLITFAM) == before
+
+
 @pytest.mark.parametrize("behaviour", ["trickle", "stall", "bad_status", "broken_chunks", "gzip_unlabelled"])
 def test_compat_on_a_misbehaving_index_is_exit_3(server: LoopbackIndex, sandbox: Path, behaviour: str,
                                                   capsys: pytest.CaptureFixture[str]) -> None:
