@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel.cli._common import UsageError, emit, say
-from jaxrel.dist.index import Index
+from jaxrel.dist.index import Index, IndexClientError
 from jaxrel.errors import ExitCode
 from jaxrel.release import attest, auth, builder, bump, check, plan, publish, verify
 from jaxrel.release.project import open_project
@@ -30,6 +30,8 @@ def run_plan(args: argparse.Namespace) -> int:
     with open_project(Path(args.project), args.family) as project:
         result = plan.make_plan(project, args.version, _index(args))
         emit(args, result.to_json(), plan.render(result))
+    if result.index_error:  # the plan is printed, but what is on the index is unknown: the index failed
+        raise IndexClientError(f"the plan is incomplete: {result.index_error}")
     return 0
 
 
@@ -39,6 +41,8 @@ def run_check(args: argparse.Namespace) -> int:
         result = plan.make_plan(project, args.version, index)
         checks = check.run_checks(project, result, index)
         emit(args, check.to_json(checks, result), check.render(checks, result))
+    if result.index_error:  # the checks that need the index could not be made: the index failed
+        raise IndexClientError(f"the checks are incomplete: {result.index_error}")
     return 1 if any(c.status == check.Status.FAIL for c in checks) else 0
 
 

@@ -2,222 +2,85 @@
 
 Sources come from pip's own configuration at run time (``index-url`` — pip's built-in
 default when unset —, ``extra-index-url``, ``find-links`` directories; ``PIP_*``
-variables included) or from ``--index-url``/``--wheelhouse``. Index pages are read as
-PEP 691 JSON where the server offers it and as PEP 503 HTML otherwise; ``file://``
-indexes work too. Listings are cached on disk for an hour (``refresh=True`` re-reads
-them); downloads are cached by sha256 and verified against the index's hash: a
-mismatch is an error naming the file, never a silent retry.
+variables included) or from ``--index-url``/``--wheelhouse``; every URL is parsed once
+(:mod:`jaxrel.dist.urls`). Pages are read by :mod:`jaxrel.dist.transport` (deadline and size
+cap), parsed by :mod:`jaxrel.dist.pages` (PEP 691 JSON where the server offers it, PEP 503 HTML
+otherwise; ``file://`` indexes too) and kept an hour by :mod:`jaxrel.dist.listcache`
+(``refresh=True`` re-reads them). Downloads are cached by sha256 and verified against the
+index's hash: a mismatch is an error naming the file, never a silent retry.
 """
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 import os
-import shutil
-import ssl
+import re
 import subprocess
-import time
-import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass, field
-from html.parser import HTMLParser
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.tags import Tag
-from packaging.utils import (
-    InvalidSdistFilename,
-    InvalidWheelFilename,
-    canonicalize_name,
-    parse_wheel_filename,
-)
-from packaging.version import Version
+from packaging.utils import canonicalize_name
 
 from jaxrel._util.atomic import write_bytes_atomically
 from jaxrel._util.files import cache_root, sha256_of
+from jaxrel.dist import listcache
 from jaxrel.dist.filenames import name_and_version
+from jaxrel.dist.pages import (
+    SHA256,
+    IndexFile,
+    Listing,
+    checked_sha256,
+    distribution_filename,
+    parse_html,
+    parse_json,
+    parse_page,
+)
 from jaxrel.dist.pipconfig import pip_command, pip_index_config
-from jaxrel.errors import BadInput, EnvironmentFailure
+from jaxrel.dist.transport import IndexClientError, Limits, fetch, read_local, request_for
+from jaxrel.dist.urls import parse_url
+from jaxrel.errors import BadInput
 
-LISTING_TTL = 3600.0  # seconds a cached listing is trusted without refresh
+__all__ = ["Index", "IndexClientError", "IndexFile", "Limits", "Listing", "parse_html", "parse_json",
+           "pip_default_index", "scan_wheelhouse", "sha256_of"]
+
+LISTING_TTL = listcache.TTL
 ACCEPT = "application/vnd.pypi.simple.v1+json, application/vnd.pypi.simple.v1+html;q=0.2, text/html;q=0.01"
+PROJECT = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 Progress = Callable[[str], None]
-
-
-class IndexClientError(EnvironmentFailure):
-    """An index cannot be read, a file cannot be fetched, or a hash does not match."""
-
-
-@dataclass(frozen=True)
-class IndexFile:
-    """One distribution file as an index (or wheelhouse) lists it."""
-
-    filename: str
-    url: str
-    source: str
-    sha256: str | None = None
-    requires_python: str | None = None
-    yanked: str | None = None  # None: not yanked; otherwise the reason ("" when none given)
-
-    @property
-    def is_wheel(self) -> bool:
-        return self.filename.endswith(".whl")
-
-    @property
-    def version(self) -> Version:
-        return name_and_version(self.filename)[1]
-
-    @property
-    def tags(self) -> frozenset[Tag]:
-        """The wheel's tags (empty for an sdist)."""
-        return parse_wheel_filename(self.filename)[3] if self.is_wheel else frozenset()
-
-    def supports_python(self, python: str) -> bool:
-        """Whether ``Requires-Python`` admits Python ``python`` (``"3.12"``)."""
-        if not self.requires_python:
-            return True
-        try:
-            return SpecifierSet(self.requires_python).contains(python + ".0", prereleases=True)
-        except InvalidSpecifier:
-            return True  # pip ignores an unparsable Requires-Python too
-
-    def installable(self, python: str, tags: Iterable[Tag]) -> bool:
-        """A non-yanked wheel for ``python`` whose tags meet ``tags`` (the interpreter's supported tags)."""
-        return self.is_wheel and self.yanked is None and self.supports_python(python) and bool(self.tags & set(tags))
-
-
-@dataclass
-class Listing:
-    """Every file of one project across the configured sources."""
-
-    project: str
-    files: list[IndexFile] = field(default_factory=list)
-
-    def versions(self) -> list[Version]:
-        """Every version with at least one file, oldest first."""
-        return sorted({file.version for file in self.files})
-
-    def files_for(self, version: Version | str) -> list[IndexFile]:
-        wanted = Version(str(version))
-        return [file for file in self.files if file.version == wanted]
-
-    def sdist(self, version: Version | str) -> IndexFile | None:
-        return next((f for f in self.files_for(version) if not f.is_wheel and f.yanked is None), None)
-
-    def wheel_for(self, version: Version | str, python: str, tags: Sequence[Tag]) -> IndexFile | None:
-        """The best installable wheel of ``version`` for the interpreter whose supported ``tags`` are given."""
-        rank = {tag: i for i, tag in enumerate(tags)}
-        fits = [f for f in self.files_for(version) if f.installable(python, rank)]
-        return min(fits, key=lambda f: min(rank[tag] for tag in f.tags if tag in rank), default=None)
-
-
-class _LinkParser(HTMLParser):
-    """Anchors of a PEP 503 page with their ``data-*`` attributes."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.links: list[dict[str, str | None]] = []
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        if tag == "a":
-            self.links.append(dict(attrs))
-
-
-def _parse_filename_ok(filename: str) -> bool:
-    try:
-        name_and_version(filename)
-        return True
-    except (InvalidWheelFilename, InvalidSdistFilename):
-        return False
-
-
-def parse_html(text: str, page_url: str, source: str) -> list[IndexFile]:
-    """Files of a PEP 503 project page (hash from the ``#sha256=`` fragment)."""
-    parser = _LinkParser()
-    parser.feed(text)
-    files = []
-    for link in parser.links:
-        href = link.get("href")
-        if not href:
-            continue
-        url, _, fragment = urllib.parse.urljoin(page_url, href).partition("#")
-        filename = urllib.parse.unquote(url.rsplit("/", 1)[-1])
-        if not _parse_filename_ok(filename):
-            continue
-        algorithm, _, digest = fragment.partition("=")
-        files.append(IndexFile(
-            filename=filename, url=url, source=source,
-            sha256=digest.lower() if algorithm == "sha256" and digest else None,
-            requires_python=link.get("data-requires-python") or None,
-            yanked=None if "data-yanked" not in link else (link["data-yanked"] or ""),
-        ))
-    return files
-
-
-def parse_json(data: dict[str, object], page_url: str, source: str) -> list[IndexFile]:
-    """Files of a PEP 691 JSON project page."""
-    files = []
-    for item in data.get("files", []):  # type: ignore[attr-defined]
-        filename = item["filename"]
-        if not _parse_filename_ok(filename):
-            continue
-        yanked = item.get("yanked", False)
-        files.append(IndexFile(
-            filename=filename, url=urllib.parse.urljoin(page_url, item["url"]), source=source,
-            sha256=(item.get("hashes") or {}).get("sha256"),
-            requires_python=item.get("requires-python") or None,
-            yanked=None if yanked is False else (yanked if isinstance(yanked, str) else ""),
-        ))
-    return files
-
 
 def scan_wheelhouse(directory: Path) -> list[IndexFile]:
     """The wheels and sdists in a local directory, hashed (hashes cached by size, mtime, ctime and inode)."""
     files = []
     hashes_path = cache_root() / "wheelhouse-hashes.json"
+    known: dict[str, object] = {}
     try:
-        known: dict[str, list[object]] = json.loads(hashes_path.read_text(encoding="utf-8"))
-        if not isinstance(known, dict):
-            known = {}
-    except (OSError, ValueError):
-        known = {}
+        loaded = json.loads(read_local(hashes_path, listcache.MAX_ENTRY, "the wheelhouse hash cache"))
+        known = loaded if isinstance(loaded, dict) else {}
+    except (BadInput, ValueError, RecursionError):
+        known = {}  # a cache is never trusted: damaged or absent is a miss, rewritten below
     changed = False
     for path in sorted(directory.iterdir()) if directory.is_dir() else []:
-        if not path.is_file() or not _parse_filename_ok(path.name):
+        if not path.is_file() or distribution_filename(path.name, None, str(directory), "a file") is None:
             continue
-        stat = path.stat()
+        status = path.stat()
         # ctime and inode change on any rewrite and cannot be set back with utime (as git's index does)
-        stamp = [stat.st_size, stat.st_mtime_ns, stat.st_ctime_ns, stat.st_ino]
+        stamp = [status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino]
         entry = known.get(str(path))
-        if isinstance(entry, list) and len(entry) == 5 and entry[:4] == stamp:
-            digest = str(entry[4])
+        if isinstance(entry, list) and len(entry) == 5 and entry[:4] == stamp and isinstance(entry[4], str) \
+                and SHA256.fullmatch(entry[4]):
+            digest = entry[4]
         else:
             digest = sha256_of(path)
             known[str(path)] = [*stamp, digest]
             changed = True
-        files.append(IndexFile(path.name, path.resolve().as_uri(), f"wheelhouse {directory}", sha256=digest))
+        files.append(IndexFile(path.name, path.resolve().as_uri(), f"wheelhouse {directory}", sha256=digest,
+                               size=status.st_size))
     if changed:
         write_bytes_atomically(hashes_path, json.dumps(known).encode())
     return files
-
-
-def _request(url: str) -> urllib.request.Request:
-    """A GET of ``url`` with credentials written into it (``https://user:token@host/…``) sent as Basic
-    auth, as pip does, rather than left in the host name where DNS would see them."""
-    parts = urllib.parse.urlsplit(url)
-    headers = {"Accept": ACCEPT}
-    if parts.username is not None:
-        user = urllib.parse.unquote(parts.username)
-        password = urllib.parse.unquote(parts.password or "")
-        headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
-        host = parts.hostname or ""
-        netloc = f"[{host}]" if ":" in host else host
-        url = urllib.parse.urlunsplit(parts._replace(netloc=netloc + (f":{parts.port}" if parts.port else "")))
-    return urllib.request.Request(url, headers=headers)
 
 
 def pip_default_index(python: str | None = None) -> str:
@@ -227,38 +90,58 @@ def pip_default_index(python: str | None = None) -> str:
     done = subprocess.run([command[0], "-c", probe], capture_output=True, text=True)
     if done.returncode != 0 or not done.stdout.strip():
         raise IndexClientError("cannot ask pip for its default index; pass --index-url URL")
-    return done.stdout.strip()
+    return parse_url(done.stdout.strip(), "pip's default index", error=IndexClientError).text
+
+
+def _file_path(url: str) -> Path:
+    return Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
 
 
 @dataclass
 class Index:
-    """The sources one listing is read from: index URLs (in pip's order) and wheelhouse directories."""
+    """The sources one listing is read from: index URLs (in pip's order) and wheelhouse directories.
+
+    ``limits`` bound every network read (default: :meth:`Limits.from_env`); ``timeout``, when
+    given, replaces their connect timeout.
+    """
 
     urls: list[str]
     wheelhouses: list[Path] = field(default_factory=list)
     refresh: bool = False
     cache: Path = field(default_factory=cache_root)
     cafile: str | None = None
-    timeout: float = 60.0
+    timeout: float | None = None
     progress: Progress | None = None
+    limits: Limits = field(default_factory=Limits.from_env)
+
+    def __post_init__(self) -> None:
+        self.urls = [parse_url(url, "index URL").text for url in self.urls]
+        if self.timeout is not None:
+            self.limits = Limits(**{**self.limits.__dict__, "connect": self.timeout})
 
     @classmethod
     def from_pip(cls, index_url: str | None = None, wheelhouses: Sequence[str | Path] = (), **options: object) -> Index:
         """Sources as pip would use them; ``index_url`` replaces pip's indexes (like ``--index-url``)."""
         config = pip_index_config()
-        if index_url:
-            urls = [index_url]
+        where = "pip's configuration (pip config list; PIP_INDEX_URL / PIP_EXTRA_INDEX_URL)"
+        if index_url is not None:
+            urls = [parse_url(index_url, "--index-url").text]
         elif config.no_index:
             urls = []
         else:
-            urls = [config.index_url or pip_default_index(), *config.extra_index_urls]
+            urls = [parse_url(config.index_url, f"index-url in {where}").text if config.index_url
+                    else pip_default_index()]
+            urls += [parse_url(url, f"extra-index-url in {where}").text for url in config.extra_index_urls]
         houses = [Path(p) for p in wheelhouses]
         missing = [str(house) for house in houses if not house.is_dir()]
         if missing:
             raise BadInput(f"--wheelhouse {missing[0]}: no such directory; pass a directory of wheels")
-        if not index_url:
-            houses += [Path(link.removeprefix("file://")) for link in config.find_links if "://" not in link
-                       or link.startswith("file://")]
+        if index_url is None:
+            for link in config.find_links:
+                if "://" not in link:
+                    houses.append(Path(link))
+                elif link.startswith("file:"):
+                    houses.append(_file_path(parse_url(link, f"find-links in {where}").text))
         cafile = config.raw.get("cert") or None
         return cls(urls, houses, cafile=cafile, **options)  # type: ignore[arg-type]
 
@@ -270,12 +153,12 @@ class Index:
     def listing(self, project: str) -> Listing:
         """All files of ``project`` from every source; the same filename with two hashes is an error."""
         name = canonicalize_name(project)
+        if not PROJECT.fullmatch(name):
+            raise BadInput(f"{project[:80]!r} is not a project name (letters, digits, -, _ and .); fix the "
+                           "distribution name")
         merged: dict[str, IndexFile] = {}
-        found_any = False
         for url in self.urls:
-            files = self._index_files(url, name)
-            found_any = found_any or files is not None
-            self._merge(merged, files or [])
+            self._merge(merged, self._index_files(url, name) or [])
         for house in self.wheelhouses:
             self._merge(merged, [f for f in scan_wheelhouse(house) if name_and_version(f.filename)[0] == name],
                         wheelhouse=True)
@@ -302,67 +185,43 @@ class Index:
     def _index_files(self, url: str, project: str) -> list[IndexFile] | None:
         """A project's files on one index (cached); ``None`` when the index does not have it."""
         page = url.rstrip("/") + f"/{project}/"
-        cached = self.cache / "listings" / hashlib.sha256(page.encode()).hexdigest()[:24] / f"{project}.json"
-        fresh = cached.is_file() and time.time() - cached.stat().st_mtime < LISTING_TTL
-        if fresh and not self.refresh:
-            readable, found = self._read_cached(cached)
+        cached = listcache.entry_path(self.cache, page, project)
+        age = listcache.age(cached)
+        if age is not None and age < listcache.TTL and not self.refresh:
+            readable, found = listcache.read(cached)
             if readable:
                 return found
         try:
-            files = self._fetch_page(page, url)
-        except IndexClientError:
-            readable, stale = self._read_cached(cached) if cached.is_file() else (False, None)
-            if readable:  # stale beats nothing when the index is unreachable; say so
-                when = time.ctime(cached.stat().st_mtime)
-                self._say(f"warning: {url} unreachable; using the listing cached at {when}")
+            files = self._fetch_page(page, url, project)
+        except IndexClientError as error:
+            readable, stale = listcache.read(cached)
+            if readable:  # stale beats nothing when the index fails; say so, and why
+                self._say(f"warning: {str(error).split('; ')[0]}; using the listing cached "
+                          f"{(age or 0) / 60:.0f} min ago")
                 return stale
             raise
-        record = None if files is None else [asdict(f) for f in files]
-        write_bytes_atomically(cached, json.dumps({"page": page, "files": record}).encode())
+        listcache.write(cached, page, files)
         return files
 
-    @staticmethod
-    def _read_cached(path: Path) -> tuple[bool, list[IndexFile] | None]:
-        """``(True, listing)`` from a cache entry, ``(False, None)`` when it cannot be read: a cache is never
-        trusted, so a truncated or corrupt entry is a miss that the next fetch rewrites."""
-        try:
-            record = json.loads(path.read_text(encoding="utf-8"))["files"]
-            return True, None if record is None else [IndexFile(**item) for item in record]
-        except (OSError, ValueError, KeyError, TypeError):
-            return False, None
-
-    def _fetch_page(self, page: str, source: str) -> list[IndexFile] | None:
-        if page.startswith("file://"):
-            folder = Path(urllib.request.url2pathname(urllib.parse.urlparse(page).path))
+    def _fetch_page(self, page: str, source: str, project: str) -> list[IndexFile] | None:
+        if page.startswith("file:"):
+            folder = _file_path(page)
             html = folder / "index.html"
             if not html.exists():
-                return None if folder.parent.exists() else self._unreachable(source, "directory not found")
-            return parse_html(html.read_text(encoding="utf-8"), html.as_uri(), source)
-        request = _request(page)
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout, context=self._ssl()) as response:
-                body = response.read()
-                kind = response.headers.get("Content-Type", "").split(";")[0].strip()
-                final_url = response.geturl()
-        except urllib.error.HTTPError as error:
-            if error.code == 404:
-                return None
-            return self._unreachable(source, f"HTTP {error.code} {error.reason}")
-        except (urllib.error.URLError, OSError) as error:
-            return self._unreachable(source, str(getattr(error, "reason", error)))
-        if kind == "application/vnd.pypi.simple.v1+json":
-            return parse_json(json.loads(body), final_url, source)
-        return parse_html(body.decode("utf-8", "replace"), final_url, source)
-
-    @staticmethod
-    def _unreachable(source: str, reason: str) -> list[IndexFile] | None:
-        raise IndexClientError(
-            f"index {source} is unreachable ({reason}); check the network or pip's index configuration "
-            "(pip config list), or pass --index-url / --wheelhouse"
-        )
-
-    def _ssl(self) -> ssl.SSLContext:
-        return ssl.create_default_context(cafile=self.cafile) if self.cafile else ssl.create_default_context()
+                if folder.parent.is_dir():
+                    return None
+                raise IndexClientError(f"index {source} is unreachable (directory not found); check the network "
+                                       "or pip's index configuration (pip config list), or pass --index-url / "
+                                       "--wheelhouse")
+            try:
+                body = read_local(html, self.limits.max_page, "the index page")
+            except BadInput as error:
+                raise IndexClientError(str(error)) from None
+            return parse_page(body, "text/html", None, html.as_uri(), source, project)
+        response = fetch(request_for(page, ACCEPT), limits=self.limits, cafile=self.cafile)
+        if response.status == 404:
+            return None
+        return parse_page(response.body, response.content_type, response.charset, response.url, source, project)
 
     def _say(self, message: str) -> None:
         if self.progress:
@@ -372,17 +231,22 @@ class Index:
 
     def download(self, file: IndexFile) -> Path:
         """The verified local copy of ``file`` (cached by sha256); a hash mismatch raises, naming the file."""
-        if file.url.startswith("file://"):
-            local = Path(urllib.request.url2pathname(urllib.parse.urlparse(file.url).path))
-            if not local.exists():
-                raise IndexClientError(f"{local}: listed by {file.source} but missing; refresh the listing")
+        if file.url.startswith("file:"):
+            local = _file_path(file.url)
+            if not local.is_file():  # absent, or a FIFO or device that hashing would wait on
+                raise IndexClientError(f"{local}: listed by {file.source} but missing or not a regular file; "
+                                       "refresh the listing")
             self._verify(local, file)
             return local
         if not file.sha256:
             raise IndexClientError(f"{file.filename}: {file.source} lists no sha256, so it cannot be verified; "
                                    "use an index that publishes hashes")
-        target = self.cache / "files" / file.sha256[:2] / file.sha256 / file.filename
-        if target.exists():
+        # both were checked by the page parser; checked again because only they may become a path
+        sha = checked_sha256(file.sha256, file.source, f"{file.filename} sha256")
+        if distribution_filename(file.filename, None, file.source, "a file name") is None:
+            raise IndexClientError(f"{file.source}: {file.filename!r} is not a distribution's file name")
+        target = self.cache / "files" / sha[:2] / sha / file.filename
+        if target.is_file():
             self._verify(target, file)
             return target
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -396,22 +260,19 @@ class Index:
         return target
 
     def _fetch_file(self, file: IndexFile, destination: Path) -> None:
-        request = _request(file.url)
-        index = _request(file.source) if "://" in file.source else None
+        request = request_for(file.url)
+        index = request_for(file.source) if "://" in file.source else None
         if index is not None and index.has_header("Authorization") and not request.has_header("Authorization") \
                 and urllib.parse.urlsplit(file.url).hostname == urllib.parse.urlsplit(index.full_url).hostname:
             request.add_header("Authorization", index.get_header("Authorization") or "")  # the index's credentials
-        try:
-            with urllib.request.urlopen(request, timeout=self.timeout, context=self._ssl()) as response:
-                size = int(response.headers.get("Content-Length") or 0)
-                self._say(f"downloading {file.filename} ({size / 1e6:.1f} MB) from {file.source}")
-                with destination.open("wb") as out:
-                    shutil.copyfileobj(response, out, 1 << 20)
-        except (urllib.error.URLError, OSError) as error:
-            raise IndexClientError(
-                f"{file.filename}: download from {file.source} failed "
-                f"({getattr(error, 'reason', error)}); check the network and retry"
-            ) from None
+        cap = min(file.size, self.limits.max_download) if file.size is not None else self.limits.max_download
+        size = f" ({file.size / 1e6:.1f} MB)" if file.size is not None else ""
+        self._say(f"downloading {file.filename}{size} from {file.source}")
+        with destination.open("wb") as out:
+            response = fetch(request, limits=self.limits, cafile=self.cafile, download=True, sink=out, max_bytes=cap)
+        if response.status == 404:
+            raise IndexClientError(f"{file.filename}: listed by {file.source} but its URL answers 404; refresh "
+                                   "the listing (--refresh) or check the index")
 
     @staticmethod
     def _verify(path: Path, file: IndexFile) -> None:

@@ -2,7 +2,9 @@
 
 uv does not read pip's configuration; environments built with uv must still see
 the indexes and find-links pip is configured with (``pip config list``, including
-``PIP_*`` variables). Nothing here names an index: it all comes from pip.
+``PIP_*`` variables). Nothing here names an index: it all comes from pip. Index URLs are
+checked here (:func:`jaxrel.dist.urls.parse_url`): one that is not a URL is bad input naming
+the variable or the configuration section it came from.
 """
 
 from __future__ import annotations
@@ -13,6 +15,8 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from functools import cache
+
+from jaxrel.dist.urls import parse_url
 
 _LINE = re.compile(r"^(?P<section>:env:|[\w-]+)\.(?P<key>[\w-]+)='(?P<value>.*)'$")
 _FILE_SECTIONS = ("global", "install", "download")  # increasing precedence; PIP_* (":env:") beats all
@@ -55,6 +59,17 @@ def parse_config_list(text: str) -> PipIndexConfig:
         if key not in ranked or rank >= ranked[key][0]:
             ranked[key] = (rank, match["value"])
     values = {key: value for key, (_, value) in ranked.items()}
+
+    def origin(key: str) -> str:
+        """Where pip took ``key`` from, for a message: the variable, or the configuration file's section."""
+        rank = ranked[key][0]
+        if rank == len(_FILE_SECTIONS):
+            return f"PIP_{key.upper().replace('-', '_')} (pip's configuration)"
+        return f"{_FILE_SECTIONS[rank]}.{key} in pip's configuration (pip config list)"
+
+    for key in ("index-url", "extra-index-url"):  # checked once here: every later use gets a URL
+        for text in values.get(key, "").split() if key in values else []:
+            parse_url(text, origin(key))
     return PipIndexConfig(
         index_url=values.get("index-url") or None,
         extra_index_urls=tuple(values.get("extra-index-url", "").split()),

@@ -14,15 +14,19 @@ import csv
 import hashlib
 import io
 import json
+import lzma
+import re
 import shutil
 import tarfile
 import zipfile
 import zlib
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import IO, Any
 
 from packaging.metadata import Metadata
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
@@ -79,48 +83,150 @@ def _conditional(requirement: Requirement) -> bool:
     return requirement.marker is not None and "extra" in str(requirement.marker)
 
 
+MIB = 1 << 20
+MAX_TEXT = 16 * MIB  # METADATA, PKG-INFO, WHEEL, RECORD and the files read for API numbers
+MAX_UNPACKED = 32 * 1024 * MIB  # all members of one archive, decompressed (a zip bomb is refused before reading)
+MAX_SDIST = 2048 * MIB  # an sdist is source: a tar.gz inflating past this is refused while it is listed
+MAX_MEMBERS = 500_000
+RECORD_HASHES = frozenset({"sha256", "sha384", "sha512", "sha3_256", "sha3_384", "sha3_512", "blake2b", "blake2s"})
+_B64 = re.compile(r"[A-Za-z0-9_-]+")
+_TAG_PART = re.compile(r"[A-Za-z0-9_.]+")
+# what reading a damaged, encrypted or exotic member raises (zipfile: RuntimeError for a password,
+# NotImplementedError for an unknown compression method, BadZipFile for a bad CRC or overlapping members)
+MEMBER_ERRORS = (zipfile.BadZipFile, tarfile.TarError, zlib.error, lzma.LZMAError, OSError, EOFError, RuntimeError,
+                 NotImplementedError, ValueError, KeyError)
+
+
+def _first_line(error: BaseException) -> str:
+    text = str(error).strip()
+    return text.splitlines()[0][:160] if text else type(error).__name__
+
+
 class _Archive:
-    """Uniform member access to a wheel (zip) or an sdist (tar.gz, one top-level directory)."""
+    """Uniform member access to a wheel (zip) or an sdist (tar.gz, one top-level directory).
+
+    Sizes are checked from the archive's directory before any member is decompressed: one
+    text member over :data:`MAX_TEXT`, all members over :data:`MAX_UNPACKED` or more than
+    :data:`MAX_MEMBERS` of them is refused (a zip bomb is never inflated).
+    """
 
     def __init__(self, path: Path) -> None:
         self.path = path
         self.is_wheel = path.name.endswith(".whl")
+        self.sizes: dict[str, int] = {}
+        kind = "wheel" if self.is_wheel else "sdist"
         try:
             if self.is_wheel:
                 self.zip = zipfile.ZipFile(path)
-                self.names = self.zip.namelist()
+                infos = self.zip.infolist()
+                self.sizes = {info.filename: info.file_size for info in infos}
+                self.names = [info.filename for info in infos]
             else:
                 self.tar = tarfile.open(path)
-                self.members = {m.name.split("/", 1)[-1]: m for m in self.tar.getmembers() if m.isfile()}
+                self.members: dict[str, tarfile.TarInfo] = {}
+                unpacked = 0
+                for member in self.tar:  # each step inflates the member before it: stop at the caps
+                    unpacked += max(member.size, 0)
+                    if len(self.members) > MAX_MEMBERS or unpacked > MAX_SDIST:
+                        raise WheelError(f"{path}: more than {MAX_MEMBERS} members or {MAX_SDIST // MIB} MiB "
+                                         "unpacked, more than an sdist has; this is not a real sdist: delete it")
+                    if member.isfile():
+                        self.members[member.name.split("/", 1)[-1]] = member
+                self.sizes = {name: m.size for name, m in self.members.items()}
                 self.names = list(self.members)
-        except (zipfile.BadZipFile, tarfile.TarError, OSError, EOFError, zlib.error, ValueError) as error:
-            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-            raise WheelError(f"{path}: not a readable {'wheel' if self.is_wheel else 'sdist'} ({first}); "
+        except MEMBER_ERRORS as error:
+            raise WheelError(f"{path}: not a readable {kind} ({_first_line(error)}); "
                              "delete it and download again") from None
+        if len(self.names) > MAX_MEMBERS or sum(self.sizes.values()) > MAX_UNPACKED:
+            raise WheelError(f"{path}: {len(self.names)} members unpacking to {sum(self.sizes.values()) // MIB} MiB, "
+                             f"more than a {kind} has (at most {MAX_MEMBERS} members, {MAX_UNPACKED // MIB} MiB); "
+                             "this archive is not a real distribution: delete it")
+        self.record: dict[str, str] = {}
         self.record = self._record() if self.is_wheel else {}
 
     def _record(self) -> dict[str, str]:
         record_name = next((n for n in self.names if n.endswith(".dist-info/RECORD") and n.count("/") == 1), None)
         if record_name is None:
             raise WheelError(f"{self.path}: no .dist-info/RECORD; not a valid wheel")
-        rows = csv.reader(io.StringIO(self.zip.read(record_name).decode("utf-8")))
-        return {row[0]: row[1] for row in rows if len(row) >= 2 and row[1]}
+        text = self.decoded(record_name)
+        found: dict[str, str] = {}
+        try:
+            for number, row in enumerate(csv.reader(io.StringIO(text)), 1):
+                if len(row) < 2 or not row[1]:
+                    continue
+                algorithm, _, digest = row[1].partition("=")
+                if algorithm not in RECORD_HASHES or not _B64.fullmatch(digest):
+                    raise WheelError(f"{self.path}: RECORD line {number} ({row[0][:60]!r}) has the hash "
+                                     f"{row[1][:40]!r}; expected <algorithm>=<urlsafe base64> with one of "
+                                     f"{', '.join(sorted(RECORD_HASHES))}: the wheel is damaged, rebuild it")
+                found[row[0]] = row[1]
+        except csv.Error as error:
+            raise WheelError(f"{self.path}: RECORD is not CSV ({_first_line(error)}); the wheel is damaged, "
+                             "rebuild it") from None
+        return found
 
-    def read(self, name: str) -> bytes:
-        if not self.is_wheel:
-            handle = self.tar.extractfile(self.members[name])
-            return handle.read() if handle else b""
-        data = self.zip.read(name)
+    def _open(self, name: str) -> IO[bytes]:
+        if self.is_wheel:
+            return self.zip.open(name)
+        handle = self.tar.extractfile(self.members[name])
+        return handle if handle is not None else io.BytesIO(b"")
+
+    def _chunks(self, name: str, cap: int) -> Iterator[bytes]:
+        if self.sizes.get(name, 0) > cap:
+            raise WheelError(f"{self.path}: member {name} unpacks to {self.sizes[name] // MIB} MiB, more than "
+                             f"{cap // MIB} MiB; this is not a real distribution: delete it")
+        try:
+            with self._open(name) as handle:
+                total = 0
+                while block := handle.read(MIB):
+                    total += len(block)
+                    if total > cap:
+                        raise WheelError(f"{self.path}: member {name} unpacks to more than its declared size")
+                    yield block
+        except MEMBER_ERRORS as error:
+            what = "encrypted" if isinstance(error, RuntimeError) and "password" in str(error) else "unreadable"
+            raise WheelError(f"{self.path}: member {name} is {what} ({_first_line(error)}); the archive is "
+                             "damaged or not a plain zip/tar.gz: delete it and rebuild or download it") from None
+
+    def _check(self, name: str, digest: hashlib._Hash | None) -> None:
         expected = self.record.get(name)
         if expected is None and not name.endswith("/RECORD"):
             raise WheelError(f"{self.path}: member {name} is not listed in RECORD; the wheel was altered")
-        if expected:
-            algorithm, _, digest = expected.partition("=")
-            actual = base64.urlsafe_b64encode(hashlib.new(algorithm, data).digest()).rstrip(b"=").decode()
-            if actual != digest:
+        if expected and digest is not None:
+            actual = base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode()
+            if actual != expected.partition("=")[2]:
                 raise WheelError(f"{self.path}: member {name} does not match its RECORD hash; the wheel was "
                                  "altered or is corrupt: delete it and download again")
+
+    def _hasher(self, name: str) -> hashlib._Hash | None:
+        expected = self.record.get(name) if self.is_wheel else None
+        return hashlib.new(expected.partition("=")[0]) if expected else None
+
+    def read(self, name: str, cap: int = MAX_TEXT) -> bytes:
+        """A member's bytes (checked against RECORD in a wheel)."""
+        digest = self._hasher(name)
+        data = b"".join(self._chunks(name, cap))
+        if digest is not None:
+            digest.update(data)
+        if self.is_wheel:
+            self._check(name, digest)
         return data
+
+    def verify(self, name: str) -> None:
+        """Hash a member of any size in blocks against RECORD."""
+        digest = self._hasher(name)
+        for block in self._chunks(name, MAX_UNPACKED):
+            if digest is not None:
+                digest.update(block)
+        self._check(name, digest)
+
+    def decoded(self, name: str) -> str:
+        """A text member as UTF-8, else :class:`WheelError` naming it."""
+        try:
+            return self.read(name).decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise WheelError(f"{self.path}: {name} is not UTF-8 (byte {error.start}); the archive is damaged: "
+                             "rebuild it") from None
 
     def text(self, name: str) -> str | None:
         return self.read(name).decode("utf-8", "replace") if name in self.names else None
@@ -138,27 +244,67 @@ def verify_record(path: Path) -> int:
     try:
         for name in archive.names:
             if not name.endswith("/"):
-                archive.read(name)
+                archive.verify(name)
         return len(archive.names)
     finally:
         archive.close()
 
 
-def _metadata(archive: _Archive) -> Metadata:
-    name = (next((n for n in archive.names if n.endswith(".dist-info/METADATA") and n.count("/") == 1), None)
-            if archive.is_wheel else ("PKG-INFO" if "PKG-INFO" in archive.names else None))
-    if name is None:
+@dataclass(frozen=True)
+class _Declared:
+    """The METADATA / PKG-INFO fields jaxrel uses, each checked by packaging."""
+
+    name: str
+    version: str
+    requires_dist: list[str]
+    requires_python: str | None
+
+
+def _metadata(archive: _Archive) -> _Declared:
+    member = (next((n for n in archive.names if n.endswith(".dist-info/METADATA") and n.count("/") == 1), None)
+              if archive.is_wheel else ("PKG-INFO" if "PKG-INFO" in archive.names else None))
+    if member is None:
         raise WheelError(f"{archive.path}: no {'METADATA' if archive.is_wheel else 'PKG-INFO'}; not a valid archive")
-    try:
-        return Metadata.from_email(archive.read(name), validate=False)
-    except Exception as error:  # packaging raises ExceptionGroup/ValueError subclasses
-        raise WheelError(f"{archive.path}: unreadable {name} ({error})") from None
+    raw = archive.read(member)
+    try:  # not validate=True: that refuses fields newer than the file's Metadata-Version, which real wheels carry
+        metadata = Metadata.from_email(raw, validate=False)
+    except (ExceptionGroup, ValueError, TypeError) as error:
+        raise WheelError(f"{archive.path}: {member} cannot be read ({_metadata_problem(error)}); rebuild the "
+                         "archive") from None
+
+    def field(name: str) -> Any:
+        try:
+            return getattr(metadata, name)
+        except (ExceptionGroup, ValueError, TypeError) as error:  # InvalidMetadata is a ValueError
+            raise WheelError(f"{archive.path}: {member} field {name.replace('_', '-').title()}: "
+                             f"{_metadata_problem(error)}; fix the project's metadata and rebuild") from None
+
+    name, version = field("name"), field("version")
+    requires = [str(r) for r in field("requires_dist") or []]
+    python = field("requires_python")
+    return _Declared(str(name), str(version), requires, str(python) if python else None)
+
+
+def _metadata_problem(error: BaseException) -> str:
+    """packaging's InvalidMetadata, ValueError or ExceptionGroup of them as one short clause."""
+    if isinstance(error, BaseExceptionGroup):
+        inner = list(error.exceptions)
+        first = _metadata_problem(inner[0]) if inner else _first_line(error)
+        return first + (f" (and {len(inner) - 1} more)" if len(inner) > 1 else "")
+    return _first_line(error)
 
 
 def _tags(archive: _Archive) -> list[str]:
     name = next((n for n in archive.names if n.endswith(".dist-info/WHEEL") and n.count("/") == 1), None)
-    text = archive.read(name).decode("utf-8") if name else ""
-    return [line.split(":", 1)[1].strip() for line in text.splitlines() if line.startswith("Tag:")]
+    if name is None:
+        raise WheelError(f"{archive.path}: no .dist-info/WHEEL; not a valid wheel")
+    tags = [line.split(":", 1)[1].strip() for line in archive.decoded(name).splitlines() if line.startswith("Tag:")]
+    for tag in tags:
+        parts = tag.split("-")
+        if len(parts) != 3 or not all(_TAG_PART.fullmatch(p) for part in parts for p in part.split(".")):
+            raise WheelError(f"{archive.path}: WHEEL Tag {tag[:60]!r} should be <python>-<abi>-<platform> "
+                             "(letters, digits, _ and .); the wheel is damaged: rebuild it")
+    return tags
 
 
 def inspect(path: Path, family: Family, *, sha256: str | None = None, use_cache: bool = True) -> ArtifactInfo:
@@ -167,8 +313,10 @@ def inspect(path: Path, family: Family, *, sha256: str | None = None, use_cache:
     cached = cache_root() / "inspect" / f"{digest}-{family.name}-{SCHEMA}.json"
     if use_cache and cached.is_file():
         try:
-            return ArtifactInfo(**json.loads(cached.read_text(encoding="utf-8")))
-        except (OSError, ValueError, TypeError):
+            known = _cached_info(json.loads(cached.read_bytes()[: 64 * MIB]))
+            if known is not None and known.sha256 == digest:
+                return known
+        except (OSError, ValueError, TypeError, RecursionError):
             pass  # a cache is never trusted: a corrupt entry is a miss, rewritten below
     archive = _Archive(path)
     try:
@@ -180,18 +328,38 @@ def inspect(path: Path, family: Family, *, sha256: str | None = None, use_cache:
     return info
 
 
+_INFO_TYPES: dict[str, Any] = {
+    "filename": str, "sha256": str, "name": str, "version": str, "kind": str, "tags": list, "requires_dist": list,
+    "requires_python": (str, type(None)), "api_numbers": dict, "xla_ffi_api": (str, type(None)),
+    "minimum_backend": (str, type(None)),
+}
+
+
+def _cached_info(record: object) -> ArtifactInfo | None:
+    """An :class:`ArtifactInfo` from jaxrel's cache when every field has its type (else ``None``: a miss)."""
+    if not isinstance(record, dict) or set(record) != set(_INFO_TYPES):
+        return None
+    if not all(isinstance(record[key], kind) for key, kind in _INFO_TYPES.items()):
+        return None
+    if not all(isinstance(x, str) for x in [*record["tags"], *record["requires_dist"]]) or not all(
+            isinstance(k, str) and (v is None or (isinstance(v, int) and not isinstance(v, bool)))
+            for k, v in record["api_numbers"].items()):
+        return None
+    try:
+        for text in record["requires_dist"]:
+            Requirement(text)
+    except ValueError:
+        return None
+    return ArtifactInfo(**record)
+
+
 def _read(archive: _Archive, family: Family, digest: str) -> ArtifactInfo:
     metadata = _metadata(archive)
-    if not metadata.name or metadata.version is None:
+    if not metadata.name or not metadata.version:
         missing = "Name" if not metadata.name else "Version"
         raise WheelError(f"{archive.path}: its metadata has no {missing}; not a valid distribution")
     name = canonicalize_name(metadata.name)
-    requires = []
-    for requirement in metadata.requires_dist or []:
-        try:
-            requires.append(str(Requirement(str(requirement))))
-        except InvalidRequirement as error:
-            raise WheelError(f"{archive.path}: invalid Requires-Dist {requirement!r} ({error})") from None
+    requires = metadata.requires_dist
 
     def member_text(path: str | None) -> str | None:
         member = archive.find(path) if path else None
@@ -213,7 +381,7 @@ def _read(archive: _Archive, family: Family, digest: str) -> ArtifactInfo:
         filename=archive.path.name, sha256=digest, name=str(name), version=str(metadata.version),
         kind="wheel" if archive.is_wheel else "sdist", tags=_tags(archive) if archive.is_wheel else [],
         requires_dist=requires,
-        requires_python=str(metadata.requires_python) if metadata.requires_python else None,
+        requires_python=metadata.requires_python,
         api_numbers=api_numbers, xla_ffi_api=ffi_api, minimum_backend=minimum,
     )
 

@@ -23,7 +23,6 @@ import re
 import subprocess
 import sys
 import tempfile
-import urllib.parse
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
@@ -34,6 +33,7 @@ from packaging.version import Version
 
 from jaxrel._util.text import PASSWORD_ENV, redact, table, tail
 from jaxrel.dist.index import Index, IndexClientError, Listing, pip_default_index
+from jaxrel.dist.urls import WEB, parse_url
 from jaxrel.dist.wheels import inspect
 from jaxrel.errors import ExitCode, Refused
 from jaxrel.family import Family
@@ -100,14 +100,13 @@ def resolve_repository(name: str | None, url: str | None, index_url: str | None)
     A URL's index is ``URL/simple/`` (pypiserver, devpi); a ``~/.pypirc`` entry's is its
     ``repository`` with ``legacy/`` replaced by ``simple/``; ``pypi``'s is pip's default index.
     """
+    if index_url is not None:
+        index_url = parse_url(index_url, "--index-url").text
     if (name is None) == (url is None):
         raise PublishError("name exactly one of --repository NAME (from ~/.pypirc) or --repository-url URL",
                            exit_code=ExitCode.BAD_INPUT)
     if url is not None:
-        parts = urllib.parse.urlsplit(url)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise PublishError(f"--repository-url {url!r} is not an http(s) URL; pass e.g. "
-                               "http://127.0.0.1:8080/", exit_code=ExitCode.BAD_INPUT)
+        url = parse_url(url, "--repository-url", schemes=WEB).text
         return Repository(None, url, index_url or url.rstrip("/") + "/simple/")
     assert name is not None
     config = configparser.RawConfigParser()
@@ -147,9 +146,8 @@ def _listing(repository: Repository, distribution: str) -> Listing:
         try:
             return Index([repository.index_url], cache=Path(cache), refresh=True, timeout=30).listing(distribution)
         except IndexClientError as error:
-            reason = re.search(r"\((.*?)\)", str(error))
             raise PublishError(f"cannot list {distribution} on {redact(repository.index_url)} "
-                               f"({redact(reason.group(1) if reason else str(error))}); nothing was uploaded. "
+                               f"({redact(str(error).rstrip('.'))}); nothing was uploaded. "
                                "Fix: start or reach the index, or pass --index-url",
                                exit_code=ExitCode.ENVIRONMENT) from None
 

@@ -15,10 +15,10 @@ from jaxrel.dist.index import Index, IndexClientError, IndexFile, parse_html, pa
 from jaxrel.dist.wheels import WheelError, inspect, verify_record
 from jaxrel.family import jax_profile
 
-HTML = """<!DOCTYPE html><html><body>
-<a href="../../files/jaxlib-0.5.3-cp312-cp312-manylinux2014_x86_64.whl#sha256=AB12"
+HTML = f"""<!DOCTYPE html><html><body>
+<a href="../../files/jaxlib-0.5.3-cp312-cp312-manylinux2014_x86_64.whl#sha256={"AB12" * 16}"
    data-requires-python="&gt;=3.10">x</a>
-<a href="https://files.example/jaxlib-0.4.32-cp312-cp312-manylinux2014_x86_64.whl#sha256=cd34"
+<a href="https://files.example/jaxlib-0.4.32-cp312-cp312-manylinux2014_x86_64.whl#sha256={"cd34" * 16}"
    data-yanked="broken wheels">y</a>
 <a href="jaxlib-0.5.3.tar.gz">sdist, no hash</a>
 <a href="not-a-distribution.txt">junk</a>
@@ -37,7 +37,7 @@ def test_pep503_html_page():
         "jaxlib-0.5.3.tar.gz"]
     first, yanked, sdist = files
     assert first.url == "file:///srv/files/jaxlib-0.5.3-cp312-cp312-manylinux2014_x86_64.whl"
-    assert first.sha256 == "ab12" and first.requires_python == ">=3.10" and first.yanked is None
+    assert first.sha256 == "ab12" * 16 and first.requires_python == ">=3.10" and first.yanked is None
     assert yanked.yanked == "broken wheels"
     assert sdist.sha256 is None and not sdist.is_wheel and str(sdist.version) == "0.5.3"
     cp312 = [Tag("cp312", "cp312", "manylinux2014_x86_64")]
@@ -48,12 +48,12 @@ def test_pep503_html_page():
 def test_pep691_json_page():
     page = {"meta": {"api-version": "1.1"}, "name": "jaxlib", "files": [
         {"filename": "jaxlib-0.6.2-cp311-cp311-manylinux2014_x86_64.whl", "url": "../../f/jaxlib.whl",
-         "hashes": {"sha256": "ee"}, "requires-python": ">=3.11", "yanked": False},
+         "hashes": {"sha256": "ee" * 32}, "requires-python": ">=3.11", "yanked": False},
         {"filename": "jaxlib-0.6.1-cp311-cp311-manylinux2014_x86_64.whl", "url": "https://f/x.whl",
          "hashes": {}, "yanked": True},
     ]}
     current, old = parse_json(page, "https://index.example/simple/jaxlib/", "json")
-    assert current.url == "https://index.example/f/jaxlib.whl" and current.sha256 == "ee"
+    assert current.url == "https://index.example/f/jaxlib.whl" and current.sha256 == "ee" * 32
     assert current.requires_python == ">=3.11" and current.yanked is None
     assert old.yanked == "" and old.sha256 is None
 
