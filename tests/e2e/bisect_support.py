@@ -14,10 +14,10 @@ from pathlib import Path
 
 from splitfam_support import set_frontend_version
 
-# Fails on the third time it runs (a counter in a directory outside the tree, --env SPLITFAM_FLAKY=DIR),
-# passes every other time: the first bisection step after the endpoints (bad, then good) sees it fail
-# once and pass on the rerun, the flaky step.
-FLAKY_TEST = '''"""A test that fails once: on its third run, counted in $SPLITFAM_FLAKY (outside the tree)."""
+# Fails once, on its Nth run (N = $SPLITFAM_FLAKY_RUN), counted in the directory $SPLITFAM_FLAKY outside
+# the tree (both set with --env), and passes every other time: with N one more than the endpoints
+# checked first, the first bisection step that runs it sees it fail once and pass on the rerun.
+FLAKY_TEST = '''"""A test that fails once: on its Nth run ($SPLITFAM_FLAKY_RUN), counted in $SPLITFAM_FLAKY."""
 
 import os
 from pathlib import Path
@@ -29,7 +29,7 @@ def test_sometimes():
         return
     runs = int(counter.read_text()) + 1 if counter.exists() else 1
     counter.write_text(str(runs))
-    assert runs != 3, "the flaky test's third run fails"
+    assert runs != int(os.environ.get("SPLITFAM_FLAKY_RUN", "0")), "the flaky test fails on this run"
 '''
 MUL = '''
 
