@@ -1,4 +1,4 @@
-"""`jaxrel bisect` on a 43-commit history of the splitfam sample family, offline but for the package index.
+"""`jaxrel bisect` on a 44-commit history of the splitfam sample family, offline but for the package index.
 
 The history (:mod:`bisect_support`) has a merge, a revision that does not build, a flaky test and
 one commit that calls ``splitfam_core.mul`` (core 0.2.0 only) without a gate; bisecting the cell of
@@ -120,7 +120,8 @@ def test_bisect_names_the_ungated_commit_skips_the_broken_build_and_the_flaky_st
     assert [s["role"] for s in steps[:3]] == ["endpoint"] * 3 and steps[0]["verdict"] == "bad"
     in_range = int(subprocess.run(["git", "rev-list", "--count", "HEAD", "^v0.2.0", "^side"], cwd=history.repo,
                                   capture_output=True, text=True, check=True).stdout)
-    assert len(history.commits) >= 40 and result["commits_in_range"] == in_range
+    assert len(history.commits) >= 40 and result["commits_in_range"] == in_range == 34
+    assert steps[3]["commit"] == history.broken, "the middle of the range, git's first pick"
     skipped = sum(1 for s in steps if s["role"] == "step" and s["verdict"] == "skip")
     assert result["steps_taken"] <= math.ceil(math.log2(in_range)) + 2 + skipped
     for step in steps:
