@@ -75,7 +75,8 @@ def snapshot(repo: Path) -> dict[str, Any]:
         return done.returncode, done.stdout
 
     index = repo / ".git" / "index"
-    return {"index": (index.stat().st_mtime_ns, index.read_bytes()), "status": git("status", "--porcelain", "--ignored"), "head": git("rev-parse", "HEAD"),
+    return {"index": (index.stat().st_mtime_ns, index.read_bytes()),
+            "status": git("status", "--porcelain", "--ignored"), "head": git("rev-parse", "HEAD"),
             "symbolic": git("symbolic-ref", "HEAD"), "refs": git("for-each-ref"),
             "bisect": git("bisect", "log"), "worktrees": git("worktree", "list", "--porcelain"),
             "config": (repo / ".git" / "config").read_text()}
