@@ -98,7 +98,7 @@ def run(args: argparse.Namespace) -> int:
         cell=args.cell, backend=backend, python=args.python, plugins=args.plugins,
         tests=tuple(args.frontend_tests), keyword=args.k, test_env=env_pairs(args.env), reruns=args.reruns,
         deps_as_of=args.deps_as_of, family=args.family, index_url=args.index_url,
-        wheelhouses=tuple(args.wheelhouse), use_uv=False if args.no_uv else None)
+        wheelhouses=tuple(args.wheelhouse), use_uv=False if args.no_uv else None, refresh=args.refresh)
     workdir = Path(args.workdir).resolve()
     try:
         result = bisect.run(request, family, say)

@@ -80,6 +80,7 @@ class Request:
     index_url: str | None = None
     wheelhouses: tuple[str, ...] = ()
     use_uv: bool | None = None
+    refresh: bool = False  # re-read the index's listings
 
 
 @dataclass
@@ -179,7 +180,7 @@ class _Run:
 
     def select_cell(self, index: Index, spec_bad: PreparedFrontend, python: str, version: str,
                     plugin_set: str | None, bad_name: str) -> Cell:
-        matrix = matrix_for(self.family, index, spec_bad.spec, pythons=[python], backends={Version(version)},
+        matrix = matrix_for(self.family, index, spec_bad.spec, pythons=[python],
                             plugin_sets=[plugin_set] if plugin_set else [], plugins_on="all")
         wanted = f"py{python}-{self.family.backend.distribution}{version}" + (f"-{plugin_set}" if plugin_set else "")
         for cell in matrix.cells:
@@ -224,7 +225,7 @@ def run(request: Request, family: Family, progress: Progress) -> Result:
     config = StepConfig(str(repo.git_dir), source.subdir, request.family, str(workdir),
                         str(workdir / "envs" / "cell"), interpreter.executable, "", "",
                         tuple(tests), request.keyword, request.test_env, request.reruns, use_uv)
-    index = Index.from_pip(request.index_url, list(request.wheelhouses), progress=progress)
+    index = Index.from_pip(request.index_url, list(request.wheelhouses), refresh=request.refresh, progress=progress)
 
     # the bad revision decides the cell; the newest good one the environment
     progress(f"bisect: building --bad {request.bad} ({bad[:12]}) with Python {python} …")

@@ -96,8 +96,8 @@ def test_bisect_names_the_ungated_commit_skips_the_broken_build_and_the_flaky_st
     before = snapshot(history.repo)
     flaky = tmp_path / "flaky"
     flaky.mkdir()
-    # two goods (the release tag and the merged side branch): three endpoint runs, the flaky test fails on the 4th
-    extra = ("--env", f"SPLITFAM_FLAKY={flaky}", "--env", "SPLITFAM_FLAKY_RUN=4", "--json")
+    # two goods (the release tag and the merged side branch): the flaky test fails on the next good revision
+    extra = ("--env", f"SPLITFAM_FLAKY={flaky}", "--env", "SPLITFAM_FLAKY_RUN=3", "--json")
     workdir = tmp_path / "work"
     done = bisect(history, wheelhouse, workdir, *extra, good=(history.good, "side"))
     assert done.returncode == 0, done.stderr[-4000:]
@@ -190,7 +190,8 @@ def test_a_cell_the_frontend_never_admits_is_refused(
         index_reachable: None, wheelhouse: Path, history: History, tmp_path: Path) -> None:
     before = snapshot(history.repo)
     done = bisect(history, wheelhouse, tmp_path / "work", cell=f"py{PY}-splitfam-core0.3.0")
-    one_line_error(done, 2, f"py{PY}-splitfam-core0.3.0", "does not admit it", "minimum splitfam-core 0.1.0")
+    one_line_error(done, 2, f"py{PY}-splitfam-core0.3.0", "does not admit it", "minimum splitfam-core 0.1.0",
+                   f"cells it admits here: {OLD}, py{PY}-splitfam-core0.2.0")
     assert snapshot(history.repo) == before
 
 
