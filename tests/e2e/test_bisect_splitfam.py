@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bisect_support import BROKEN_SUBJECT, CULPRIT_SUBJECT, History, make_history
-from splitfam_support import core_release, make_splitfam, plugin_release
+from bisect_support import BROKEN_SUBJECT, CULPRIT_SUBJECT, MUL, TEST_MUL, History, make_history
+from splitfam_support import core_release, make_splitfam, plugin_release, set_frontend_version
 
 from jaxrel.dist.pipconfig import pip_index_config
 
@@ -224,3 +224,25 @@ def _cmdline(process: Path) -> str:
         return (process / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+def test_a_revision_whose_own_rules_refuse_the_backend_is_a_skip_not_a_failure(
+        index_reachable: None, wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    """A good endpoint that raised its minimum core past the cell's is a skip with its reason, so the
+    endpoints bound nothing (exit 1); the checkout stays as it was."""
+    repo = make_splitfam(tmp_path_factory, "bisect-raised")
+    set_frontend_version(repo, "0.2.0", "0.2.0")
+    subprocess.run(["git", "commit", "-qam", "require core 0.2.0"], cwd=repo, check=True)
+    subprocess.run(["git", "checkout", "-q", "HEAD~1", "--", "frontend"], cwd=repo, check=True)
+    set_frontend_version(repo, "0.2.0", "0.1.0")
+    for path, added in (("splitfam/__init__.py", MUL), ("tests/test_add.py", TEST_MUL)):
+        (repo / "frontend" / path).write_text((repo / "frontend" / path).read_text() + added)
+    subprocess.run(["git", "commit", "-qam", "support core 0.1.0 again, and call mul ungated"], cwd=repo, check=True)
+    history = History(repo, "HEAD~1")
+    before = snapshot(repo)
+    done = bisect(history, wheelhouse, tmp_path / "work")
+    one_line_error(done, 1, "--good HEAD~1", "cannot be tested in cell", "its version rules refuse splitfam-core 0.1.0",
+                   "minimum 0.2.0")
+    data = json.loads((tmp_path / "work" / "bisect.json").read_text())
+    assert data["status"] == "endpoint-skipped" and [s["verdict"] for s in data["steps"]] == ["bad", "skip"]
+    assert snapshot(repo) == before
