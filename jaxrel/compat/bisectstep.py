@@ -11,6 +11,8 @@ makes git stop the bisection instead of taking it for a verdict.
   check), when the frontend is imported from outside the environment, when the selection is
   not in the revision or collects nothing, and when failing tests pass on a rerun (flaky).
 - **bad** when selected tests fail on every run, or the frontend fails to import otherwise.
+  (The frontend is imported alone only when the tests did not show a clean import from the
+  environment: a passing step costs no extra import.)
 - **good** when the selected tests ran and none failed.
 """
 
@@ -203,16 +205,26 @@ def refused_by_frontend(error: str, family: Family) -> bool:
     return any(n in text for n in names) and any(w in text for w in ("version", "requires", "minimum", "older"))
 
 
-def _check(config: StepConfig, family: Family, env: envs.Env, spec: FrontendSpec) -> tuple[str, str] | None:
-    """The guard and the import probe: a (verdict, reason) that ends the step, or ``None`` to run the tests."""
+def _guard(config: StepConfig, family: Family, env: envs.Env, spec: FrontendSpec) -> str | None:
+    """Why the revision's own version rules refuse the cell's backend (jaxrel's guard on the minimum it
+    declares), or ``None`` when they accept it."""
     arguments = family.guard_arguments(spec.version, spec.minimum_backend)
     arguments["plugins"] = [[p.distribution, p.pinned] for p in arguments["plugins"]]
     done = env.run(str(env.python), "-c", GUARD_PROBE, json.dumps(arguments))
     guard = probes.last_json(done.stdout) if done.returncode == 0 else None
     if guard is None:
-        return SKIP, f"jaxrel's guard crashed here: {tail(done.stderr or done.stdout, 1)}"
+        return f"jaxrel's guard crashed here: {tail(done.stderr or done.stdout, 1)}"
     if not guard["accepted"]:
-        return SKIP, f"its version rules refuse {config.backend} (minimum {spec.minimum_backend}): {guard['message']}"
+        return f"its version rules refuse {config.backend} (minimum {spec.minimum_backend}): {guard['message']}"
+    return None
+
+
+def _import(config: StepConfig, family: Family, env: envs.Env) -> tuple[str, str] | None:
+    """Import the frontend alone: a (verdict, reason) when that fails or finds another copy, else ``None``.
+
+    Run only when the tests did not show a clean import (failures, no record): a step whose
+    tests pass proved the import, from the environment, in every pytest process.
+    """
     imported, error, _ = probes.import_frontend(env, family, smoke=False)
     if error is not None:
         if refused_by_frontend(error, family):
@@ -236,6 +248,11 @@ def run_tests(config: StepConfig, family: Family, env: envs.Env, root: Path, wor
     suite = Suite("own tests", "own", root, tuple(present), ("-k", config.keyword) if config.keyword else (),
                   env=config.test_env)
     run = suites.run_suite(env, suite, work / "run", package=family.frontend.package)
+    if not run.recorded or run.bad() or not run.frontend_files:
+        ended = _import(config, family, env)
+        if ended is not None:
+            record.verdict, record.reason = ended
+            return
     if not run.recorded:
         record.verdict, record.reason = SKIP, f"pytest exited {run.returncode} without results: {run.output}"
         return
@@ -293,12 +310,12 @@ def run_step(config: StepConfig, family: Family, repo: Repo, commit: Commit, rol
         return record
     start = time.perf_counter()
     problem = install(config, env, built.wheel, family.frontend.distribution)
-    ended = _check(config, family, env, built.spec) if problem is None else (SKIP, problem)
+    refused = _guard(config, family, env, built.spec) if problem is None else problem
     installed = time.perf_counter()
-    if ended is None:
+    if refused is None:
         run_tests(config, family, env, built.tests_root, work, record)
     else:
-        record.verdict, record.reason = ended
+        record.verdict, record.reason = SKIP, refused
     record.seconds["build+install"] = round(built.build_seconds + installed - start, 2)
     record.seconds["tests"] = round(time.perf_counter() - installed, 2)
     shutil.rmtree(work, ignore_errors=True)
