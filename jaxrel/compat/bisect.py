@@ -270,6 +270,7 @@ def run(request: Request, family: Family, progress: Progress) -> Result:
     for name, rev, wanted in [(request.bad, bad, BAD), *((n, g, GOOD) for n, g in zip(request.goods, goods,
                                                                                      strict=True))]:
         record = bisectstep.run_step(config, family, repo, repo.commit(rev), role="endpoint")
+        _charge_prebuild(record, {bad: bad_built, newest_good.hash: good_built}.get(rev))
         bisectstep.append(config, record)
         result.steps.append(record)
         option = "--bad" if wanted == BAD else "--good"
@@ -289,6 +290,16 @@ def run(request: Request, family: Family, progress: Progress) -> Result:
     repo.reset()
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _charge_prebuild(record: StepRecord, built: bisectstep.Built | None) -> None:
+    """An endpoint built before the environment (to choose the cell, to fill the environment) is
+    charged that build: its step found the wheel in the cache only because this run put it there."""
+    if built is None or built.cached:
+        return
+    record.cached = False
+    record.seconds["export"] = round(record.seconds.get("export", 0.0) + built.export_seconds, 2)
+    record.seconds["build+install"] = round(record.seconds.get("build+install", 0.0) + built.build_seconds, 2)
 
 
 def _test_requirements(family: Family, repo: Repo, source: Source, rev: str, workdir: Path) -> Path | None:
