@@ -323,8 +323,14 @@ def _bisect(repo: Repo, bad: str, goods: Sequence[str], config_path: Path, progr
                "jaxrel.compat.bisectstep", str(config_path)]
     env = {**os.environ}
     env.pop("PYTHONPATH", None)
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                               start_new_session=True)
+    # git runs in a session of its own (Ctrl-C reaches jaxrel, which stops git and its step whole);
+    # SIGINT waits while it starts, so an interrupt never leaves it running unseen
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                                   start_new_session=True)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     lines: list[str] = []
     try:
         assert process.stdout is not None

@@ -202,10 +202,12 @@ def test_ctrl_c_in_the_middle_exits_130_and_stops_every_step(
     process = subprocess.Popen(command(history, workdir), stderr=subprocess.PIPE, stdout=subprocess.PIPE,
                                text=True, env=environment(wheelhouse), cwd=tmp_path)
     assert process.stderr is not None
-    seen = []
+    seen, bisecting = [], False
     for line in process.stderr:
         seen.append(line)
-        if line.startswith("bisect: Bisecting:"):  # git bisect run is under way
+        if line.startswith("bisect: Bisecting:"):
+            bisecting = True
+        elif bisecting and not line.startswith("bisect: endpoint"):  # git bisect run's first step is done
             process.send_signal(signal.SIGINT)
             break
     rest = process.stderr.read()
