@@ -76,6 +76,9 @@ def good_from_report(path: str) -> str:
     if data.get("ok") is not True:
         raise UsageError(f"--good-report {path}: that run was not green (ok is {data.get('ok')!r}); "
                          "give the last green report")
+    if data["frontend"].get("dirty"):
+        say(f"bisect: warning: {path} tested {commit[:12]} with uncommitted changes on top; "
+            "the commit itself is taken as good")
     return commit
 
 
