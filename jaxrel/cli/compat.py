@@ -113,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
     if args.good and not args.frontend_src:
         raise UsageError(f"--good {args.good}: a revision of what? pass --frontend-src PATH (a git checkout) too")
     shard, jobs, request = _shard(args.shard), _count("--jobs", args.jobs), _request(args)
+    test_env = env_pairs(args.env)  # bad input is reported before anything is built
     at_once = _count("--cells-at-once", args.cells_at_once)
     workspace = None if args.no_extension else _workspace(args.workspace)
     report.clear(workdir)  # an earlier run's reports never outlive this one's start
@@ -124,7 +125,6 @@ def run(args: argparse.Namespace) -> int:
         + (f", own tests {' '.join(own.suite.paths)}" if own else ", no own tests")
         + (f", shard {shard}" if shard else ""))
 
-    test_env = env_pairs(args.env)
     recorded = {"commit": front.commit, "dirty": front.dirty, "source": front.spec.source} if front.commit else {}
 
     def checkpoint(results: list[runner.CellResult]) -> None:
