@@ -10,7 +10,7 @@ from typing import Any
 from jaxrel.cli import _matrix
 from jaxrel.cli._common import UsageError, add_common, say
 from jaxrel.cli.bisect import add_env_option, env_pairs
-from jaxrel.compat import bisect, cellrecord, owntests, report, runner
+from jaxrel.compat import bisectcommand, cellrecord, owntests, report, runner
 from jaxrel.dist.bazel import find_workspace
 from jaxrel.family import Family
 
@@ -103,8 +103,8 @@ def _bisect_commands(args: argparse.Namespace, family: Family, commit: str | Non
     regressed = {r.cell.id: [f.test for f in r.failures if f.verdict == "compat regression" and f.suite == "own tests"]
                  for r in results}
     regressed = {cell: tests for cell, tests in regressed.items() if tests}
-    return bisect.suggested_commands(args.frontend_src, family.frontend.distribution, commit, regressed,
-                                     good=args.good, keyword=args.k, test_env=test_env)
+    return bisectcommand.suggested_commands(args.frontend_src, family.frontend.distribution, commit, regressed,
+                                            good=args.good, keyword=args.k, test_env=test_env)
 
 
 def run(args: argparse.Namespace) -> int:

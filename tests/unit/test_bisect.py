@@ -12,7 +12,7 @@ import pytest
 
 from jaxrel.cli import bisect as cli_bisect
 from jaxrel.cli import main
-from jaxrel.compat import bisect, bisectreport
+from jaxrel.compat import bisect, bisectcommand, bisectreport
 from jaxrel.compat.bisectgit import Commit, Repo, locate, parse_outcome
 from jaxrel.compat.bisectstep import StepRecord
 from jaxrel.compat.frontend import build_python, declared_requires_python
@@ -118,13 +118,13 @@ def test_a_directory_outside_git_is_bad_input(tmp_path: Path, monkeypatch: pytes
 
 def test_the_release_tag_is_the_newest_release_the_commit_contains(repo: Path) -> None:
     head = _git(repo, "rev-parse", "HEAD")
-    assert bisect.release_tag(repo / "front", "front", head) == "front-v1.1.0"  # named for the distribution
-    assert bisect.release_tag(repo / "front", "other", _git(repo, "rev-parse", "HEAD~8")) == "v1.0.0"
-    commands = bisect.suggested_commands(str(repo / "front"), "front", head, {"py3.12-core0.1.0": ["tests/a.py::t"]},
-                                         test_env=[("X", "1")])
+    assert bisectcommand.release_tag(repo / "front", "front", head) == "front-v1.1.0"  # named for the distribution
+    assert bisectcommand.release_tag(repo / "front", "other", _git(repo, "rev-parse", "HEAD~8")) == "v1.0.0"
+    commands = bisectcommand.suggested_commands(str(repo / "front"), "front", head,
+                                                {"py3.12-core0.1.0": ["tests/a.py::t"]}, test_env=[("X", "1")])
     assert commands == [f"jaxrel bisect --frontend-src {repo / 'front'} --good front-v1.1.0 --bad {head} "
                         "--cell py3.12-core0.1.0 --env X=1 --frontend-tests tests/a.py::t"]
-    assert bisect.suggested_commands("x", "front", None, {"c": ["t"]}) == []
+    assert bisectcommand.suggested_commands("x", "front", None, {"c": ["t"]}) == []
 
 
 @pytest.mark.parametrize(("request_args", "expected"), [
