@@ -50,14 +50,15 @@ def run(args: argparse.Namespace) -> int:
     if not frontends:
         raise UsageError(f"--frontends {args.frontends!r} selects no released {family.frontend.distribution}")
     say(f"atlas: {family.frontend.distribution} {', '.join(frontends)} (Python {args.python})")
-    start = datetime.datetime.now(datetime.UTC)
+    start, load = datetime.datetime.now(datetime.UTC), os.getloadavg()[0]
     found = atlas.plan(family, index, frontends, workdir, python=args.python, backends=args.backends)
     say(f"atlas: {len(found.cells)} cells, {args.cells_at_once} at a time")
     runs = atlas.run(found.cells, family, index, workdir, at_once=args.cells_at_once) + found.problems
     seconds = (datetime.datetime.now(datetime.UTC) - start).total_seconds()
     note = " ".join(filter(None, [
         f"{len(frontends)} jax releases, {len(found.cells)} cells, Python {args.python}, CPU; whole run "
-        f"{seconds / 60:.1f} min with {args.cells_at_once} cells at a time on {os.cpu_count()} cores.", args.note]))
+        f"{seconds / 60:.1f} min with {args.cells_at_once} cells at a time on {os.cpu_count()} cores "
+        f"(load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end).", args.note]))
     table = atlastable.build(runs, start.strftime("%Y-%m-%d"), note)
     text = atlastable.markdown(table)
     outputs = {workdir / "atlas.md": text, workdir / "atlas.json": atlastable.dumps(table),
