@@ -1,4 +1,4 @@
-"""nox sessions: compat (the main job), tests, build, release, doctor, bench, lint, docs.
+"""nox sessions: compat (the main job), atlas, tests, build, release, doctor, bench, lint, docs.
 
 Environments are built with uv when it is installed beside nox (fallback: virtualenv),
 with pip's index configuration passed to uv (``jaxrel.dist.pipconfig``); wheels land in
@@ -82,6 +82,17 @@ def compat(session: nox.Session) -> None:
     _build_tools(session)  # the cells include the XLA FFI extension, built with Bazel
     session.install(".[envs]")  # the compat suite ships inside jaxrel; WORKSPACE is found from the working directory
     session.run("jaxrel", "compat", *session.posargs)
+
+
+@nox.session
+def atlas(session: nox.Session) -> None:
+    """The API atlas: the compat suite for one jax release per minor series since 0.4.30, each on its oldest and
+    newest admitted jaxlib; regenerates docs/atlas.md (and build/atlas/atlas.json, atlas.html). Options after
+    ``--`` go to ``jaxrel atlas`` (``--frontends 'jax>=0.9'``, ``--backends newest``, ``--note TEXT``).
+    """
+    _uv_env(session)
+    session.install(".[envs]")  # the compat suite ships inside jaxrel
+    session.run("jaxrel", "atlas", "--markdown", str(ROOT / "docs" / "atlas.md"), *session.posargs)
 
 
 @nox.session
