@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -47,9 +48,14 @@ class CellRun:
         return f"{self.frontend}/{self.backend}"
 
 
+INSTALLED = re.compile(r"(?:/[^\s'\"():]+)+/site-packages/")  # a cell environment's absolute path
+
+
 def state_of(outcome: Mapping[str, str], properties: Mapping[str, str]) -> Observation:
-    """The atlas state of one recorded test outcome."""
-    kind, message, api_state = outcome.get("outcome", ""), outcome.get("message", ""), properties.get("api_state", "")
+    """The atlas state of one recorded test outcome (a file inside the cell's environment is named from
+    ``site-packages/`` on: where the environment lay is not part of the measurement)."""
+    kind, api_state = outcome.get("outcome", ""), properties.get("api_state", "")
+    message = INSTALLED.sub("site-packages/", outcome.get("message", ""))
     if kind == "passed":
         return Observation(REMOVED, api_state) if api_state.startswith("removed") else Observation(WORKS)
     if kind == "skipped":

@@ -48,6 +48,9 @@ def test_state_of_each_recorded_outcome():
     assert atlastable.state_of({"outcome": "skipped", "message": "no GPU"}, {}) == Observation("skipped", "no GPU")
     assert atlastable.state_of({"outcome": "skipped", "message": "xfail"}, {}).state == "fails"
     assert atlastable.state_of({"outcome": "error", "message": "E boom"}, {}) == Observation("fails", "E boom")
+    gone = {"outcome": "failed", "message": "ImportError: cannot import name 'x' from 'jax.y' "
+                                           "(/build/atlas/jax0.10.2/envs/py3.12/lib/python3.12/site-packages/jax/y.py)"}
+    assert atlastable.state_of(gone, {}).detail.endswith("from 'jax.y' (site-packages/jax/y.py)")
 
 
 def test_columns_are_ordered_by_jax_then_jaxlib_and_boundaries_are_measured():
