@@ -37,7 +37,8 @@ Progress = Callable[[str], None]
 
 
 def _say(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
+    sys.stderr.write(message + "\n")  # one write: lines from cells running side by side do not interleave
+    sys.stderr.flush()
 
 
 @dataclass

@@ -228,6 +228,12 @@ def markdown(atlas: Atlas) -> str:
         "measurement brackets it, with the measured releases on either side). ◆ marks the rows whose "
         "result can differ between backends of one jax (declared by the suite, or measured here).", "",
         f"Legend: {legend}.", "",
+        "How: `jaxrel atlas` builds each cell's environment as `jaxrel compat` does (the jax wheel from the "
+        "index, the jaxlib wheel verified against it, uv's shared cache) and runs the guard, `import jax` and "
+        "the compat suite in one interpreter. Each API is one test, `test_api[NAME]`, checking a result "
+        "numerically or structurally; `needs(jax=...)` skips it as \"not yet\" before its first release, and "
+        "`needs(until=..., replaced_by=...)` makes it assert, from that release on, that the old spelling fails "
+        "and the replacement works. The compat suite's other tests follow as rows of their own.", "",
     ]
     header = ["API", "first works", "removed in", *[run.key for run in atlas.columns]]
     lines.append("| " + " | ".join(header) + " |")
