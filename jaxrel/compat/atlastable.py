@@ -82,6 +82,7 @@ class Documented:
 class Row:
     api: str
     cells: dict[str, Observation]  # column key (jax/jaxlib) -> observation
+    since: str | None = None  # the first jax release the suite declares it for (``needs(jax=...)``)
     first_works: str | None = None  # the oldest measured jax where it works on some jaxlib
     removed_in: str | None = None  # the oldest measured jax where it is removed
     last_works: str | None = None  # the newest measured jax below ``removed_in`` where it still works
@@ -148,6 +149,7 @@ def build(runs: Sequence[CellRun], date: str, note: str = "") -> Atlas:
             row.cells[run.key] = state_of(run.outcomes[nodeid], props)
             row.replaced_by = row.replaced_by or props.get("replaced_by")
             row.jaxlib_sensitive = row.jaxlib_sensitive or props.get("jaxlib_sensitive")
+            row.since = row.since or props.get("since")
             if (documented := _documented(props.get("api_state", ""))) is not None:
                 row.documented = row.documented or documented
         if not any(obs.state in (WORKS, FAILS, REMOVED) for obs in row.cells.values()):
@@ -188,6 +190,19 @@ def _removed_text(row: Row) -> str:
     return f"{row.removed_in}{use} (first measured; documented: {row.documented.removed_in if row.documented else '-'})"
 
 
+def _works_text(row: Row) -> str:
+    """``0.8.2 (measured 0.8.3)``: the declared first release when the oldest measured one that works is at or
+    after it and every measured release before it is "not yet"; else the oldest measured release that works."""
+    if row.first_works is None:
+        return ""
+    if row.since is None or _key(row.first_works) < _key(row.since):
+        return row.first_works
+    earlier = [obs.state for key, obs in row.cells.items() if _key(key.split("/")[0]) < _key(row.first_works)]
+    if any(state != NOT_YET for state in earlier):
+        return row.first_works
+    return row.first_works if row.first_works == row.since else f"{row.since} (measured {row.first_works})"
+
+
 def _flag(row: Row) -> str:
     return " ◆" if row.jaxlib_sensitive or row.differs_by_jaxlib else ""
 
@@ -199,7 +214,8 @@ def to_json(atlas: Atlas) -> dict[str, Any]:
         "columns": [{"key": r.key, "jax": r.frontend, "jaxlib": r.backend, "python": r.python,
                      "timings": {k: round(v, 3) for k, v in r.timings.items()}, "problem": r.problem}
                     for r in atlas.columns],
-        "rows": [{"api": row.api, "first_works": row.first_works, "removed_in": row.removed_in,
+        "rows": [{"api": row.api, "since": row.since, "first_works": row.first_works,
+                  "removed_in": row.removed_in,
                   "replaced_by": row.replaced_by, "documented": _documented_text(row), "mismatch": row.mismatch,
                   "jaxlib_sensitive": row.jaxlib_sensitive, "differs_by_jaxlib": row.differs_by_jaxlib,
                   "cells": {key: asdict(obs) for key, obs in row.cells.items()}}
@@ -223,7 +239,8 @@ def markdown(atlas: Atlas) -> str:
         f"Measured {atlas.date}. {atlas.note}".rstrip(), "",
         "Which API of the compat suite works on which jax + jaxlib release, measured on real wheels by "
         "`jaxrel atlas` (`nox -s atlas`): each jax release against its oldest and newest admitted jaxlib. "
-        "Columns are `jax/jaxlib`. \"first works\" is the oldest measured jax where the API works; \"removed in\" "
+        "Columns are `jax/jaxlib`. \"first works\" is the first jax release the API works in: the one the suite "
+        "declares, with the oldest measured release where it works, when the measurement agrees; \"removed in\" "
         "the jax release where the old spelling fails and its replacement works (the documented one when the "
         "measurement brackets it, with the measured releases on either side). ◆ marks the rows whose "
         "result can differ between backends of one jax (declared by the suite, or measured here).", "",
@@ -240,7 +257,7 @@ def markdown(atlas: Atlas) -> str:
     lines.append("|" + "---|" * len(header))
     for row in atlas.rows:
         cells = [_cell_text(row.cells.get(run.key)) for run in atlas.columns]
-        lines.append("| " + " | ".join([f"`{_escape_md(row.api)}`{_flag(row)}", row.first_works or "",
+        lines.append("| " + " | ".join([f"`{_escape_md(row.api)}`{_flag(row)}", _works_text(row),
                                         _escape_md(_removed_text(row)), *cells]) + " |")
     mismatches = [row for row in atlas.rows if row.mismatch]
     lines += ["", "## Documented and measured boundaries", ""]
@@ -328,7 +345,7 @@ def html_page(atlas: Atlas) -> str:
                          f"{esc(SYMBOLS.get(obs.state, '?'))}</td>")
         states = " ".join(sorted({obs.state for obs in row.cells.values()}))
         rows.append(f'<tr data-search="{esc(states)}"><td class="api">{esc(row.api)}{esc(_flag(row))}</td>'
-                    f"<td>{esc(row.first_works or '')}</td><td>{esc(_removed_text(row))}</td>{''.join(cells)}</tr>")
+                    f"<td>{esc(_works_text(row))}</td><td>{esc(_removed_text(row))}</td>{''.join(cells)}</tr>")
     return PAGE.format(date=esc(atlas.date), note=esc(atlas.note), heads=heads, rows="\n".join(rows))
 
 

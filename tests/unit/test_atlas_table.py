@@ -16,7 +16,7 @@ PCAST = "test_api.py::test_api[jax.lax.pcast]"
 OFFLOAD = "test_api.py::test_api[jax.checkpoint_policies.offload_dot_with_no_batch_dims]"
 GPU = "test_plugins.py::test_jit_matmul_on_gpu"
 REMOVED = {"api_state": "removed in 0.10.0 → use jax.lax.pcast", "replaced_by": "jax.lax.pcast"}
-NOT_YET = {"api_state": "not yet"}
+NOT_YET = {"api_state": "not yet", "since": "0.8.2"}
 
 
 def run(frontend: str, backend: str, outcomes: dict[str, tuple[str, str]],
@@ -62,6 +62,13 @@ def test_columns_are_ordered_by_jax_then_jaxlib_and_boundaries_are_measured():
     assert pvary.replaced_by == "jax.lax.pcast" and pvary.mismatch is None
     assert atlastable._removed_text(pvary) == "0.10.0 → use jax.lax.pcast (measured: removed 0.10.2, works 0.9.2)"
     assert rows["jax.lax.pcast"].first_works == "0.9.2" and rows["jax.lax.pcast"].removed_in is None
+    assert atlastable._works_text(rows["jax.lax.pcast"]) == "0.8.2 (measured 0.9.2)"  # "not yet" on every 0.4.30
+
+
+def test_a_declared_first_release_the_measurement_contradicts_is_not_shown():
+    early = run("0.6.2", "0.6.2", {PCAST: ("failed", "AttributeError: no pcast")}, {PCAST: {"since": "0.6.0"}})
+    late = run("0.9.2", "0.9.2", {PCAST: ("passed", "")}, {PCAST: {"since": "0.6.0"}})
+    assert atlastable._works_text(atlastable.build([early, late], "d").rows[0]) == "0.9.2"
 
 
 def test_a_row_that_never_ran_here_is_left_out():
@@ -96,7 +103,7 @@ def test_markdown_json_and_html_carry_the_same_rows():
     table = atlastable.build(cells(), "2026-11-25", "measured here")
     text = atlastable.markdown(table)
     assert text.startswith("# API atlas\n\nMeasured 2026-11-25. measured here")
-    assert "| `jax.lax.pvary` | 0.9.2 | 0.10.0 → use jax.lax.pcast" in text
+    assert "| `jax.lax.pvary` | 0.8.2 (measured 0.9.2) | 0.10.0 → use jax.lax.pcast" in text
     assert "memory_kind \\| not supported" in text  # a | in an error line does not split the table
     data = json.loads(atlastable.dumps(table))
     assert [row["api"] for row in data["rows"]] == [row.api for row in table.rows]

@@ -24,7 +24,8 @@ instead) mark a removal::
 From ``until`` on the test still runs; its ``removed`` fixture is then a :class:`Removal` and
 the test asserts that the old name fails and the replacement works. Each test records what
 it showed in its ``user_properties`` (``api_state``: ``not yet`` for an unmet need,
-``removed in X → use Y``), which the cell plugin keeps for the API atlas. ``replaced_by``
+``removed in X → use Y``; ``since`` and ``replaced_by`` as declared), which the cell plugin keeps
+for the API atlas. ``replaced_by``
 without ``until`` names the successor of an API that still works.
 
 ``@pytest.mark.isolated`` runs a test in a fresh interpreter: an exception inside some jax
@@ -113,6 +114,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         successors = [m.kwargs["replaced_by"] for m in item.iter_markers("needs") if m.kwargs.get("replaced_by")]
         if successors:
             item.user_properties.append(("replaced_by", successors[0]))
+        since = [str(m.kwargs["jax"]) for m in item.iter_markers("needs") if m.kwargs.get("jax")]
+        if since:
+            item.user_properties.append(("since", since[0]))
         if reasons:
             item.user_properties.append(("api_state", "not yet"))
             item.add_marker(pytest.mark.skip(reason="; ".join(reasons)))
