@@ -19,18 +19,18 @@ wheels (see each test).
 A need has another end: ``until=`` (a jax release) and ``replaced_by=`` (what to use
 instead) mark a removal::
 
-    @pytest.mark.needs("jax.lax.pvary", jax="0.6.0", until="0.11.0", replaced_by="jax.lax.pcast")
+    @pytest.mark.needs("jax.lax.pvary", jax="0.6.0", until="0.10.0", replaced_by="jax.lax.pcast")
 
 From ``until`` on the test still runs; its ``removed`` fixture is then a :class:`Removal` and
 the test asserts that the old name fails and the replacement works. Each test records what
 it showed in its ``user_properties`` (``api_state``: ``not yet`` for an unmet need,
 ``removed in X → use Y``; ``since`` and ``replaced_by`` as declared), which the cell plugin keeps
-for the API atlas. ``replaced_by``
-without ``until`` names the successor of an API that still works.
+for the API atlas. ``replaced_by`` without ``until`` names the successor of an API that still works.
 
 ``@pytest.mark.isolated`` runs a test in a fresh interpreter: an exception inside some jax
 callbacks (GSPMD's ``infer_sharding_from_operands``) aborts the process, which would end the
-whole run; isolated, it fails that test alone with the signal named.
+whole run; isolated, it fails that test alone with the signal named. The child ignores ``xfail``
+(``--runxfail``), so the parent sees the child's real outcome and applies the marker itself.
 """
 
 from __future__ import annotations
@@ -141,7 +141,7 @@ def signal_name(returncode: int) -> str:
 
 def run_isolated(item: pytest.Item) -> None:
     """Run ``item`` in a child pytest (this one test, same rootdir and ini file); fail with the child's end."""
-    command = [sys.executable, "-m", "pytest", item.nodeid, "-q", "-s", "-p", "no:cacheprovider",
+    command = [sys.executable, "-m", "pytest", item.nodeid, "-q", "-s", "--runxfail", "-p", "no:cacheprovider",
                "--rootdir", str(item.config.rootpath)]
     if item.config.inipath is not None:
         command += ["-c", str(item.config.inipath)]
