@@ -128,7 +128,7 @@ def bench(session: nox.Session) -> None:
     if session.posargs:
         session.run("python", f"benchmarks/{session.posargs[0]}.py", *session.posargs[1:])
         return
-    for name in ("guard", "compat_setup", "compat_cells", "build", "gates"):
+    for name in ("guard", "compat_setup", "compat_cells", "atlas_cell", "build", "gates"):
         session.run("python", f"benchmarks/{name}.py")
 
 
