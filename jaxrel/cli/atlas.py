@@ -40,6 +40,8 @@ def add(verbs: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     if args.cells_at_once < 1:
         raise UsageError(f"--cells-at-once {args.cells_at_once}: expected 1 or more")
+    if args.frontends:
+        atlas.parse_frontends(args.frontends)  # bad input is reported before the index is asked
     family = resolve_family(args.family)
     if not family.compat_suite:
         raise UsageError(f"family {family.name}: the atlas measures the compat suite, which only the jax profile has")

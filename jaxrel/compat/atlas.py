@@ -60,40 +60,46 @@ class Plan:
     problems: list[CellRun] = field(default_factory=list)  # frontends that got no cell, and why
 
 
+def parse_frontends(wanted: str) -> list[str] | SpecifierSet:
+    """``--frontends``: versions (``0.4.30,0.12.0.1``) or a specifier (``jax>=0.4.30``, ``>=0.9``)."""
+    text = wanted.strip()
+    for prefix in ("jax", "JAX"):
+        text = text.removeprefix(prefix).strip()
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    try:
+        return [str(Version(item)) for item in items] if items else SpecifierSet(text)
+    except InvalidVersion:
+        pass
+    try:
+        return SpecifierSet(text)
+    except InvalidSpecifier:
+        raise CompatError(f"--frontends {wanted!r}: expected a specifier (jax>=0.4.30) or versions "
+                          "(0.4.30,0.12.0.1)") from None
+
+
 def choose_frontends(versions: Sequence[str], wanted: str | None, oldest: str = OLDEST) -> list[str]:
     """The frontend releases to measure, oldest first.
 
-    ``wanted``: a specifier (``jax>=0.4.30``, ``>=0.9``) selecting every final release it contains, or
-    versions (``0.4.30,0.12.0.1``). Default: ``oldest``, then the newest release of each minor series
+    ``wanted`` (see :func:`parse_frontends`): a specifier selects every final release it contains,
+    versions must be released. Default: ``oldest``, then the newest release of each minor series
     from there on, so every change between two series is bracketed.
     """
     finals = sorted({v for v in versions if policy.is_final(Version(v))}, key=Version)
     if wanted:
-        text = wanted.strip()
-        for prefix in ("jax", "JAX"):
-            text = text.removeprefix(prefix).strip()
-        items = [item.strip() for item in text.split(",") if item.strip()]
-        try:
-            listed = [str(Version(item)) for item in items]
-        except InvalidVersion:
-            try:
-                spec = SpecifierSet(text)
-            except InvalidSpecifier:
-                raise CompatError(f"--frontends {wanted!r}: expected a specifier (jax>=0.4.30) or versions "
-                                  "(0.4.30,0.12.0.1)") from None
-            return [v for v in finals if spec.contains(v)]
-        missing = [v for v in listed if v not in finals]
+        chosen = parse_frontends(wanted)
+        if isinstance(chosen, SpecifierSet):
+            return [v for v in finals if chosen.contains(v)]
+        missing = [v for v in chosen if v not in finals]
         if missing:
             raise CompatError(f"--frontends: {', '.join(missing)} not released on the index (newest: "
                               f"{finals[-1] if finals else 'none'})")
-        return sorted(listed, key=Version)
+        return sorted(chosen, key=Version)
     start = Version(oldest)
-    chosen = [oldest] if oldest in finals else []
     newest_of: dict[tuple[int, ...], str] = {}
     for version in finals:
         if Version(version) >= start:
             newest_of[Version(version).release[:2]] = version
-    return sorted(set(chosen) | set(newest_of.values()), key=Version)
+    return sorted(({oldest} if oldest in finals else set()) | set(newest_of.values()), key=Version)
 
 
 def plan(family: Family, index: Index, frontends: Sequence[str], workdir: Path, *, python: str,

@@ -126,3 +126,15 @@ def test_frontends_by_specifier_or_by_list():
         atlas.choose_frontends(VERSIONS, "0.4.32")
     with pytest.raises(CompatError, match="expected a specifier"):
         atlas.choose_frontends(VERSIONS, "jax>>1")
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--frontends", "jax>>1"], "--frontends 'jax>>1': expected a specifier (jax>=0.4.30) or versions"),
+    (["--cells-at-once", "0"], "--cells-at-once 0: expected 1 or more"),
+])
+def test_bad_atlas_options_are_one_line_and_exit_2_before_the_index_is_asked(argv, message, capsys):
+    from jaxrel.cli import main
+
+    assert main(["atlas", *argv, "--index-url", "http://127.0.0.1:9/simple/"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
