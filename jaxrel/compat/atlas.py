@@ -176,11 +176,14 @@ def run(cells: Sequence[AtlasCell], family: Family, index: Index, workdir: Path,
         progress(f"[{order[id(item)]}/{len(cells)}] {item.label} …")
         return run_cell(item, family, wheel)
 
-    with ThreadPoolExecutor(max(1, at_once), thread_name_prefix="atlas") as pool:
+    pool = ThreadPoolExecutor(max(1, at_once), thread_name_prefix="atlas")
+    try:
         futures = {pool.submit(one, item): item for item in cells}
         for future in as_completed(futures):
             item = futures[future]
             result = future.result()
             done[order[id(item)]] = result
             progress(f"[{order[id(item)]}/{len(cells)}] {item.label}: {_line(result)}")
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)  # on Ctrl-C: no cell starts after it
     return [done[n] for n in sorted(done)]
