@@ -29,18 +29,21 @@ for the API atlas. ``replaced_by`` without ``until`` names the successor of an A
 
 ``@pytest.mark.isolated`` runs a test in a fresh interpreter: an exception inside some jax
 callbacks (GSPMD's ``infer_sharding_from_operands``) aborts the process, which would end the
-whole run; isolated, it fails that test alone with the signal named. The child ignores ``xfail``
+whole run; isolated, it fails that test alone with the signal named. The isolated tests of a
+module share a child interpreter until one aborts it (:class:`IsolatedModule`). The child ignores ``xfail``
 (``--runxfail``), so the parent sees the child's real outcome and applies the marker itself.
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
+import tempfile
 from dataclasses import dataclass
 
 # Before anything imports jax: eight CPU devices for the sharding tests. JAX_PLATFORMS is left
@@ -57,6 +60,7 @@ MARKER = "needs([feature], **minimums): skip unless the environment has these re
 ISOLATED = "isolated: run the test in its own interpreter (it may abort the process)"
 REMOVAL_KEYWORDS = ("until", "replaced_by")
 CHILD = "JAXREL_SUITE_ISOLATED_CHILD"  # set in the interpreter an isolated test runs in
+CHILD_LOG = "JAXREL_SUITE_ISOLATED_LOG"  # where that interpreter logs each test's start and outcome
 RAISED = re.compile(r"^[\w.]*(Error|Exception|Failed)\b[^:]*: ")  # "AttributeError: ...", "test.InferFailed: ..."
 
 
@@ -109,6 +113,7 @@ def removal_of(item: pytest.Item) -> Removal | None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    modules: dict[str, IsolatedModule] = {}
     for item in items:
         reasons = [reason for marker in item.iter_markers("needs") if (reason := unmet_need(marker))]
         successors = [m.kwargs["replaced_by"] for m in item.iter_markers("needs") if m.kwargs.get("replaced_by")]
@@ -122,8 +127,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason="; ".join(reasons)))
         elif found := removal_of(item):
             item.user_properties.append(("api_state", found.note()))
-        if item.get_closest_marker("isolated") is not None and not os.environ.get(CHILD):
-            item.runtest = functools.partial(run_isolated, item)
+        if not reasons and item.get_closest_marker("isolated") is not None and not os.environ.get(CHILD):
+            module = modules.setdefault(str(item.path), IsolatedModule())
+            module.items.append(item)
+            item.runtest = functools.partial(run_isolated, item, module)
 
 
 @pytest.fixture
@@ -139,23 +146,88 @@ def signal_name(returncode: int) -> str:
         return f"signal {-returncode}"
 
 
-def run_isolated(item: pytest.Item) -> None:
-    """Run ``item`` in a child pytest (this one test, same rootdir and ini file); fail with the child's end."""
-    command = [sys.executable, "-m", "pytest", item.nodeid, "-q", "-s", "--runxfail", "-p", "no:cacheprovider",
-               "--rootdir", str(item.config.rootpath)]
-    if item.config.inipath is not None:
-        command += ["-c", str(item.config.inipath)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=str(item.config.rootpath),
-                          env={**os.environ, CHILD: "1"})
-    if done.returncode == 0:
+class IsolatedModule:
+    """The isolated tests of one module, run in as few child interpreters as aborts allow.
+
+    A child runs every test of the module still without a result, in order, and logs each test's
+    start and outcome to a file as it goes. When it aborts, the test it had started without finishing
+    is the one that aborted it; the tests after that run in the next child, when their turn comes.
+    """
+
+    def __init__(self) -> None:
+        self.items: list[pytest.Item] = []
+        self.results: dict[str, tuple[str, str]] = {}  # node id -> (passed | failed | skipped, message)
+
+    def result(self, item: pytest.Item) -> tuple[str, str]:
+        if item.nodeid not in self.results:
+            selected = {id(i) for i in item.session.items}  # after deselection (-k, a shard, a rerun list)
+            later = self.items[self.items.index(item):]
+            self.run_child([i for i in later if i.nodeid not in self.results and id(i) in selected])
+        return self.results[item.nodeid]
+
+    def run_child(self, pending: list[pytest.Item]) -> None:
+        config = pending[0].config
+        with tempfile.TemporaryDirectory(prefix="jaxrel-isolated-") as scratch:
+            log = os.path.join(scratch, "log.jsonl")
+            command = [sys.executable, "-m", "pytest", *(i.nodeid for i in pending), "-q", "-s", "--runxfail",
+                       "-p", "no:cacheprovider", "--rootdir", str(config.rootpath)]
+            if config.inipath is not None:
+                command += ["-c", str(config.inipath)]
+            done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=str(config.rootpath),
+                                  env={**os.environ, CHILD: "1", CHILD_LOG: log})
+            events = []
+            if os.path.exists(log):
+                with open(log, encoding="utf-8") as handle:
+                    events = [json.loads(line) for line in handle if line.strip()]
+        started = [e["nodeid"] for e in events if e["event"] == "start"]
+        for event in events:
+            if event["event"] == "outcome":
+                self.results[event["nodeid"]] = (event["outcome"], event["message"])
+        lines = [line.strip() for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+        unfinished = [nodeid for nodeid in started if nodeid not in self.results]
+        if done.returncode < 0:
+            raised = [line for line in lines if RAISED.match(line)]
+            why = (f"the interpreter aborted ({signal_name(done.returncode)})"
+                   + (f" after {raised[-1]}" if raised else f"; last output: {lines[-1] if lines else ''}"))
+            self.results[(unfinished or [pending[0].nodeid])[0]] = ("failed", why)
+        elif pending[0].nodeid not in self.results:  # the child ended without running it
+            self.results[pending[0].nodeid] = ("failed", f"isolated run exited {done.returncode} without a result: "
+                                                         f"{lines[-1] if lines else 'no output'}")
+
+
+def run_isolated(item: pytest.Item, module: IsolatedModule) -> None:
+    """The outcome of ``item`` as its child interpreter saw it."""
+    outcome, message = module.result(item)
+    if outcome == "skipped":
+        pytest.skip(message)
+    if outcome != "passed":
+        raise AssertionError(message)
+
+
+def _child_log(event: dict[str, str]) -> None:
+    with open(os.environ[CHILD_LOG], "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(event) + "\n")
+
+
+def pytest_runtest_logstart(nodeid: str, location: tuple[str, int | None, str]) -> None:
+    if os.environ.get(CHILD_LOG):
+        _child_log({"event": "start", "nodeid": nodeid})
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """In a child: log each isolated test's outcome as soon as it is known (the child may abort next)."""
+    if not os.environ.get(CHILD_LOG):
         return
-    lines = [line.strip() for line in (done.stdout + done.stderr).splitlines() if line.strip()]
-    if done.returncode < 0:
-        raised = [line for line in lines if RAISED.match(line)]
-        raise AssertionError(f"the interpreter aborted ({signal_name(done.returncode)})"
-                             + (f" after {raised[-1]}" if raised else f"; last output: {lines[-1] if lines else ''}"))
-    errors = [line[1:].strip() for line in lines if line.startswith("E ")]
-    raise AssertionError(f"isolated run failed: {errors[0] if errors else (lines[-1] if lines else 'no output')}")
+    if report.when == "call" or (report.when == "setup" and not report.passed):
+        if report.skipped:
+            reason = report.longrepr[2] if isinstance(report.longrepr, tuple) else str(report.longrepr)
+            outcome, message = "skipped", str(reason).removeprefix("Skipped: ")
+        elif report.failed:
+            errors = [line[1:].strip() for line in report.longreprtext.splitlines() if line.startswith("E ")]
+            outcome, message = "failed", errors[0] if errors else report.longreprtext.strip()[-300:]
+        else:
+            outcome, message = "passed", ""
+        _child_log({"event": "outcome", "nodeid": report.nodeid, "outcome": outcome, "message": message})
 
 
 @pytest.fixture(scope="session")
