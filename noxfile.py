@@ -1,4 +1,4 @@
-"""nox sessions: compat (the main job), tests, build, release, doctor, bench, lint, docs.
+"""nox sessions: compat (the main job), atlas, tests, build, release, doctor, bench, lint, docs.
 
 Environments are built with uv when it is installed beside nox (fallback: virtualenv),
 with pip's index configuration passed to uv (``jaxrel.dist.pipconfig``); wheels land in
@@ -97,6 +97,17 @@ def bisect(session: nox.Session) -> None:
 
 
 @nox.session
+def atlas(session: nox.Session) -> None:
+    """The API atlas: the compat suite for one jax release per minor series since 0.4.30, each on its oldest and
+    newest admitted jaxlib; regenerates docs/atlas.md (and build/atlas/atlas.json, atlas.html). Options after
+    ``--`` go to ``jaxrel atlas`` (``--frontends 'jax>=0.9'``, ``--backends newest``, ``--note TEXT``).
+    """
+    _uv_env(session)
+    session.install(".[envs]")  # the compat suite ships inside jaxrel
+    session.run("jaxrel", "atlas", "--markdown", str(ROOT / "docs" / "atlas.md"), *session.posargs)
+
+
+@nox.session
 def release(session: nox.Session) -> None:
     """The release steps CI runs (.github/workflows/release.yml), locally: ``-- ACTION [OPTIONS]`` runs
     ``jaxrel release ACTION`` (plan, check, bump, build, verify, publish); with no arguments, a rehearsal:
@@ -129,7 +140,7 @@ def bench(session: nox.Session) -> None:
     if session.posargs:
         session.run("python", f"benchmarks/{session.posargs[0]}.py", *session.posargs[1:])
         return
-    for name in ("guard", "compat_setup", "compat_cells", "build", "gates"):
+    for name in ("guard", "compat_setup", "compat_cells", "atlas_cell", "build", "gates"):
         session.run("python", f"benchmarks/{name}.py")
 
 

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Install what `bazelisk build //...` needs on this machine kind, idempotently:
 #   - Bazel 4.2.3 from Debian's bazel-bootstrap (/usr/bin/bazel-4), via apt-get;
-#   - bazelisk from the npm registry, pinned in bazel/tools/package.json, into build/tools/.
+#   - bazelisk from the npm registry, pinned in bazel/tools/package.json, into build/tools/;
+#   - Chromium from Debian (the atlas page's test opens it headless), via apt-get.
 # Prints where each tool is. Re-running is a no-op when both are present.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -15,6 +16,17 @@ if [[ ! -x /usr/bin/bazel-4 ]]; then
   if ! "${sudo_cmd[@]}" apt-get install -y -q bazel-bootstrap >/dev/null; then
     "${sudo_cmd[@]}" apt-get update -q >/dev/null
     "${sudo_cmd[@]}" apt-get install -y -q bazel-bootstrap >/dev/null
+  fi
+fi
+
+if ! command -v chromium >/dev/null 2>&1; then
+  echo "installing Chromium (Debian chromium) ..." >&2
+  sudo_cmd=()
+  if [[ "$(id -u)" != 0 ]]; then sudo_cmd=(sudo); fi
+  export DEBIAN_FRONTEND=noninteractive
+  if ! "${sudo_cmd[@]}" apt-get install -y -q chromium >/dev/null; then
+    "${sudo_cmd[@]}" apt-get update -q >/dev/null
+    "${sudo_cmd[@]}" apt-get install -y -q chromium >/dev/null
   fi
 fi
 
@@ -33,3 +45,4 @@ if [[ "$installed" != "$wanted" ]]; then
 fi
 echo "bazel: /usr/bin/bazel-4 (bazel-bootstrap $(dpkg-query -W -f '${Version}' bazel-bootstrap 2>/dev/null))"
 echo "bazelisk: $tools/node_modules/.bin/bazelisk ($wanted)"
+echo "chromium: $(command -v chromium) ($(dpkg-query -W -f '${Version}' chromium 2>/dev/null))"

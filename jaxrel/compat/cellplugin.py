@@ -5,7 +5,8 @@ Configured by environment variables (xdist workers inherit them):
 - ``JAXREL_CELL_RECORD``: a directory; every pytest process writes ``<process>.json`` there at
   the end: the file the frontend package was imported from (``JAXREL_CELL_PACKAGE``) and, from
   the main process, each test's outcome by node id with the first line of its error, and each
-  collection error with its cause.
+  collection error with its cause, and the ``user_properties`` a test recorded (the compat suite's
+  ``api_state``: ``not yet``, ``removed in X → use Y``; read by the API atlas).
 - ``JAXREL_CELL_ONLY``: a file of node ids (one a line); only those tests run (a module's node
   id selects the whole module). Used to rerun failures.
 - ``JAXREL_CELL_SHARD``: ``I/N``; only every N-th test (by sorted node id) starting at the I-th runs.
@@ -29,6 +30,7 @@ from jaxrel.compat.cellrecord import ONLY, PACKAGE, RECORD, SEVERITY, SHARD, fir
 __all__ = ["ONLY", "PACKAGE", "RECORD", "SHARD", "first_error", "parse_shard"]
 
 _outcomes: dict[str, dict[str, str]] = {}
+_properties: dict[str, dict[str, str]] = {}
 
 
 def _selected(nodeid: str, wanted: set[str]) -> bool:
@@ -60,6 +62,8 @@ def _record(nodeid: str, outcome: str, message: str = "") -> None:
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.user_properties:
+        _properties[report.nodeid] = {str(name): str(value) for name, value in report.user_properties}
     if report.passed:
         if report.when == "call":
             _record(report.nodeid, "passed")
@@ -85,6 +89,7 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
     record: dict[str, Any] = {"frontend_file": getattr(module, "__file__", None)}
     if worker is None:
         record["outcomes"] = _outcomes
+        record["properties"] = _properties
     path = Path(directory) / f"{worker or 'main'}.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(record), encoding="utf-8")

@@ -1,9 +1,11 @@
 """jax.ffi: the public home of the XLA FFI helpers (``ffi_call``, ``include_dir``, ...).
 
 Measured from the jax wheels: ``jax/ffi.py`` is absent from 0.4.38 and present from 0.5.0. The
-older ``jax.extend.ffi`` does not count: its ``ffi_call`` (0.4.31 to 0.7.x, with another calling
-convention before 0.4.36) was deprecated in 0.5.0 and is gone from 0.8.0, so code written against
-``jax.ffi`` cannot use it. The header belongs to jaxlib: ``c_api.h`` declaring the FFI API version
+older ``jax.extend.ffi`` does not count: its ``ffi_call`` (from 0.4.31, with another calling
+convention before 0.4.36) was deprecated in 0.5.0 and works up to 0.6.2; from 0.7.0 the module is
+still importable but ``jax.extend.ffi.ffi_call`` raises ``AttributeError`` ("removed in JAX
+v0.7.0"), and the module is gone from 0.8.0 (``test_api[jax.extend.ffi.ffi_call]`` measures it).
+The header belongs to jaxlib: ``c_api.h`` declaring the FFI API version
 is in every jaxlib wheel from 0.4.29 (jaxlib_extension_version 270; jaxlib 0.4.28, 262, has none).
 """
 
@@ -16,7 +18,7 @@ import jax
 import numpy as np
 import pytest
 
-FEATURE = "jax.ffi (the older jax.extend.ffi, deprecated in 0.5.0 and gone in 0.8.0, does not count)"
+FEATURE = "jax.ffi (the older jax.extend.ffi, deprecated in 0.5.0 and removed in 0.7.0, does not count)"
 pytestmark = pytest.mark.needs(FEATURE, jax="0.5.0")
 
 
