@@ -58,6 +58,10 @@ def _locate(source: bytes, where: str, name: str = "xla") -> _Located:
         tree = ast.parse(source, filename=where)
     except SyntaxError as error:
         raise PinError(f"{where}:{error.lineno}: cannot parse ({error.msg}); fix the syntax first") from None
+    except ValueError:  # Python 3.11.0-3.11.3 (a NUL byte)
+        raise PinError(f"{where}: cannot parse (it holds a NUL byte); fix the file first") from None
+    except (RecursionError, MemoryError):
+        raise PinError(f"{where}: nested too deeply for Python's parser; fix the file first") from None
     starts = line_starts(source)
     found: list[_Located] = []
     for node in ast.walk(tree):

@@ -44,6 +44,10 @@ def _assignment(text: str, location: Location) -> ast.expr:
         module = ast.parse(text)
     except SyntaxError as error:
         raise LocationError(f"{location}: {location.file} does not parse ({error.msg}, line {error.lineno})") from None
+    except ValueError:  # Python 3.11.0-3.11.3 (a NUL byte)
+        raise LocationError(f"{location}: {location.file} does not parse (it holds a NUL byte)") from None
+    except (RecursionError, MemoryError):
+        raise LocationError(f"{location}: {location.file} is nested too deeply for Python's parser") from None
     found: list[ast.expr] = []
     for node in module.body:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
