@@ -138,7 +138,7 @@ def loads_json(text: str | bytes, name: str) -> Any:
     except UnicodeDecodeError as error:
         raise BadInput(f"{name}: not UTF-8 JSON (byte {error.start}); this is not the JSON jaxrel expects") from None
     except ValueError as error:  # JSONDecodeError, conversion limits, NaN
-        raise BadInput(f"{name}: not valid JSON ({str(error)[:120]})") from None
+        raise BadInput(f"{name}: not JSON ({str(error)[:120]})") from None
 
 
 def load_json(path: str | Path, *, what: str = "") -> Any:
