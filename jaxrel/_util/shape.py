@@ -33,8 +33,7 @@ def found(value: Any) -> str:
     if isinstance(value, str):
         return repr(value[:60] + ("…" if len(value) > 60 else ""))
     if isinstance(value, int):
-        text = str(value) if value.bit_length() < 200 else f"{str(value)[:20]}…"
-        return f"the integer {text}"
+        return f"the integer {value}" if value.bit_length() < 200 else f"an integer of {value.bit_length()} bits"
     return f"{type(value).__name__} {str(value)[:40]}"
 
 
