@@ -42,6 +42,21 @@ def test_the_reader_refuses_a_fifo_without_waiting(tmp_path: Path) -> None:
         localfiles.read_bytes(fifo)  # opened O_NONBLOCK: a FIFO with no writer does not block
 
 
+def test_every_other_reader_refuses_a_fifo_without_waiting(tmp_path: Path) -> None:
+    from jaxrel._util.files import sha256_of
+    from jaxrel._util.literals import read_text
+    from jaxrel.gating import read_api_number
+    from jaxrel.guard import read_assignment
+
+    os.mkfifo(tmp_path / "x.whl")
+    with pytest.raises(BadInput, match="not a regular file"):
+        sha256_of(tmp_path / "x.whl")  # a dist file
+    os.mkfifo(tmp_path / "version.py")
+    assert read_text(str(tmp_path / "version.py")) is None
+    assert read_assignment(str(tmp_path / "version.py"), ("_version",)) is None  # the guard's own copy
+    assert read_api_number("version.py", "_version", [str(tmp_path)]) is None
+
+
 def test_the_reader_refuses_devices_directories_and_oversized_files(tmp_path: Path) -> None:
     with pytest.raises(BadInput, match="character device"):
         localfiles.read_bytes("/dev/zero")
