@@ -21,10 +21,10 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from jaxrel.errors import BadInput, EnvironmentFailure
+from jaxrel.errors import BadInput, EnvironmentFailure, JaxrelError
 
-__all__ = ["LIMIT", "inside", "is_regular", "load_ini", "load_json", "load_toml", "loads_json", "loads_toml",
-           "read_bytes", "read_text"]
+__all__ = ["LIMIT", "decode", "inside", "is_regular", "load_cached_json", "load_ini", "load_json", "load_toml",
+           "loads_json", "loads_toml", "read_bytes", "read_text"]
 
 LIMIT = 64 << 20  # bytes: no configuration, manifest or source file jaxrel reads is near this
 
@@ -145,6 +145,22 @@ def load_json(path: str | Path, *, what: str = "") -> Any:
     """The JSON file at ``path``, read by :func:`read_text` and parsed by :func:`loads_json`."""
     name = f"{what} {path}" if what else str(path)
     return loads_json(read_text(path, what=what), name)
+
+
+def load_cached_json(path: str | Path) -> Any:
+    """An entry of jaxrel's own cache, parsed; ``None`` when it is missing or damaged in any way (not
+    JSON, nested too deep, not a regular file, unreadable). A cache is never trusted: a damaged entry
+    is removed, so it is fetched or computed again and rewritten, never a crash. The caller checks the
+    shape of what it gets, as for any JSON."""
+    try:
+        return load_json(path)
+    except JaxrelError:
+        try:
+            if os.path.lexists(path):
+                os.unlink(path)
+        except OSError:
+            pass  # a read-only cache: the entry stays a miss
+        return None
 
 
 def load_ini(path: str | Path, *, what: str = "") -> configparser.RawConfigParser:

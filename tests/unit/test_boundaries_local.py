@@ -103,6 +103,19 @@ def test_json_that_is_not_plain_json_is_bad_input(text: str | bytes, says: str) 
         localfiles.loads_json(text, "report.json")
 
 
+@pytest.mark.parametrize("damage", [b"{", b"[" * 100_000, b"\xff", b"9" * 5000, None])  # None: a FIFO
+def test_a_damaged_cache_entry_is_dropped_not_trusted(tmp_path: Path, damage: bytes | None) -> None:
+    entry = tmp_path / "entry.json"
+    if damage is None:
+        os.mkfifo(entry)
+    else:
+        entry.write_bytes(damage)
+    assert localfiles.load_cached_json(entry) is None and not os.path.lexists(entry)
+    entry.write_text('{"files": []}')
+    assert localfiles.load_cached_json(entry) == {"files": []}
+    assert localfiles.load_cached_json(tmp_path / "missing.json") is None
+
+
 def test_inside_refuses_dotdot_absolute_and_symlinks_out(tmp_path: Path) -> None:
     tree = tmp_path / "tree"
     (tree / "pkg").mkdir(parents=True)
