@@ -183,6 +183,24 @@ def test_the_fallback_extracts_a_valid_sdist_without_setuid_bits(tmp_path: Path,
     assert unpacked.read_bytes() == b"abc" and unpacked.stat().st_mode & 0o7022 == 0
 
 
+@pytest.mark.parametrize("data_filter", [True, False])
+def test_release_check_of_an_sdist_runs_with_and_without_the_data_filter(
+        tmp_path: Path, data_filter: bool, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    if data_filter and not tarballs.HAS_DATA_FILTER:
+        pytest.skip("this Python (< 3.11.4) has no tarfile data filter")
+    monkeypatch.setattr(tarballs, "HAS_DATA_FILTER", data_filter)  # False: as on Debian's python3 3.11.2
+    sdist = tmp_path / "splitfam-0.1.0.tar.gz"
+    with tarfile.open(sdist, "w:gz") as archive:
+        archive.add(SPLITFAM, "splitfam-0.1.0")
+        pkg_info = (b"Metadata-Version: 2.1\nName: splitfam\nVersion: 0.1.0\n"
+                    b"Requires-Dist: splitfam-core<=0.1.0,>=0.1.0\n")
+        archive.addfile(_info("splitfam-0.1.0/PKG-INFO", size=len(pkg_info)), io.BytesIO(pkg_info))
+    code, out, err = run(capsys, "release", "check", str(sdist), "--index-url", DEAD_INDEX)
+    assert code in (0, 1) and "release check splitfam 0.1.0" in out, err  # the index is not reached: 1
+    assert "Traceback" not in err and "internal error" not in err
+
+
 def test_ast_parse_of_a_nul_byte_is_caught_on_every_python() -> None:
     from jaxrel.gates import names
 
