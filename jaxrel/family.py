@@ -382,7 +382,8 @@ class _Reader(Shape):
             raise self.error(where, f"{key[:80]!r} is not a PEP 440 version: {found(value)} (e.g. \"0.4.30\")") \
                 from None
         if "!" in value:
-            raise self.error(where, f"{key!r} has an epoch ({value!r}); jax's version check cannot compare epochs")
+            raise self.error(where, f"{key[:80]!r} has an epoch ({found(value)}); jax's version check cannot "
+                             "compare epochs")
         return str(value)
 
     def package(self, value: Any, where: str, keys: set[str]) -> dict[str, str | None]:
@@ -396,7 +397,7 @@ class _Reader(Shape):
         parts = PurePosixPath(version_file).parts
         if PurePosixPath(version_file).is_absolute() or ".." in parts or "\\" in version_file \
                 or not PurePosixPath(version_file).is_relative_to(package.replace(".", "/")):
-            raise self.error(where, f"'version-file' {version_file!r} must lie inside package {package!r}")
+            raise self.error(where, f"'version-file' {found(version_file)} must lie inside package {found(package)}")
         return {"distribution": distribution, "package": package, "version_file": version_file}
 
     def family(self, config: Any) -> Family:
@@ -408,7 +409,7 @@ class _Reader(Shape):
                                  "declare the family in full or use the profile alone")
             name = self.string(top, "profile", "tool.jaxrel")
             if name not in PROFILES:
-                raise self.error("tool.jaxrel", f"unknown profile {name!r} (known: {', '.join(PROFILES)})")
+                raise self.error("tool.jaxrel", f"unknown profile {found(name)} (known: {', '.join(PROFILES)})")
             return PROFILES[name]()
         for key in ("name", "frontend", "backend"):
             if key not in top:
@@ -443,7 +444,8 @@ class _Reader(Shape):
         """A path inside the frontend's source tree: relative, not leaving it."""
         value: str | None = self.string(table, key, where)
         if value is not None and (Path(value).is_absolute() or ".." in Path(value).parts):
-            raise self.error(where, f"{key!r} must be a path relative to the frontend's source tree, not {value!r}")
+            raise self.error(where, f"{key!r} must be a path relative to the frontend's source tree, "
+                             f"not {found(value)}")
         return value
 
     def relative_paths(self, table: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
@@ -483,7 +485,7 @@ class _Reader(Shape):
                  for key in ("released-separately", "runtime")}
         distribution = self.string(table, "distribution", where, required=True) or ""
         if any(char in distribution for char in "?[]"):
-            raise self.error(where, f"'distribution' {distribution!r} may use only '*' as a wildcard")
+            raise self.error(where, f"'distribution' {found(distribution)} may use only '*' as a wildcard")
         return PluginSpec(
             distribution=distribution,
             package=self.string(table, "package", where),

@@ -22,6 +22,11 @@ T = TypeVar("T")
 REQUIRED: Any = object()  # a default meaning "the key must be there"
 
 
+def printable(text: str) -> str:
+    """``text`` with every character that is not printable escaped (``\\r``, ``\\x00``): an error stays one line."""
+    return "".join(char if char.isprintable() else repr(char)[1:-1] for char in text)
+
+
 def found(value: Any) -> str:
     """What a value is, shortly, for an error message (``int 5``, ``a table``, ``'abc…'``)."""
     if isinstance(value, dict):
@@ -45,7 +50,7 @@ class Shape:
         self.error_type = error_type
 
     def error(self, where: str, problem: str) -> BadInput:
-        return self.error_type(f"{self.source}: [{where}] {problem}")
+        return self.error_type(printable(f"{self.source}: [{where}] {problem}"))
 
     def table(self, value: Any, where: str, keys: set[str] | None = None) -> dict[str, Any]:
         """A table (JSON object) whose keys are all in ``keys`` (any keys when ``None``)."""

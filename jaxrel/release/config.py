@@ -29,7 +29,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from jaxrel._util.shape import Shape, found
+from jaxrel._util.shape import Shape, found, printable
 from jaxrel.family import ConfigError, Family
 
 BUILDERS = ("python", "bazel", "external")
@@ -61,7 +61,7 @@ class Location:
                               "(e.g. \"mylib/version.py:_version\" or \"pyproject.toml:project.version\")")
         if not file.endswith(".toml") and not key.isidentifier():
             raise ConfigError(f"[{where}] {found(text)}: {key[:60]!r} is not a variable name")
-        if file.endswith(".toml") and not all(part.strip() for part in key.split(".")):
+        if file.endswith(".toml") and not (key.isprintable() and all(part.strip() for part in key.split("."))):
             raise ConfigError(f"[{where}] {found(text)}: {key[:60]!r} is not a dotted TOML key")
         return cls(file, key)
 
@@ -130,7 +130,7 @@ def role_of(family: Family, distribution: str) -> str:
 
 
 def _relative(path: Any) -> bool:
-    return isinstance(path, str) and bool(path) and not PurePosixPath(path).is_absolute() \
+    return isinstance(path, str) and bool(path) and path.isprintable() and not PurePosixPath(path).is_absolute() \
         and ".." not in PurePosixPath(path).parts and "\\" not in path
 
 
@@ -157,7 +157,7 @@ def _component(shape: Shape, distribution: str, value: Any, family: Family) -> C
         versions = tuple(Location.parse(v, at) for v in shape.strings(row, "versions", at, ()))
         minimum = Location.parse(row["minimum-backend"], at) if "minimum-backend" in row else None
     except ConfigError as error:
-        raise ConfigError(f"{shape.source}: {error}") from None
+        raise ConfigError(printable(f"{shape.source}: {error}")) from None
     if not versions:
         raise shape.error(at, "'versions' is empty; list every FILE:KEY that holds this component's version")
     if minimum is not None and role != "frontend":
@@ -175,7 +175,7 @@ def release_from_config(table: Any, family: Family, source: str = "pyproject.tom
     shape = Shape(source, ConfigError)
 
     def fail(at: str, problem: str) -> ConfigError:
-        return ConfigError(f"{source}: [{at}] {problem}")
+        return ConfigError(printable(f"{source}: [{at}] {problem}"))
 
     top = shape.table(table, where, _RELEASE_KEYS)
     tag = shape.field(top, "tag", where, tag_template, "a string containing {version} once and no other "

@@ -151,7 +151,12 @@ def run_cli(capsys: pytest.CaptureFixture[str], argv: Sequence[str]) -> tuple[in
 
 
 def assert_handled(argv: Sequence[str], code: int, err: str) -> None:
-    """The fuzz property on one run: a defined exit code, never 70, no traceback."""
+    """The fuzz property on one run: a defined exit code, never 70, no traceback; an error (2, 3) is one
+    readable line on stderr (warnings and progress aside)."""
     shown = " ".join(str(a)[:60] for a in argv)[:200]
     assert code in EXIT_CODES, f"{shown}: exit {code}: {err[-600:]}"
     assert "Traceback" not in err and "internal error" not in err, f"{shown}: {err[-600:]}"
+    if code in (2, 3):
+        lines = [line for line in err.splitlines() if not line.startswith(("warning:", "listing ", "downloading "))
+                 and ": warning: " not in line]
+        assert len(lines) == 1 and len(lines[0]) < 1000, f"{shown}: not one readable line: {err[-1200:]!r}"
