@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 
 from jaxrel.cli import main
 
-FUZZING = settings.default.max_examples >= 1000  # the `fuzz` profile is loaded (nox -s fuzz)
+FUZZING = settings.default.max_examples >= 500  # the `fuzz` profile is loaded (nox -s fuzz)
 DEADLINE = 30  # seconds one CLI run may take: past it, a hang
 EXIT_CODES = {0, 1, 2, 3}
 
