@@ -388,10 +388,8 @@ class _Reader(Shape):
 
     def package(self, value: Any, where: str, keys: set[str]) -> dict[str, str | None]:
         table = self.table(value, where, keys)
-        distribution = self.string(table, "distribution", where, required=True)
-        assert distribution is not None
-        package = self.string(table, "package", where, default=distribution.replace("-", "_"))
-        assert package is not None
+        distribution: str = self.name(table, "distribution", where)
+        package: str = self.module(table, "package", where, distribution.replace("-", "_").replace(".", "_"))
         version_file = self.string(table, "version-file", where, default=f"{package.replace('.', '/')}/version.py")
         assert version_file is not None
         parts = PurePosixPath(version_file).parts
@@ -483,14 +481,12 @@ class _Reader(Shape):
         pinned = self.boolean(table, "pinned", where, True)
         flags = {key.replace("-", "_"): self.boolean(table, key, where, False)
                  for key in ("released-separately", "runtime")}
-        distribution = self.string(table, "distribution", where, required=True) or ""
-        if any(char in distribution for char in "?[]"):
-            raise self.error(where, f"'distribution' {found(distribution)} may use only '*' as a wildcard")
+        distribution = self.name(table, "distribution", where, wildcard=True)
         return PluginSpec(
             distribution=distribution,
-            package=self.string(table, "package", where),
+            package=self.module(table, "package", where, None),
             pinned=pinned,
-            set=self.string(table, "set", where),
+            set=self.label(table, "set", where, None),
             released_separately=flags["released_separately"],
             runtime=flags["runtime"],
         )

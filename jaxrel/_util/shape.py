@@ -13,13 +13,20 @@ the libraries' generic messages do not. This module is the one place the shape c
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from jaxrel.errors import BadInput
 
-T = TypeVar("T")
+_NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
+_WILDCARD_NAME = re.compile(r"[A-Za-z0-9*]([A-Za-z0-9._*-]*[A-Za-z0-9*])?")
 REQUIRED: Any = object()  # a default meaning "the key must be there"
+
+
+def is_name(value: Any, pattern: re.Pattern[str] = _NAME) -> bool:
+    """``value`` is a project name (PEP 508) of at most 100 characters."""
+    return isinstance(value, str) and len(value) <= 100 and bool(pattern.fullmatch(value))
 
 
 def printable(text: str) -> str:
@@ -83,6 +90,23 @@ class Shape:
         """A non-empty string, or ``None`` when absent."""
         value: str | None = self.string(table, key, where, None)
         return value
+
+    def name(self, table: dict[str, Any], key: str, where: str, default: Any = REQUIRED,
+             wildcard: bool = False) -> Any:
+        """A project name (PEP 508: letters, digits, ``._-``; ``*`` too with ``wildcard``), at most 100 long."""
+        pattern = _WILDCARD_NAME if wildcard else _NAME
+        expected = "a project name" + (" (only '*' as a wildcard)" if wildcard else "") + ", at most 100 characters"
+        return self.field(table, key, where, lambda v: is_name(v, pattern), expected, default)
+
+    def module(self, table: dict[str, Any], key: str, where: str, default: Any = REQUIRED) -> Any:
+        """A dotted import name (``jax_plugins.xla_cuda12``)."""
+        return self.field(table, key, where, lambda v: isinstance(v, str) and len(v) <= 200 and all(
+            part.isidentifier() for part in v.split(".")), "a dotted import name", default)
+
+    def label(self, table: dict[str, Any], key: str, where: str, default: Any = REQUIRED) -> Any:
+        """A short printable label (a plugin set's name)."""
+        return self.field(table, key, where, lambda v: isinstance(v, str) and 0 < len(v) <= 100 and v.isprintable()
+                          and bool(v.strip()), "a printable name of at most 100 characters", default)
 
     def boolean(self, table: dict[str, Any], key: str, where: str, default: Any = REQUIRED) -> Any:
         return self.field(table, key, where, lambda v: isinstance(v, bool), "true or false", default)

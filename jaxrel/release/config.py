@@ -29,7 +29,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from jaxrel._util.shape import Shape, found, printable
+from jaxrel._util.shape import Shape, found, is_name, printable
 from jaxrel.family import ConfigError, Family
 
 BUILDERS = ("python", "bazel", "external")
@@ -150,6 +150,10 @@ def tag_template(tag: Any) -> bool:
 
 def _component(shape: Shape, distribution: str, value: Any, family: Family) -> Component:
     at = f"tool.jaxrel.release.components.{distribution[:60]}"
+    if not is_name(distribution):
+        raise shape.error("tool.jaxrel.release.components", f"{found(distribution)} is not a project name "
+                          "(letters, digits, '.', '_', '-', at most 100 characters); key each component by its "
+                          "distribution name")
     row = shape.table(value, at, _COMPONENT_KEYS)
     build = shape.field(row, "build", at, lambda v: v in BUILDERS, f"one of {', '.join(BUILDERS)}", "python")
     role = role_of(family, distribution)

@@ -50,11 +50,13 @@ class ProjectTable:
         found = [self.requirement(text, "project.dependencies") for text in self.dependencies or ()]
         for extra, items in self.optional.items():
             for text in items:
-                requirement = self.requirement(text, f"project.optional-dependencies.{extra}")
+                where = f"project.optional-dependencies.{extra}"
+                requirement = self.requirement(text, where)
                 marker = f"extra == {extra!r}" if requirement.marker is None else f"({requirement.marker}) and " \
                     f"extra == {extra!r}"
-                found.append(self.requirement(f"{str(requirement).split(';')[0]}; {marker}",
-                                              f"project.optional-dependencies.{extra}"))
+                extras = f"[{','.join(sorted(requirement.extras))}]" if requirement.extras else ""
+                target = f" @ {requirement.url} " if requirement.url else str(requirement.specifier)
+                found.append(self.requirement(f"{requirement.name}{extras}{target}; {marker}", where))
         return found
 
     def requirement_on(self, distribution: str) -> tuple[int, Requirement] | None:
