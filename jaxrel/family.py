@@ -47,7 +47,7 @@ from packaging.version import Version
 
 from jaxrel import policy, releasedata
 from jaxrel._util import localfiles
-from jaxrel._util.shape import REQUIRED, Shape, found
+from jaxrel._util.shape import REQUIRED, Shape, found, is_relative_path
 from jaxrel.errors import BadInput
 from jaxrel.gating import ApiGate
 from jaxrel.guard import Plugin as GuardPlugin
@@ -392,8 +392,7 @@ class _Reader(Shape):
         package: str = self.module(table, "package", where, distribution.replace("-", "_").replace(".", "_"))
         version_file = self.string(table, "version-file", where, default=f"{package.replace('.', '/')}/version.py")
         assert version_file is not None
-        parts = PurePosixPath(version_file).parts
-        if PurePosixPath(version_file).is_absolute() or ".." in parts or "\\" in version_file \
+        if not is_relative_path(version_file) \
                 or not PurePosixPath(version_file).is_relative_to(package.replace(".", "/")):
             raise self.error(where, f"'version-file' {found(version_file)} must lie inside package {found(package)}")
         return {"distribution": distribution, "package": package, "version_file": version_file}
@@ -441,7 +440,7 @@ class _Reader(Shape):
     def relative_path(self, table: dict[str, Any], key: str, where: str) -> str | None:
         """A path inside the frontend's source tree: relative, not leaving it."""
         value: str | None = self.string(table, key, where)
-        if value is not None and (Path(value).is_absolute() or ".." in Path(value).parts):
+        if value is not None and not is_relative_path(value):
             raise self.error(where, f"{key!r} must be a path relative to the frontend's source tree, "
                              f"not {found(value)}")
         return value

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import PurePosixPath
 from typing import Any
 
 from jaxrel.errors import BadInput
@@ -27,6 +28,16 @@ REQUIRED: Any = object()  # a default meaning "the key must be there"
 def is_name(value: Any, pattern: re.Pattern[str] = _NAME) -> bool:
     """``value`` is a project name (PEP 508) of at most 100 characters."""
     return isinstance(value, str) and len(value) <= 100 and bool(pattern.fullmatch(value))
+
+
+def is_relative_path(value: Any) -> bool:
+    """``value`` is a path relative to a root that stays under it: no absolute path, no ``..``, no backslash,
+    printable, each part at most 255 bytes and the whole at most 1024 (what file systems take)."""
+    if not isinstance(value, str) or not value or not value.isprintable() or "\\" in value or len(value) > 1024:
+        return False
+    path = PurePosixPath(value)
+    return not path.is_absolute() and ".." not in path.parts and all(
+        len(part.encode("utf-8", "surrogatepass")) <= 255 for part in path.parts)
 
 
 def printable(text: str) -> str:

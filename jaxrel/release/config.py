@@ -29,7 +29,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from jaxrel._util.shape import Shape, found, is_name, printable
+from jaxrel._util.shape import Shape, found, is_name, is_relative_path, printable
 from jaxrel.family import ConfigError, Family
 
 BUILDERS = ("python", "bazel", "external")
@@ -56,7 +56,7 @@ class Location:
     @classmethod
     def parse(cls, text: Any, where: str) -> Location:
         file, sep, key = text.rpartition(":") if isinstance(text, str) else ("", "", "")
-        if not sep or not key or not _relative(file):
+        if not sep or not key or len(key) > 200 or not is_relative_path(file):
             raise ConfigError(f"[{where}] {found(text)} is not FILE:KEY with FILE relative to the project root "
                               "(e.g. \"mylib/version.py:_version\" or \"pyproject.toml:project.version\")")
         if not file.endswith(".toml") and not key.isidentifier():
@@ -129,15 +129,10 @@ def role_of(family: Family, distribution: str) -> str:
     return "plugin" if family.plugin_for(name) else "extension"
 
 
-def _relative(path: Any) -> bool:
-    return isinstance(path, str) and bool(path) and path.isprintable() and not PurePosixPath(path).is_absolute() \
-        and ".." not in PurePosixPath(path).parts and "\\" not in path
-
-
 def tag_template(tag: Any) -> bool:
     """A tag template names ``{version}`` once and no other field (other braces doubled); the tag it
     makes is a valid git ref name part (no spaces, no ``~^:?*[\\``)."""
-    if not isinstance(tag, str):
+    if not isinstance(tag, str) or len(tag) > 200:
         return False
     try:
         fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(tag)
@@ -169,7 +164,7 @@ def _component(shape: Shape, distribution: str, value: Any, family: Family) -> C
     targets = shape.strings(row, "targets", at, ())
     if build == "bazel" and not targets:
         raise shape.error(at, "'targets' is empty; name the py_wheel_file targets, e.g. [\"//core:wheel\"]")
-    path = shape.field(row, "path", at, _relative, "a directory relative to the project root", ".")
+    path = shape.field(row, "path", at, is_relative_path, "a directory relative to the project root", ".")
     return Component(distribution, role, build, path, targets, versions, minimum)
 
 
@@ -184,7 +179,7 @@ def release_from_config(table: Any, family: Family, source: str = "pyproject.tom
     top = shape.table(table, where, _RELEASE_KEYS)
     tag = shape.field(top, "tag", where, tag_template, "a string containing {version} once and no other "
                       "field, other braces doubled, no spaces (e.g. \"v{version}\")", "v{version}")
-    changelog = shape.field(top, "changelog", where, _relative, "a file path relative to the project root",
+    changelog = shape.field(top, "changelog", where, is_relative_path, "a file path relative to the project root",
                             "CHANGELOG.md")
     declared = top.get("components", {})
     if not isinstance(declared, dict):
