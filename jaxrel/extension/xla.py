@@ -23,6 +23,7 @@ from jaxrel import releasedata
 from jaxrel._util import localfiles
 from jaxrel._util.atomic import read_exactly, write_atomically
 from jaxrel._util.literals import line_starts, span
+from jaxrel._util.shape import is_name
 from jaxrel.dist.index import IndexFile, Listing
 from jaxrel.errors import BadInput
 
@@ -113,9 +114,9 @@ def checked_pin(values: dict[str, str], where: str) -> XlaPin:
         raise PinError(f"{where}: backend_version {values['backend_version'][:40]!r} is not a "
                        "PEP 440 version; move the pin with jaxrel xla pin --jaxlib X") from None
     backend, wheel = values["backend"], values["wheel"]
-    if not re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?", backend):
+    if not is_name(backend):
         raise PinError(f"{where}: backend {backend[:80]!r} is not a project name (e.g. jaxlib)")
-    if not re.fullmatch(r"[A-Za-z0-9_.+!-]+\.whl", wheel) or wheel.startswith("."):
+    if not re.fullmatch(r"[A-Za-z0-9_.+!-]{1,250}\.whl", wheel) or wheel.startswith("."):
         raise PinError(f"{where}: wheel {wheel[:80]!r} is not a wheel file name (one path component ending in .whl)")
     return XlaPin(**values)
 
