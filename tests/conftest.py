@@ -61,4 +61,4 @@ collect_ignore = ["data"]  # data: sample projects with tests of their own (spli
 
 # The generative fuzz tests (tests/unit/test_fuzz_*.py) run a bounded count in CI; `nox -s fuzz`
 # loads this profile (--hypothesis-profile fuzz) and each of them runs this many examples.
-settings.register_profile("fuzz", max_examples=800, deadline=None)
+settings.register_profile("fuzz", max_examples=3000, deadline=None)
