@@ -1,4 +1,4 @@
-"""nox sessions: compat (the main job), atlas, tests, build, release, doctor, bench, lint, docs.
+"""nox sessions: compat (the main job), bisect, atlas, tests, tests_oldest, fuzz, build, release, doctor, bench, lint, docs.
 
 Environments are built with uv when it is installed beside nox (fallback: virtualenv),
 with pip's index configuration passed to uv (``jaxrel.dist.pipconfig``); wheels land in
@@ -38,6 +38,39 @@ def tests(session: nox.Session) -> None:
     _build_tools(session)
     session.install("-e", ".[test]")
     session.run("pytest", *(session.posargs or ["tests"]))
+
+
+@nox.session
+def fuzz(session: nox.Session) -> None:
+    """The generative fuzz tests (``tests/unit/test_fuzz_*.py``) with hypothesis's ``fuzz`` profile: far more
+    examples than CI runs (tests/conftest.py); about half an hour. Options after ``--`` go to pytest."""
+    _uv_env(session)
+    session.install("-e", ".[test]")
+    files = sorted(str(path) for path in (ROOT / "tests" / "unit").glob("test_fuzz_*.py"))
+    session.run("pytest", "-p", "no:cacheprovider", "--hypothesis-profile", "fuzz", "-q", *files, *session.posargs)
+
+
+OLDEST_PYTHON = "/usr/bin/python3"  # Debian 12's python3, 3.11.2: the oldest interpreter requires-python admits here
+
+
+@nox.session(venv_backend="none")
+def tests_oldest(session: nox.Session) -> None:
+    """The unit tests on the oldest Python jaxrel claims (``requires-python >= 3.11``): Debian's ``python3``
+    (3.11.2, without ``tarfile``'s data filter), in an environment uv makes for it under .nox/.
+    ``-- PATH`` tests another interpreter; further options go to pytest."""
+    options = list(session.posargs)
+    python = options.pop(0) if options and not options[0].startswith("-") else OLDEST_PYTHON
+    if not Path(python).exists():
+        session.skip(f"{python} does not exist here; pass the oldest Python 3.11 as -- PATH")
+    uv = shutil.which("uv") or str(Path(sys.executable).parent / "uv")
+    venv = ROOT / ".nox" / "tests_oldest-env"
+    environment = pip_index_config().uv_environment()
+    session.run(uv, "venv", "--clear", "--python", python, str(venv), external=True, env=environment)
+    session.run(uv, "pip", "install", "--python", str(venv / "bin" / "python"), "-e", ".[test]", external=True,
+                env=environment)
+    session.run(str(venv / "bin" / "python"), "-c", "import sys; print('Python', sys.version)", external=True)
+    session.run(str(venv / "bin" / "python"), "-m", "pytest", "-p", "no:cacheprovider", "-q", "tests/unit",
+                *options, external=True)
 
 
 @nox.session

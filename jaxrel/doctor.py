@@ -7,8 +7,8 @@ the XLA FFI API version from the installed ``c_api.h``, then applies the policy.
 
 from __future__ import annotations
 
-import json
 import os
+import re
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
@@ -20,6 +20,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 
 from jaxrel import policy
+from jaxrel._util import localfiles
 from jaxrel._util.literals import read_assignment, read_ffi_api, read_version_file
 from jaxrel._util.text import table
 from jaxrel.errors import BadInput
@@ -62,18 +63,30 @@ def interpreter_path(python: str | None) -> tuple[str, str, list[str]]:
         return sys.executable, sys.version.split()[0], list(sys.path)
     probe = "import json, sys; print(json.dumps([sys.executable, sys.version.split()[0], sys.path]))"
     try:
-        done = subprocess.run([python, "-c", probe], capture_output=True, text=True, timeout=60, check=True)
-    except (OSError, subprocess.SubprocessError) as error:
+        done = subprocess.run([python, "-c", probe], capture_output=True, timeout=60, check=True)
+    except (OSError, ValueError, subprocess.SubprocessError) as error:
         raise InterpreterError(
             f"cannot run Python interpreter {python!r} ({error.__class__.__name__}); "
             "pass --python the path of an existing interpreter"
         ) from None
+    return parse_interpreter_answer(done.stdout, python)
+
+
+def parse_interpreter_answer(answer: bytes, python: str) -> tuple[str, str, list[str]]:
+    """What an interpreter answered the probe: ``[executable, version, sys.path]`` as JSON, checked;
+    anything else is :class:`InterpreterError` (exit 2) saying it did not answer as Python does."""
+    wrong = InterpreterError(f"{python!r} did not answer as a Python interpreter does; "
+                             "pass --python the path of a Python interpreter")
     try:
-        executable, version, path = json.loads(done.stdout)
-    except ValueError:
-        raise InterpreterError(f"{python!r} did not answer as a Python interpreter does; "
-                               "pass --python the path of a Python interpreter") from None
-    return executable, version, [entry for entry in path if entry]
+        found = localfiles.loads_json(answer, f"the answer of {python!r}")
+    except BadInput:
+        raise wrong from None
+    if not (isinstance(found, list) and len(found) == 3 and all(isinstance(item, str) for item in found[:2])
+            and isinstance(found[2], list) and all(isinstance(entry, str) for entry in found[2])
+            and re.fullmatch(r"\d+\.\d+\.\d+\S*", found[1])):
+        raise wrong
+    executable, version, path = found
+    return executable, version, [entry for entry in path if entry and "\0" not in entry]
 
 
 def _distributions(path: list[str]) -> dict[str, Installed]:

@@ -37,16 +37,17 @@ Every error is one line naming the file, the key and the fix (:class:`ConfigErro
 from __future__ import annotations
 
 import fnmatch
-import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from packaging.version import Version
 
 from jaxrel import policy, releasedata
+from jaxrel._util import localfiles
+from jaxrel._util.shape import REQUIRED, Shape, found, is_relative_path
 from jaxrel.errors import BadInput
 from jaxrel.gating import ApiGate
 from jaxrel.guard import Plugin as GuardPlugin
@@ -364,53 +365,36 @@ _API_KEYS = {"name", "file", "variable", "aliases", "literal"}
 _PLUGIN_KEYS = {"distribution", "package", "pinned", "set", "released-separately", "runtime"}
 
 
-class _Reader:
+class _Reader(Shape):
     """Validates one ``[tool.jaxrel]`` table, producing one-line errors."""
 
     def __init__(self, source: str) -> None:
-        self.source = source
+        super().__init__(source, ConfigError)
 
-    def error(self, where: str, problem: str) -> ConfigError:
-        return ConfigError(f"{self.source}: [{where}] {problem}")
-
-    def table(self, value: Any, where: str, keys: set[str]) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise self.error(where, f"must be a table, not {type(value).__name__}")
-        unknown = sorted(set(value) - keys)
-        if unknown:
-            raise self.error(where, f"unknown key {unknown[0]!r} (allowed: {', '.join(sorted(keys))})")
-        return value
-
-    def string(self, table: dict[str, Any], key: str, where: str, default: str | None = None,
-               required: bool = False) -> str | None:
-        if key not in table:
-            if required:
-                raise self.error(where, f"missing required key {key!r}")
-            return default
-        value = table[key]
-        if not isinstance(value, str) or not value.strip():
-            raise self.error(where, f"{key!r} must be a non-empty string, not {value!r}")
-        return value
+    def string(self, table: dict[str, Any], key: str, where: str, default: Any = None,
+               required: bool = False) -> Any:
+        return super().string(table, key, where, REQUIRED if required else default)
 
     def version(self, value: Any, where: str, key: str) -> str:
         try:
             Version(value if isinstance(value, str) else "")
-        except InvalidVersion:
-            raise self.error(where, f"{key!r} is not a PEP 440 version: {value!r} (e.g. \"0.4.30\")") from None
+        except ValueError:  # InvalidVersion, or a number over Python's 4300-digit limit
+            raise self.error(where, f"{key[:80]!r} is not a PEP 440 version: {found(value)} (e.g. \"0.4.30\")") \
+                from None
         if "!" in value:
-            raise self.error(where, f"{key!r} has an epoch ({value!r}); jax's version check cannot compare epochs")
+            raise self.error(where, f"{key[:80]!r} has an epoch ({found(value)}); jax's version check cannot "
+                             "compare epochs")
         return str(value)
 
     def package(self, value: Any, where: str, keys: set[str]) -> dict[str, str | None]:
         table = self.table(value, where, keys)
-        distribution = self.string(table, "distribution", where, required=True)
-        assert distribution is not None
-        package = self.string(table, "package", where, default=distribution.replace("-", "_"))
-        assert package is not None
+        distribution: str = self.name(table, "distribution", where)
+        package: str = self.module(table, "package", where, distribution.replace("-", "_").replace(".", "_"))
         version_file = self.string(table, "version-file", where, default=f"{package.replace('.', '/')}/version.py")
         assert version_file is not None
-        if not Path(version_file).is_relative_to(package.replace(".", "/")):
-            raise self.error(where, f"'version-file' {version_file!r} must lie inside package {package!r}")
+        if not is_relative_path(version_file) \
+                or not PurePosixPath(version_file).is_relative_to(package.replace(".", "/")):
+            raise self.error(where, f"'version-file' {found(version_file)} must lie inside package {found(package)}")
         return {"distribution": distribution, "package": package, "version_file": version_file}
 
     def family(self, config: Any) -> Family:
@@ -422,7 +406,7 @@ class _Reader:
                                  "declare the family in full or use the profile alone")
             name = self.string(top, "profile", "tool.jaxrel")
             if name not in PROFILES:
-                raise self.error("tool.jaxrel", f"unknown profile {name!r} (known: {', '.join(PROFILES)})")
+                raise self.error("tool.jaxrel", f"unknown profile {found(name)} (known: {', '.join(PROFILES)})")
             return PROFILES[name]()
         for key in ("name", "frontend", "backend"):
             if key not in top:
@@ -447,47 +431,45 @@ class _Reader:
         if canonicalize_name(frontend.distribution) == canonicalize_name(backend.distribution):
             raise self.error("tool.jaxrel.backend", f"'distribution' is {backend.distribution!r}, the frontend's "
                              "own name; the backend is a separate distribution (e.g. jaxlib beside jax)")
-        api_numbers = tuple(self.api_number(item, i) for i, item in enumerate(self.array(top, "api-numbers")))
-        plugins = tuple(self.plugin(item, i) for i, item in enumerate(self.array(top, "plugins")))
+        api_numbers = tuple(self.api_number(item, i) for i, item in enumerate(self.items(top, "api-numbers")))
+        plugins = tuple(self.plugin(item, i) for i, item in enumerate(self.items(top, "plugins")))
         family = Family(name or "", frontend, backend, plugins, api_numbers)
         releases = self.releases(top.get("releases", {}), family)
         return Family(family.name, frontend, backend, plugins, api_numbers, releases)
 
     def relative_path(self, table: dict[str, Any], key: str, where: str) -> str | None:
         """A path inside the frontend's source tree: relative, not leaving it."""
-        value = self.string(table, key, where)
-        if value is not None and (Path(value).is_absolute() or ".." in Path(value).parts):
-            raise self.error(where, f"{key!r} must be a path relative to the frontend's source tree, not {value!r}")
+        value: str | None = self.string(table, key, where)
+        if value is not None and not is_relative_path(value):
+            raise self.error(where, f"{key!r} must be a path relative to the frontend's source tree, "
+                             f"not {found(value)}")
         return value
 
     def relative_paths(self, table: dict[str, Any], key: str, where: str) -> tuple[str, ...]:
-        value = table.get(key, [])
-        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-            raise self.error(where, f"{key!r} must be a list of paths, not {value!r}")
+        value = self.strings(table, key, where, (), "a list of paths")
         return tuple(self.relative_path({key: v}, key, where) or "" for v in value)
 
-    def array(self, top: dict[str, Any], key: str) -> list[Any]:
+    def items(self, top: dict[str, Any], key: str) -> list[Any]:
         value = top.get(key, [])
         if not isinstance(value, list):
-            raise self.error(f"tool.jaxrel.{key}", f"must be an array of tables ([[tool.jaxrel.{key}]])")
+            raise self.error(f"tool.jaxrel.{key}", f"must be an array of tables ([[tool.jaxrel.{key}]]), "
+                             f"not {found(value)}")
         return value
 
     def api_number(self, value: Any, index: int) -> ApiNumber:
         where = f"tool.jaxrel.api-numbers[{index}]"
         table = self.table(value, where, _API_KEYS)
-        aliases = table.get("aliases", [])
-        if not isinstance(aliases, list) or not all(isinstance(a, str) and a.isidentifier() for a in aliases):
-            raise self.error(where, f"'aliases' must be a list of identifiers, not {aliases!r}")
-        name = self.string(table, "name", where, required=True)
-        if not (name or "").isidentifier():
-            raise self.error(where, f"'name' must be a Python identifier, not {name!r}")
-        literal = table.get("literal", True)
-        if not isinstance(literal, bool):
-            raise self.error(where, f"'literal' must be true or false, not {literal!r}")
+        aliases = self.field(table, "aliases", where, lambda v: isinstance(v, list) and all(
+            isinstance(a, str) and a.isidentifier() for a in v), "a list of identifiers", [])
+        name = self.field(table, "name", where, lambda v: isinstance(v, str) and v.isidentifier(),
+                          "a Python identifier")
+        literal = self.boolean(table, "literal", where, True)
+        variable = self.field(table, "variable", where, lambda v: isinstance(v, str) and v.isidentifier(),
+                              "a Python identifier", "_version")
         return ApiNumber(
             name=name or "",
             file=self.string(table, "file", where, required=True) or "",
-            variable=self.string(table, "variable", where, default="_version") or "",
+            variable=variable,
             aliases=tuple(aliases),
             literal=literal,
         )
@@ -495,39 +477,28 @@ class _Reader:
     def plugin(self, value: Any, index: int) -> PluginSpec:
         where = f"tool.jaxrel.plugins[{index}]"
         table = self.table(value, where, _PLUGIN_KEYS)
-        pinned = table.get("pinned", True)
-        if not isinstance(pinned, bool):
-            raise self.error(where, f"'pinned' must be true or false, not {pinned!r}")
-        flags: dict[str, bool] = {}
-        for key in ("released-separately", "runtime"):
-            flag = table.get(key, False)
-            if not isinstance(flag, bool):
-                raise self.error(where, f"{key!r} must be true or false, not {flag!r}")
-            flags[key.replace("-", "_")] = flag
-        distribution = self.string(table, "distribution", where, required=True) or ""
-        if any(char in distribution for char in "?[]"):
-            raise self.error(where, f"'distribution' {distribution!r} may use only '*' as a wildcard")
+        pinned = self.boolean(table, "pinned", where, True)
+        flags = {key.replace("-", "_"): self.boolean(table, key, where, False)
+                 for key in ("released-separately", "runtime")}
+        distribution = self.name(table, "distribution", where, wildcard=True)
         return PluginSpec(
             distribution=distribution,
-            package=self.string(table, "package", where),
+            package=self.module(table, "package", where, None),
             pinned=pinned,
-            set=self.string(table, "set", where),
+            set=self.label(table, "set", where, None),
             released_separately=flags["released_separately"],
             runtime=flags["runtime"],
         )
 
     def releases(self, value: Any, family: Family) -> dict[str, dict[str, Any]]:
-        if not isinstance(value, dict):
-            raise self.error("tool.jaxrel.releases", "must be a table of backend versions")
         releases: dict[str, dict[str, Any]] = {}
-        for version, row in value.items():
-            where = f"tool.jaxrel.releases.{version!r}"
-            self.version(version, "tool.jaxrel.releases", f"backend version {version!r}")
+        for version, row in self.table(value, "tool.jaxrel.releases").items():
+            where = f"tool.jaxrel.releases.{version[:60]!r}"
+            self.version(version, "tool.jaxrel.releases", f"backend version {version[:60]!r}")
             names = {n for number in family.api_numbers for n in number.names}
             table = self.table(row, where, names)
-            for key, number in table.items():
-                if not isinstance(number, int) or isinstance(number, bool) or number < 0:
-                    raise self.error(where, f"{key!r} must be a non-negative integer, not {number!r}")
+            for key in table:
+                self.integer(table, key, where)
             releases[version] = {family.api_number(key).name: number for key, number in table.items()}
         return releases
 
@@ -542,24 +513,25 @@ def load_family(pyproject: str | Path) -> Family:
     path = Path(pyproject)
     if not str(pyproject).strip():
         raise ConfigError("--family is empty; pass a profile name (jax) or the path of a pyproject.toml")
+    if path.is_dir():
+        raise ConfigError(f"{path} is a directory; pass --family {path / 'pyproject.toml'}")
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(f"{path}: file not found; pass --family NAME (jax) or the path of a pyproject.toml") \
-            from None
-    except IsADirectoryError:
-        raise ConfigError(f"{path} is a directory; pass --family {path / 'pyproject.toml'}") from None
-    except OSError as error:
-        raise ConfigError(f"{path}: cannot read it ({error.strerror}); pass a readable pyproject.toml") from None
-    except UnicodeDecodeError as error:
-        raise ConfigError(f"{path}: not UTF-8 text (byte {error.start}); save it as UTF-8") from None
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{path}: not valid TOML ({error}); fix the syntax") from None
-    tool = data.get("tool", {})
-    config = tool.get("jaxrel") if isinstance(tool, dict) else None
+        data = localfiles.load_toml(path)
+    except BadInput as error:
+        raise ConfigError(str(error)) from None
+    config = jaxrel_table(data, str(path))
     if config is None:
         raise ConfigError(f"{path}: no [tool.jaxrel] table; add one (e.g. profile = \"jax\")")
     return family_from_config(config, str(path))
+
+
+def jaxrel_table(data: dict[str, Any], source: str) -> Any:
+    """``[tool.jaxrel]`` of a parsed ``pyproject.toml`` (``None`` when absent); a ``tool`` that is not a
+    table is a :class:`ConfigError`. The table itself is checked by :func:`family_from_config`."""
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict):
+        raise ConfigError(f"{source}: [tool] must be a table, not {found(tool)}; write [tool.jaxrel] as a table")
+    return tool.get("jaxrel")
 
 
 def resolve_family(name_or_path: str | None) -> Family:

@@ -29,7 +29,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from jaxrel.errors import Refused
-from jaxrel.guard import backend_version, canonical_name, installed_distributions, release_of
+from jaxrel.guard import _read_text, backend_version, canonical_name, installed_distributions, release_of
 
 __all__ = ["API_GATES", "ApiGate", "ApiVersionError", "installed_version", "read_api_number", "unmet"]
 
@@ -51,9 +51,8 @@ def read_api_number(file: str, variable: str, path: list[str] | None = None) -> 
         if not isinstance(entry, str):
             continue  # Python's import system skips non-str sys.path entries too
         try:
-            with open(os.path.join(entry or ".", file), encoding="utf-8", errors="replace") as handle:
-                return assigned_int(handle.read(), variable)
-        except OSError:
+            return assigned_int(_read_text(os.path.join(entry or ".", file), "replace"), variable)
+        except OSError:  # missing, or not a regular file (never waited on)
             continue
     return None
 

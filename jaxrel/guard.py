@@ -31,7 +31,9 @@ that can match; and builds messages only when it refuses. Every code object is u
 on each import, so the module stays small.
 """
 
+import errno
 import os
+import stat
 import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
@@ -176,21 +178,29 @@ def allowed_range(backend: str, minimum: "str | None", maximum: "str | None") ->
     return f"{low}{backend}{high} (release numbers; rc/dev/post/local suffixes ignored)"
 
 
-def _read_text(path: str) -> str:
-    """The UTF-8 text of the file at ``path``: ``OSError`` if unreadable, ``UnicodeDecodeError`` if not UTF-8.
+def _read_text(path: str, errors: str = "strict") -> str:
+    """The UTF-8 text of the regular file at ``path``: ``OSError`` if unreadable or not a regular file
+    (a FIFO or a device is opened without waiting for a writer, then refused), ``UnicodeDecodeError``
+    if not UTF-8. The guard's own copy of :mod:`jaxrel._util.localfiles`'s check (it imports nothing
+    of jaxrel).
 
     ``os.open``/``os.read`` with a buffer of the file's size: a file object costs more system
     calls (isatty, seeks), and a large buffer costs fresh memory.
     """
-    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0))
+    descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0))
     try:
-        size = os.fstat(descriptor).st_size + 1
+        status = os.fstat(descriptor)
+        if stat.S_ISDIR(status.st_mode):
+            raise OSError(errno.EISDIR, os.strerror(errno.EISDIR), path)
+        if not stat.S_ISREG(status.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", path)
+        size = status.st_size + 1
         chunks = [os.read(descriptor, size)]
         while chunks[-1]:
             chunks.append(os.read(descriptor, size))
     finally:
         os.close(descriptor)
-    return b"".join(chunks).decode("utf-8")
+    return b"".join(chunks).decode("utf-8", errors)
 
 
 def read_assignment(path: str, variables: "tuple[str, ...]") -> "str | None":

@@ -7,10 +7,11 @@ sha256 (see ``scripts/measure_release_data.py``).
 
 from __future__ import annotations
 
-import json
 import os
 from functools import cache
 from typing import Any
+
+from jaxrel._util import localfiles
 
 _DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
@@ -18,8 +19,7 @@ _DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 @cache
 def builtin(profile: str) -> dict[str, Any]:
     """The shipped release data of a built-in profile: ``{"jaxlib": {...}, "jax": {...}}``."""
-    with open(os.path.join(_DATA, f"{profile}.json"), encoding="utf-8") as handle:
-        data: dict[str, Any] = json.load(handle)
+    data: dict[str, Any] = localfiles.load_json(os.path.join(_DATA, f"{profile}.json"), what="jaxrel's release data")
     return data
 
 
@@ -39,8 +39,7 @@ def xla_commits(profile: str, backend: str) -> dict[str, str]:
     path = os.path.join(_DATA, f"{profile}_xla_commits.json")
     if not os.path.exists(path):
         return {}
-    with open(path, encoding="utf-8") as handle:
-        commits: dict[str, str] = json.load(handle).get(backend, {})
+    commits: dict[str, str] = localfiles.load_json(path, what="jaxrel's release data").get(backend, {})
     return commits
 
 

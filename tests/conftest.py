@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 
 class Site:
@@ -56,3 +57,8 @@ def site(tmp_path: Path) -> Site:
 
 
 collect_ignore = ["data"]  # data: sample projects with tests of their own (splitfam)
+
+
+# The generative fuzz tests (tests/unit/test_fuzz_*.py) run a bounded count in CI; `nox -s fuzz`
+# loads this profile (--hypothesis-profile fuzz) and each of them runs this many examples.
+settings.register_profile("fuzz", max_examples=3000, deadline=None)

@@ -9,11 +9,13 @@ import tempfile
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from jaxrel._util import localfiles
+
 
 def read_exactly(path: Path) -> str:
-    """``path`` as UTF-8 text with its line ends as they are (``read_text`` would turn CRLF into LF)."""
-    with open(path, encoding="utf-8", newline="") as handle:
-        return handle.read()
+    """``path`` as UTF-8 text with its line ends as they are (``read_text`` would turn CRLF into LF),
+    read by :func:`jaxrel._util.localfiles.read_text` (a regular file only; errors are ``BadInput``)."""
+    return localfiles.read_text(path)
 
 
 def _stage(path: Path, data: bytes) -> str:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 from pathlib import Path
 
 from jaxrel.errors import BadInput
@@ -24,9 +25,13 @@ def cache_root() -> Path:
 
 
 def sha256_of(path: Path) -> str:
-    """The hex sha256 of a file, read in 1 MiB blocks."""
+    """The hex sha256 of a regular file, read in 1 MiB blocks; a FIFO or a device is opened without
+    waiting and refused (:class:`~jaxrel.errors.BadInput`), as :mod:`jaxrel._util.localfiles` does."""
     digest = hashlib.sha256()
-    with path.open("rb") as handle:
+    descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(descriptor, "rb") as handle:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            raise BadInput(f"{path}: not a regular file (a FIFO, a device or a directory); pass a regular file")
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
     return digest.hexdigest()

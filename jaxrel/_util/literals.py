@@ -7,8 +7,9 @@ API version in a C header, for every module but the stdlib-only guard and runtim
 from __future__ import annotations
 
 import ast
-import os
-import stat
+
+from jaxrel._util import localfiles
+from jaxrel.errors import JaxrelError
 
 
 def line_starts(source: bytes) -> list[int]:
@@ -80,11 +81,8 @@ def read_text(path: str) -> str | None:
     """A text file's contents (UTF-8, undecodable bytes replaced); ``None`` when it is not a readable
     regular file (a FIFO is opened without waiting for a writer, then refused)."""
     try:
-        with open(os.open(path, os.O_RDONLY | os.O_NONBLOCK), encoding="utf-8", errors="replace") as handle:
-            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-                return None
-            return handle.read()
-    except OSError:
+        return localfiles.read_bytes(path).decode("utf-8", errors="replace")
+    except JaxrelError:
         return None
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel import policy
+from jaxrel._util import localfiles
 from jaxrel.cli._common import UsageError, add_common, say
 from jaxrel.errors import BadInput
 from jaxrel.family import resolve_family
@@ -86,14 +87,9 @@ def _not_scanned(failed: dict[str, str]) -> None:
 
 def _coverage(path: str, judgements: list[judge.Judgement], releases: judge.Releases) -> list[cover.Coverage]:
     try:
-        matrix = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, ValueError) as error:
-        raise UsageError(f"--matrix {path}: cannot read a matrix JSON ({error}); "
-                         "write one with jaxrel matrix --format json") from None
-    try:
-        cells = cover.matrix_cells(matrix)
+        cells = cover.matrix_cells(localfiles.load_json(path, what="--matrix"), f"--matrix {path}")
     except BadInput as error:
-        raise UsageError(f"--matrix {path}: {error}") from None
+        raise UsageError(f"{error}; write one with jaxrel matrix --format json") from None
     return cover.cover(judgements, releases, cells)
 
 

@@ -20,6 +20,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
 from jaxrel import policy
+from jaxrel._util import tarballs
 from jaxrel.compat.matrix import FrontendSpec
 from jaxrel.dist import envs, sources
 from jaxrel.dist.index import Index
@@ -106,7 +107,7 @@ def _unpack_sdist(sdist: Path, into: Path) -> Path:
         shutil.rmtree(into)
     into.mkdir(parents=True)
     with tarfile.open(sdist) as archive:
-        archive.extractall(into, filter="data")
+        tarballs.extract_all(archive, into)
     tops = [p for p in into.iterdir() if p.is_dir()]
     if len(tops) != 1:
         raise CompatError(f"{sdist.name}: expected one top-level directory, found {len(tops)}")

@@ -9,11 +9,12 @@ that fails to load logs one and carries on).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from jaxrel._util import localfiles
 from jaxrel._util.text import tail
 from jaxrel.dist import envs
+from jaxrel.errors import BadInput
 from jaxrel.family import Family
 
 __all__ = ["GUARD_PROBE", "IMPORT_PROBE", "import_frontend", "last_json", "traceback_summary"]
@@ -52,8 +53,8 @@ def last_json(output: str) -> dict[str, Any] | None:
     """The JSON object a probe printed on its last line; ``None`` when there is none."""
     lines = output.strip().splitlines()
     try:
-        found = json.loads(lines[-1]) if lines else None
-    except ValueError:
+        found = localfiles.loads_json(lines[-1], "the probe's answer") if lines else None
+    except BadInput:
         return None
     return found if isinstance(found, dict) else None
 

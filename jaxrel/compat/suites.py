@@ -9,17 +9,17 @@ imported from in every pytest process.
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from jaxrel._util import localfiles
 from jaxrel._util.text import tail
 from jaxrel.compat import cellrecord
 from jaxrel.dist import envs
+from jaxrel.errors import JaxrelError
 
 __all__ = ["Outcome", "Suite", "SuiteRun", "TestCounts", "run_suite"]
 
@@ -101,12 +101,20 @@ def read_record(directory: Path) -> tuple[dict[str, Outcome], list[str], bool]:
     files: list[str] = []
     main = False
     for path in sorted(directory.glob("*.json")) if directory.is_dir() else []:
-        data: dict[str, Any] = json.loads(path.read_text(encoding="utf-8"))
-        if data.get("frontend_file") and data["frontend_file"] not in files:
-            files.append(data["frontend_file"])
-        if "outcomes" in data:
+        try:
+            data = localfiles.load_json(path)
+        except JaxrelError:
+            continue  # a damaged record is not trusted: the cell reads as having recorded nothing
+        if not isinstance(data, dict):
+            continue
+        frontend_file = data.get("frontend_file")
+        if isinstance(frontend_file, str) and frontend_file and frontend_file not in files:
+            files.append(frontend_file)
+        recorded = data.get("outcomes")
+        if isinstance(recorded, dict) and all(isinstance(o, dict) and isinstance(o.get("outcome"), str)
+                                              and isinstance(o.get("message", ""), str) for o in recorded.values()):
             main = True
-            outcomes = {test: Outcome(o["outcome"], o.get("message", "")) for test, o in data["outcomes"].items()}
+            outcomes = {test: Outcome(o["outcome"], o.get("message", "")) for test, o in recorded.items()}
     return outcomes, files, main
 
 

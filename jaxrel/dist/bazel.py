@@ -21,9 +21,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
+from jaxrel._util import localfiles
 from jaxrel._util.atomic import copy_atomically
 from jaxrel._util.text import tail
-from jaxrel.errors import EnvironmentFailure, ExitCode
+from jaxrel.errors import BadInput, EnvironmentFailure, ExitCode
 
 WHEEL_RULE = "py_wheel_file"  # bazel/wheel.bzl
 LOCAL_BAZELISK = Path("build/tools/node_modules/.bin/bazelisk")  # scripts/install_build_tools.sh puts it here
@@ -90,11 +91,16 @@ def first_error(lines: Sequence[str]) -> str:
 def built_files(events_path: Path) -> list[Path]:
     """Files named by the build event protocol's ``namedSetOfFiles`` events."""
     files = []
-    for line in events_path.read_text(encoding="utf-8").splitlines():
-        event = json.loads(line)
-        for entry in event.get("namedSetOfFiles", {}).get("files", []):
-            uri = entry.get("uri", "")
-            if uri.startswith("file://"):
+    try:
+        events = [localfiles.loads_json(line, f"Bazel's build events {events_path}")
+                  for line in localfiles.read_text(events_path).splitlines() if line.strip()]
+    except BadInput as error:
+        raise EnvironmentFailure(f"{error}; rerun the build") from None
+    for event in events:
+        named = event.get("namedSetOfFiles") if isinstance(event, dict) else None
+        for entry in named.get("files", []) if isinstance(named, dict) else []:
+            uri = entry.get("uri", "") if isinstance(entry, dict) else ""
+            if isinstance(uri, str) and uri.startswith("file://"):
                 files.append(Path(unquote(urlparse(uri).path)))
     return files
 

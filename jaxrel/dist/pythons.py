@@ -62,13 +62,19 @@ def _candidates() -> list[str]:
     return found
 
 
+def probe_answer(answer: bytes) -> str | None:
+    """``"3.N"`` when an interpreter's answer to the probe is one (bytes of any kind, checked); else ``None``."""
+    text = answer.strip()
+    return text.decode("ascii") if re.fullmatch(rb"3\.\d{1,3}", text) else None
+
+
 def _probe(executable: str) -> str | None:
     try:
         done = subprocess.run([executable, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                              capture_output=True, text=True, timeout=30)
-    except (OSError, subprocess.SubprocessError):
+                              capture_output=True, timeout=30)
+    except (OSError, ValueError, subprocess.SubprocessError):
         return None
-    return done.stdout.strip() if done.returncode == 0 else None
+    return probe_answer(done.stdout) if done.returncode == 0 else None
 
 
 @cache

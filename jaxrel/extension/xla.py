@@ -11,6 +11,7 @@ name and sha256) and the known XLA commits (``releasedata.xla_commits``).
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -19,8 +20,10 @@ from packaging.tags import Tag
 from packaging.version import Version
 
 from jaxrel import releasedata
+from jaxrel._util import localfiles
 from jaxrel._util.atomic import read_exactly, write_atomically
 from jaxrel._util.literals import line_starts, span
+from jaxrel._util.shape import is_name
 from jaxrel.dist.index import IndexFile, Listing
 from jaxrel.errors import BadInput
 
@@ -58,15 +61,24 @@ def _locate(source: bytes, where: str, name: str = "xla") -> _Located:
         tree = ast.parse(source, filename=where)
     except SyntaxError as error:
         raise PinError(f"{where}:{error.lineno}: cannot parse ({error.msg}); fix the syntax first") from None
+    except ValueError:  # Python 3.11.0-3.11.3 (a NUL byte)
+        raise PinError(f"{where}: cannot parse (it holds a NUL byte); fix the file first") from None
+    except (RecursionError, MemoryError):
+        raise PinError(f"{where}: nested too deeply for Python's parser; fix the file first") from None
     starts = line_starts(source)
     found: list[_Located] = []
     for node in ast.walk(tree):
         if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == RULE):
             continue
-        keywords = {k.arg: k.value for k in node.keywords if k.arg}
-        named = keywords.get("name")
+        named = next((k.value for k in node.keywords if k.arg == "name"), None)
         if not (isinstance(named, ast.Constant) and named.value == name):
             continue
+        given = [k.arg for k in node.keywords if k.arg]
+        twice = sorted({arg for arg in given if given.count(arg) > 1})
+        if twice:
+            raise PinError(f"{where}:{node.lineno}: {RULE}(name = {name!r}) sets {twice[0]} {given.count(twice[0])} "
+                           "times; keep one (Bazel refuses a repeated argument too)")
+        keywords = {k.arg: k.value for k in node.keywords if k.arg}
         values, spans = {}, {}
         for field in FIELDS:
             value = keywords.get(field)
@@ -75,12 +87,7 @@ def _locate(source: bytes, where: str, name: str = "xla") -> _Located:
                                f"write {field} = \"...\" in the call")
             spans[field] = span(starts, value)
             values[field] = value.value
-        try:
-            Version(values["backend_version"])
-        except ValueError:
-            raise PinError(f"{where}:{node.lineno}: backend_version {values['backend_version'][:40]!r} is not a "
-                           "PEP 440 version; move the pin with jaxrel xla pin --jaxlib X") from None
-        found.append(_Located(XlaPin(**values), spans, node.lineno))
+        found.append(_Located(checked_pin(values, f"{where}:{node.lineno}"), spans, node.lineno))
     if len(found) > 1:
         lines = ", ".join(str(located.line) for located in found)
         raise PinError(f"{where}: {len(found)} {RULE}(name = {name!r}) calls (lines {lines}); keep exactly one")
@@ -89,17 +96,44 @@ def _locate(source: bytes, where: str, name: str = "xla") -> _Located:
     return found[0]
 
 
+_HEX = {"commit": 40, "sha256": 64}
+
+
+def checked_pin(values: dict[str, str], where: str) -> XlaPin:
+    """An :class:`XlaPin` whose every field is what it must be before it is read or written into WORKSPACE:
+    the commit 40 and the sha256 64 lowercase hex digits, the backend a project name, its version PEP 440,
+    the wheel one file name ending in ``.whl`` (a value from the index is checked here too)."""
+    for field, digits in _HEX.items():
+        value = values[field]
+        if len(value) != digits or any(c not in "0123456789abcdef" for c in value):
+            raise PinError(f"{where}: {field} {value[:80]!r} is not {digits} lowercase hex digits; "
+                           f"{'pass --commit SHA' if field == 'commit' else 'use an index that lists sha256 hashes'}")
+    try:
+        Version(values["backend_version"])
+    except ValueError:
+        raise PinError(f"{where}: backend_version {values['backend_version'][:40]!r} is not a "
+                       "PEP 440 version; move the pin with jaxrel xla pin --jaxlib X") from None
+    backend, wheel = values["backend"], values["wheel"]
+    if not is_name(backend):
+        raise PinError(f"{where}: backend {backend[:80]!r} is not a project name (e.g. jaxlib)")
+    if not re.fullmatch(r"[A-Za-z0-9_.+!-]{1,250}\.whl", wheel) or wheel.startswith("."):
+        raise PinError(f"{where}: wheel {wheel[:80]!r} is not a wheel file name (one path component ending in .whl)")
+    return XlaPin(**values)
+
+
 def read_pin(workspace: Path, name: str = "xla") -> XlaPin:
     """The pin in ``workspace`` (a ``WORKSPACE`` file)."""
     try:
-        source = workspace.read_bytes()
-    except OSError as error:
-        raise PinError(f"cannot read {workspace} ({error.strerror}); pass --workspace PATH") from None
+        source = localfiles.read_bytes(workspace, what="the workspace")
+    except BadInput as error:
+        raise PinError(f"cannot read {error} (or pass --workspace PATH)") from None
     return _locate(source, str(workspace), name).pin
 
 
 def rewrite(source: str, pin: XlaPin, where: str = "WORKSPACE", name: str = "xla") -> str:
-    """``source`` with the pin's string literals replaced by ``pin``'s values, nothing else touched."""
+    """``source`` with the pin's string literals replaced by ``pin``'s values, nothing else touched;
+    a pin whose fields are not what they must be (:func:`checked_pin`) is refused, never written."""
+    checked_pin(pin.to_json(), "the new pin")
     data = source.encode("utf-8")
     located = _locate(data, where, name)
     for field in sorted(FIELDS, key=lambda f: located.spans[f][0], reverse=True):
@@ -155,8 +189,8 @@ def pin_for(profile: str, backend: str, version: str, listing: Listing, preferre
     assert chosen is not None
     if len(chosen) != 40 or any(c not in "0123456789abcdef" for c in chosen):
         raise PinError(f"--commit {chosen!r} is not a full 40-hex-digit git commit")
-    return XlaPin(commit=chosen, backend=backend, backend_version=version, wheel=wheel.filename,
-                  sha256=wheel.sha256)
+    return checked_pin({"commit": chosen, "backend": backend, "backend_version": version, "wheel": wheel.filename,
+                        "sha256": wheel.sha256}, f"the index's answer for {backend} {version}")
 
 
 def pin_facts(profile: str, pin: XlaPin) -> dict[str, str | None]:

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from jaxrel._util.shape import Shape
 from jaxrel.errors import BadInput
 from jaxrel.gates.judge import GateVerdict, Judgement, Releases, evaluate
 
@@ -38,17 +39,24 @@ class Coverage:
         return "; ".join(parts)
 
 
-def matrix_cells(matrix: Any) -> list[tuple[str, str]]:
-    """(cell id, backend release) of the cells that run (expected accepted) in a matrix JSON."""
-    body = matrix.get("matrix", matrix) if isinstance(matrix, dict) else None  # report.json: under "matrix"
-    cells = body.get("cells") if isinstance(body, dict) else None
-    if not isinstance(cells, list) or not all(isinstance(c, dict) and isinstance(c.get("id"), str)
-                                              and isinstance(c.get("backend"), str) for c in cells):
-        raise BadInput("not a compat matrix: expected {\"cells\": [{\"id\": ..., \"backend\": ...}, ...]}; "
-                       "write one with jaxrel matrix --format json")
+def matrix_cells(matrix: Any, source: str = "the matrix") -> list[tuple[str, str]]:
+    """(cell id, backend release) of the cells that run (expected accepted) in a parsed matrix JSON
+    (``jaxrel matrix --format json``, or a compat ``report.json`` holding it under ``matrix``); every
+    cell's fields are checked (:class:`~jaxrel.errors.BadInput` naming ``source`` and the cell)."""
+    shape = Shape(source)
+    body = matrix.get("matrix", matrix) if isinstance(matrix, dict) else matrix  # report.json: under "matrix"
+    cells = shape.array(shape.table(body, "matrix").get("cells"), "cells")
     if not cells:
-        raise BadInput("the matrix has no cells; write one with jaxrel matrix --format json")
-    return [(cell["id"], cell["backend"]) for cell in cells if cell.get("expected") == "accepted"]
+        raise BadInput(f"{source}: the matrix has no cells; write one with jaxrel matrix --format json")
+    found = []
+    for index, cell in enumerate(cells):
+        where = f"cells[{index}]"
+        row = shape.table(cell, where)
+        cell_id, backend = shape.string(row, "id", where), shape.string(row, "backend", where)
+        expected = shape.field(row, "expected", where, lambda v: v is None or isinstance(v, str), "a string", None)
+        if expected == "accepted":
+            found.append((cell_id, backend))
+    return found
 
 
 def cover(judgements: Sequence[Judgement], releases: Releases, cells: Sequence[tuple[str, str]]) -> list[Coverage]:

@@ -197,7 +197,7 @@ def _fix_whole_module(source: str, chosen: Sequence[Judgement], refused: list[st
     try:
         ast.parse(source)
         ast.parse(rewritten.code)
-    except (SyntaxError, RecursionError, MemoryError):  # syntax newer than this Python: imports stay as they are
+    except (SyntaxError, ValueError, RecursionError, MemoryError):  # newer syntax: imports stay as they are
         return FileFix(rewritten.code, notes + ["imports not checked (syntax newer than this Python)"], refused)
     return _drop_imports(source, rewritten.code, source, notes, refused, module, index, filename)
 

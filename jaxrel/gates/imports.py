@@ -15,6 +15,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
+from jaxrel._util import localfiles
+from jaxrel.errors import JaxrelError
 from jaxrel.gates import find as gatefind
 from jaxrel.gates import names as qualnames
 
@@ -50,8 +52,9 @@ class TreeIndex:
     def text(self, relative: str) -> str:
         if relative not in self.texts:
             try:
-                self.texts[relative] = (self.root / relative).read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError):
+                text = localfiles.read_text(self.root / relative)
+                self.texts[relative] = text.replace("\r\n", "\n").replace("\r", "\n")  # as read_text() reads
+            except JaxrelError:  # missing, not a regular file (never waited on), not UTF-8
                 self.texts[relative] = ""
         return self.texts[relative]
 

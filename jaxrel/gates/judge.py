@@ -35,7 +35,9 @@ from typing import Any
 from packaging.version import Version
 
 from jaxrel import policy
+from jaxrel._util import localfiles
 from jaxrel.dist.pythons import find_pythons
+from jaxrel.errors import BadInput
 from jaxrel.family import Family
 from jaxrel.gates import find as gatefind
 
@@ -154,7 +156,13 @@ def _scan_with_newer_python(tree: Path, files: list[str], names: dict[str, str],
                           timeout=600)
     if done.returncode != 0:
         return [], failed
-    answer = json.loads(done.stdout)
+    try:
+        answer = localfiles.loads_json(done.stdout, f"the gate scan under Python {newest.version}")
+    except BadInput:
+        return [], failed
+    if not (isinstance(answer, dict) and isinstance(answer.get("gates"), list)
+            and isinstance(answer.get("failed"), dict)):
+        return [], failed
     return answer["gates"], answer["failed"]
 
 

@@ -147,6 +147,8 @@ def parse(source: str, filename: str = "<unknown>") -> ast.Module:
         return ast.parse(source, filename=filename)
     except (RecursionError, MemoryError) as error:
         raise TooComplex(f"too deeply nested for Python's parser ({type(error).__name__}: {error})") from None
+    except ValueError as error:  # Python 3.11.0-3.11.3: a NUL byte is a ValueError, not a SyntaxError
+        raise SyntaxError(str(error), (filename, 1, 1, None)) from None
 
 
 def _parse_pieces(source: str, lines: Sequence[str], keep: Callable[[int, int], bool], filename: str,

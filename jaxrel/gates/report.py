@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from jaxrel._util import localfiles
 from jaxrel._util.literals import read_assignment, read_version_file
 from jaxrel._util.text import markdown_table
 from jaxrel.errors import BadInput
@@ -23,9 +24,10 @@ def declared_minimum(tree: Path, family: Family) -> tuple[str, str | None, Path]
     tree = tree.resolve()
     frontend = family.frontend
     variable = frontend.minimum_backend_variable
-    candidates = [tree / frontend.version_file]
+    what = f"the family's version-file (from {tree})"
+    candidates = [localfiles.inside(tree, frontend.version_file, what=what)]  # symlinks out are refused too
     if tree.name == frontend.package.split(".")[-1]:
-        candidates.append(tree.parent / frontend.version_file)
+        candidates.append(localfiles.inside(tree.parent, frontend.version_file, what=what))
     for path in candidates:
         value = read_assignment(str(path), (variable,)) if variable else None
         if value:

@@ -59,7 +59,7 @@ def parse_cst(text: str, where: str = "the code") -> cst.Module:
     Python's own parser already gives up) instead of crashing the process."""
     try:
         depth = nesting(ast.parse(text))
-    except SyntaxError:
+    except (SyntaxError, ValueError):  # ValueError: a NUL byte on Python 3.11.0-3.11.3
         depth = 0  # syntax newer than this Python: libcst alone can read it
     except (RecursionError, MemoryError):
         depth = DEEPEST + 1

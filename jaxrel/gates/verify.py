@@ -10,7 +10,9 @@ import re
 import subprocess
 from collections.abc import Mapping
 
+from jaxrel._util import localfiles
 from jaxrel.dist.pythons import newest_python
+from jaxrel.errors import BadInput
 from jaxrel.gates import names as qualnames
 from jaxrel.gates.imports import TreeIndex, bound_by_import
 
@@ -49,7 +51,13 @@ class Compiler:
             raise
         if self.process.returncode != 0:
             return {name: f"cannot run Python {self.version} to compile it: {err.strip()[-200:]}" for name in sources}
-        return {name: f"{reason} (Python {self.version})" for name, reason in json.loads(out).items()}
+        try:
+            answer = localfiles.loads_json(out, f"the compiler under Python {self.version}")
+        except BadInput:
+            answer = None
+        if not isinstance(answer, dict) or not all(isinstance(why, str) for why in answer.values()):
+            return {name: f"Python {self.version} gave no readable answer about it" for name in sources}
+        return {name: f"{reason} (Python {self.version})" for name, reason in answer.items()}
 
     def close(self) -> None:
         if self.process.poll() is None:

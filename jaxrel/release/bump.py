@@ -98,15 +98,15 @@ def _set(bump: Bump, project: Project, location: Location, version: str) -> None
 
 def _set_requirement(bump: Bump, project: Project, component: Component, backend: str, specifier: str) -> None:
     file = component.pyproject
-    if not (project.root / file).is_file():
+    if not (project.root / file).exists():
         return
     text = bump.text(project.root, file)
-    found = locations.requirement_on(text, backend)
-    if found is None:
+    found = locations.requirement_on(text, backend, file)
+    if found is None:  # nothing declared to move (dynamic dependencies: `release verify` checks the built ones)
         return
     old = str(found[1].specifier)
     if {str(s) for s in found[1].specifier} != set(specifier.split(",")):
-        bump.texts[file] = locations.rewrite_requirement(text, backend, specifier)
+        bump.texts[file] = locations.rewrite_requirement(text, backend, specifier, file)
         bump.changes.append(Change(file, f"project.dependencies[{backend}]", old or "(any)", specifier))
 
 

@@ -13,16 +13,16 @@ and the tag is free (or already points at HEAD, as in CI on a tag push).
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import asdict, dataclass
 from enum import StrEnum
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from jaxrel import policy
+from jaxrel._util import localfiles
 from jaxrel._util.text import table
 from jaxrel.dist.extras import plugin_families, unsatisfied_extras
 from jaxrel.dist.index import Index, IndexClientError, IndexFile, Listing
@@ -31,6 +31,7 @@ from jaxrel.release.config import Component, Location
 from jaxrel.release.pins import frontend_range, is_frontend_range, pins_exactly
 from jaxrel.release.plan import Plan
 from jaxrel.release.project import Project, Reading
+from jaxrel.release.pyprojects import ProjectTable, project_table
 
 
 class Status(StrEnum):
@@ -127,23 +128,17 @@ def _explain(rule: str, plan: Plan) -> str:
 def _requirements(project: Project, component: Component) -> tuple[list[Requirement] | None, str]:
     """The component's declared requirements (with extras' markers) and where they come from."""
     if project.sdist_metadata is not None and component.role == "frontend":
-        return [Requirement(r) for r in project.sdist_metadata.requires_dist], "PKG-INFO"
+        declared = ProjectTable("PKG-INFO", tuple(project.sdist_metadata.requires_dist))
+        return [declared.requirement(r, "Requires-Dist") for r in declared.dependencies or ()], "PKG-INFO"
     if component.build != "python":
         return None, f"{component.distribution} is built by {component.build}; `release verify` checks its metadata"
     path = project.root / component.pyproject
-    if not path.is_file():
+    if not path.exists():
         return None, f"{component.pyproject} does not exist"
-    table = tomllib.loads(path.read_text(encoding="utf-8")).get("project", {})
-    if "dependencies" in table.get("dynamic", []) or "dependencies" not in table:
+    declared = project_table(localfiles.read_text(path), component.pyproject)
+    if not declared.static:
         return None, f"{component.pyproject} computes its dependencies at build time; `release verify` checks them"
-    texts = list(table["dependencies"])
-    for extra, items in table.get("optional-dependencies", {}).items():
-        texts += [f"{item}; extra == {extra!r}" if ";" not in item else f"{item} and extra == {extra!r}"
-                  for item in items]
-    try:
-        return [Requirement(t) for t in texts], component.pyproject
-    except InvalidRequirement as error:
-        return None, f"{component.pyproject}: invalid requirement ({error})"
+    return declared.requirements(), component.pyproject
 
 
 def _unconditional(requirement: Requirement) -> bool:
@@ -303,11 +298,11 @@ def _changelog(project: Project, plan: Plan) -> Check:
     if name is None:
         return Check("changelog", NOT_APPLICABLE, "no changelog declared")
     path = project.root / name
-    if not path.is_file():
+    if not path.exists():
         if project.sdist is not None:
             return Check("changelog", NOT_APPLICABLE, f"the sdist does not ship {name}; check the checkout")
         return Check("changelog", FAIL, f"{name} does not exist", f"create {name} with a '## {plan.version}' section")
-    if changelog_has(path.read_text(encoding="utf-8"), plan.version):
+    if changelog_has(localfiles.read_text(path, what="the changelog"), plan.version):
         return Check("changelog", PASS, f"{name} has a heading for {plan.version}")
     return Check("changelog", FAIL, f"{name} has no heading for {plan.version}",
                  f"add a '## {plan.version}' section describing the release")

@@ -22,12 +22,14 @@ string assignment in a Python or Starlark file (``.py``, ``.bzl``). Each compone
 
 from __future__ import annotations
 
+import string
 from dataclasses import dataclass
 from pathlib import PurePosixPath
 from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from jaxrel._util.shape import Shape, found, is_name, is_relative_path, printable
 from jaxrel.family import ConfigError, Family
 
 BUILDERS = ("python", "bazel", "external")
@@ -54,12 +56,13 @@ class Location:
     @classmethod
     def parse(cls, text: Any, where: str) -> Location:
         file, sep, key = text.rpartition(":") if isinstance(text, str) else ("", "", "")
-        path = PurePosixPath(file)
-        if not sep or not file or not key or path.is_absolute() or ".." in path.parts:
-            raise ConfigError(f"[{where}] {text!r} is not FILE:KEY with FILE relative to the project root "
+        if not sep or not key or len(key) > 200 or not is_relative_path(file):
+            raise ConfigError(f"[{where}] {found(text)} is not FILE:KEY with FILE relative to the project root "
                               "(e.g. \"mylib/version.py:_version\" or \"pyproject.toml:project.version\")")
         if not file.endswith(".toml") and not key.isidentifier():
-            raise ConfigError(f"[{where}] {text!r}: {key!r} is not a variable name")
+            raise ConfigError(f"[{where}] {found(text)}: {key[:60]!r} is not a variable name")
+        if file.endswith(".toml") and not (key.isprintable() and all(part.strip() for part in key.split("."))):
+            raise ConfigError(f"[{where}] {found(text)}: {key[:60]!r} is not a dotted TOML key")
         return cls(file, key)
 
 
@@ -126,61 +129,63 @@ def role_of(family: Family, distribution: str) -> str:
     return "plugin" if family.plugin_for(name) else "extension"
 
 
-def _strings(value: Any, where: str, key: str) -> list[str]:
-    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
-        raise ConfigError(f"[{where}] {key!r} must be a list of non-empty strings, not {value!r}")
-    return value
+def tag_template(tag: Any) -> bool:
+    """A tag template names ``{version}`` once and no other field (other braces doubled); the tag it
+    makes is a valid git ref name part (no spaces, no ``~^:?*[\\``)."""
+    if not isinstance(tag, str) or len(tag) > 200:
+        return False
+    try:
+        fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(tag)
+                  if name is not None]
+    except ValueError:  # a single '{' or '}'
+        return False
+    rendered = tag.format(version="1.0") if fields == [("version", "", None)] else ""
+    return bool(rendered) and all(c.isprintable() and c not in " ~^:?*[\\" for c in rendered)
+
+
+def _component(shape: Shape, distribution: str, value: Any, family: Family) -> Component:
+    at = f"tool.jaxrel.release.components.{distribution[:60]}"
+    if not is_name(distribution):
+        raise shape.error("tool.jaxrel.release.components", f"{found(distribution)} is not a project name "
+                          "(letters, digits, '.', '_', '-', at most 100 characters); key each component by its "
+                          "distribution name")
+    row = shape.table(value, at, _COMPONENT_KEYS)
+    build = shape.field(row, "build", at, lambda v: v in BUILDERS, f"one of {', '.join(BUILDERS)}", "python")
+    role = role_of(family, distribution)
+    try:
+        versions = tuple(Location.parse(v, at) for v in shape.strings(row, "versions", at, ()))
+        minimum = Location.parse(row["minimum-backend"], at) if "minimum-backend" in row else None
+    except ConfigError as error:
+        raise ConfigError(printable(f"{shape.source}: {error}")) from None
+    if not versions:
+        raise shape.error(at, "'versions' is empty; list every FILE:KEY that holds this component's version")
+    if minimum is not None and role != "frontend":
+        raise shape.error(at, f"'minimum-backend' belongs to the frontend, and {distribution} is the {role}")
+    targets = shape.strings(row, "targets", at, ())
+    if build == "bazel" and not targets:
+        raise shape.error(at, "'targets' is empty; name the py_wheel_file targets, e.g. [\"//core:wheel\"]")
+    path = shape.field(row, "path", at, is_relative_path, "a directory relative to the project root", ".")
+    return Component(distribution, role, build, path, targets, versions, minimum)
 
 
 def release_from_config(table: Any, family: Family, source: str = "pyproject.toml") -> ReleaseConfig:
     """Validate a parsed ``[tool.jaxrel.release]`` table against ``family``."""
     where = "tool.jaxrel.release"
+    shape = Shape(source, ConfigError)
 
     def fail(at: str, problem: str) -> ConfigError:
-        return ConfigError(f"{source}: [{at}] {problem}")
+        return ConfigError(printable(f"{source}: [{at}] {problem}"))
 
-    def checked(value: Any, at: str, keys: set[str]) -> dict[str, Any]:
-        if not isinstance(value, dict):
-            raise fail(at, f"must be a table, not {type(value).__name__}")
-        unknown = sorted(set(value) - keys)
-        if unknown:
-            raise fail(at, f"unknown key {unknown[0]!r} (allowed: {', '.join(sorted(keys))})")
-        return value
-
-    top = checked(table, where, _RELEASE_KEYS)
-    tag = top.get("tag", "v{version}")
-    if not isinstance(tag, str) or "{version}" not in tag:
-        raise fail(where, f"'tag' must be a string containing {{version}}, not {tag!r}")
-    changelog = top.get("changelog", "CHANGELOG.md")
-    if changelog is not None and not (isinstance(changelog, str) and changelog):
-        raise fail(where, f"'changelog' must be a file path, not {changelog!r}")
+    top = shape.table(table, where, _RELEASE_KEYS)
+    tag = shape.field(top, "tag", where, tag_template, "a string containing {version} once and no other "
+                      "field, other braces doubled, no spaces (e.g. \"v{version}\")", "v{version}")
+    changelog = shape.field(top, "changelog", where, is_relative_path, "a file path relative to the project root",
+                            "CHANGELOG.md")
     declared = top.get("components", {})
     if not isinstance(declared, dict):
-        raise fail(f"{where}.components", "must be a table of components keyed by distribution name")
-    components = []
-    for distribution, value in declared.items():
-        at = f"{where}.components.{distribution}"
-        row = checked(value, at, _COMPONENT_KEYS)
-        build = row.get("build", "python")
-        if build not in BUILDERS:
-            raise fail(at, f"'build' must be one of {', '.join(BUILDERS)}, not {build!r}")
-        role = role_of(family, distribution)
-        try:
-            versions = tuple(Location.parse(v, at) for v in _strings(row.get("versions", []), at, "versions"))
-            minimum = Location.parse(row["minimum-backend"], at) if "minimum-backend" in row else None
-        except ConfigError as error:
-            raise ConfigError(f"{source}: {error}") from None
-        if not versions:
-            raise fail(at, "'versions' is empty; list every FILE:KEY that holds this component's version")
-        if minimum is not None and role != "frontend":
-            raise fail(at, f"'minimum-backend' belongs to the frontend, and {distribution} is the {role}")
-        targets = tuple(_strings(row.get("targets", []), at, "targets"))
-        if build == "bazel" and not targets:
-            raise fail(at, "'targets' is empty; name the py_wheel_file targets, e.g. [\"//core:wheel\"]")
-        path = row.get("path", ".")
-        if not isinstance(path, str) or PurePosixPath(path).is_absolute() or ".." in PurePosixPath(path).parts:
-            raise fail(at, f"'path' must be a directory relative to the project root, not {path!r}")
-        components.append(Component(distribution, role, build, path, targets, versions, minimum))
+        raise fail(f"{where}.components", f"must be a table of components keyed by distribution name, not "
+                   f"{found(declared)}")
+    components = [_component(shape, distribution, value, family) for distribution, value in declared.items()]
     if not components:
         raise fail(f"{where}.components", "no components; declare at least one to release")
     if any(c.role == "backend" for c in components) and not any(c.role == "frontend" for c in components):

@@ -9,17 +9,16 @@ with :func:`jaxrel._util.atomic.write_all_atomically`.
 from __future__ import annotations
 
 import ast
-import tomllib
 from pathlib import Path
 from typing import Any
 
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
+from packaging.requirements import Requirement
 
-from jaxrel._util.atomic import read_exactly
+from jaxrel._util import localfiles
 from jaxrel._util.literals import line_starts, span
 from jaxrel.errors import BadInput
 from jaxrel.release.config import Location
+from jaxrel.release.pyprojects import project_table
 
 
 class LocationError(BadInput):
@@ -27,16 +26,14 @@ class LocationError(BadInput):
 
 
 def _file(root: Path, location: Location) -> str:
-    try:
-        return read_exactly(root / location.file)
-    except FileNotFoundError:
+    path = localfiles.inside(root, location.file, what=f"{location}:")
+    if not path.exists():
         raise LocationError(f"{location}: {location.file} does not exist; fix the path in "
-                            "[tool.jaxrel.release] or restore the file") from None
-    except UnicodeDecodeError as error:
-        raise LocationError(f"{location}: {location.file} is not UTF-8 text (byte {error.start}); "
-                            "save it as UTF-8") from None
-    except OSError as error:
-        raise LocationError(f"{location}: cannot read {location.file} ({error.strerror})") from None
+                            "[tool.jaxrel.release] or restore the file")
+    try:
+        return localfiles.read_text(path)
+    except BadInput as error:
+        raise LocationError(f"{location}: {error}") from None
 
 
 def _assignment(text: str, location: Location) -> ast.expr:
@@ -44,6 +41,10 @@ def _assignment(text: str, location: Location) -> ast.expr:
         module = ast.parse(text)
     except SyntaxError as error:
         raise LocationError(f"{location}: {location.file} does not parse ({error.msg}, line {error.lineno})") from None
+    except ValueError:  # Python 3.11.0-3.11.3 (a NUL byte)
+        raise LocationError(f"{location}: {location.file} does not parse (it holds a NUL byte)") from None
+    except (RecursionError, MemoryError):
+        raise LocationError(f"{location}: {location.file} is nested too deeply for Python's parser") from None
     found: list[ast.expr] = []
     for node in module.body:
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
@@ -63,12 +64,13 @@ def _assignment(text: str, location: Location) -> ast.expr:
 
 def _toml_value(text: str, location: Location) -> Any:
     try:
-        node: Any = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as error:
-        raise LocationError(f"{location}: {location.file} is not valid TOML ({error})") from None
+        node: Any = localfiles.loads_toml(text, location.file)
+    except BadInput as error:
+        raise LocationError(f"{location}: {error}") from None
     for part in location.key.split("."):
         if not isinstance(node, dict) or part not in node:
             dynamic = node.get("dynamic", []) if isinstance(node, dict) else []
+            dynamic = dynamic if isinstance(dynamic, list) else []
             hint = ("it is dynamic; declare the file that sets it instead" if part in dynamic
                     else "add it or fix [tool.jaxrel.release]")
             raise LocationError(f"{location}: no key {location.key!r} in {location.file}; {hint}")
@@ -116,26 +118,21 @@ def rewrite(text: str, location: Location, version: str) -> str:
     return (data[:start] + f"{quote}{version}{quote}".encode() + data[end:]).decode("utf-8")
 
 
-def requirement_on(pyproject: str, distribution: str) -> tuple[int, Requirement] | None:
-    """The index and requirement in ``[project].dependencies`` naming ``distribution``."""
-    dependencies = tomllib.loads(pyproject).get("project", {}).get("dependencies", [])
-    for index, text in enumerate(dependencies):
-        try:
-            requirement = Requirement(text)
-        except InvalidRequirement:
-            continue
-        if canonicalize_name(requirement.name) == canonicalize_name(distribution):
-            return index, requirement
-    return None
+def requirement_on(pyproject: str, distribution: str, file: str = "pyproject.toml") -> tuple[int, Requirement] | None:
+    """The index and requirement in ``[project].dependencies`` naming ``distribution``.
+
+    A ``dependencies`` that is not a list of strings, an entry that does not parse, or
+    ``distribution`` listed twice is bad input (:mod:`jaxrel.release.pyprojects`)."""
+    return project_table(pyproject, file).requirement_on(distribution)
 
 
-def rewrite_requirement(pyproject: str, distribution: str, specifier: str) -> str:
+def rewrite_requirement(pyproject: str, distribution: str, specifier: str, file: str = "pyproject.toml") -> str:
     """``pyproject`` with the dependency on ``distribution`` given ``specifier`` (extras, markers kept)."""
     import tomlkit
 
-    found = requirement_on(pyproject, distribution)
+    found = requirement_on(pyproject, distribution, file)
     if found is None:
-        raise LocationError(f"no dependency on {distribution} in [project].dependencies")
+        raise LocationError(f"{file}: no dependency on {distribution} in [project].dependencies")
     index, requirement = found
     extras = f"[{','.join(sorted(requirement.extras))}]" if requirement.extras else ""
     marker = f"; {requirement.marker}" if requirement.marker else ""

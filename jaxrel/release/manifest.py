@@ -11,8 +11,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from jaxrel import policy
+from jaxrel._util import localfiles
 from jaxrel._util.atomic import write_bytes_atomically
 from jaxrel._util.files import sha256_of
+from jaxrel._util.shape import Shape, found
 from jaxrel.errors import BadInput
 
 NAME = "manifest.json"
@@ -73,23 +76,51 @@ class Manifest:
         return path
 
 
+_TOP_KEYS = {"schema", "family", "version", "tag", "commit", "artifacts"}
+_ARTIFACT_KEYS = {"file", "distribution", "version", "role", "kind", "sha256", "size"}
+def _version(shape: Shape, table: dict[str, Any], where: str) -> str:
+    text: str = shape.string(table, "version", where)
+    try:
+        policy.parse_version(text)
+    except BadInput:
+        raise shape.error(where, f"'version' must be a PEP 440 version, not {found(text)}") from None
+    return text
+
+
+def _artifact(shape: Shape, value: Any, index: int) -> Artifact:
+    where = f"artifacts[{index}]"
+    row = shape.table(value, where, _ARTIFACT_KEYS)
+    texts = {key: shape.string(row, key, where) for key in ("file", "distribution", "role", "sha256")}
+    kind = shape.field(row, "kind", where, lambda v: v in ("wheel", "sdist"), "\"wheel\" or \"sdist\"")
+    size = shape.integer(row, "size", where)
+    try:
+        return Artifact(version=_version(shape, row, where), kind=kind, size=size, **texts)
+    except ManifestError as error:
+        raise shape.error(where, str(error)) from None
+
+
+def parse(data: Any, source: str) -> Manifest:
+    """A :class:`Manifest` from parsed JSON, every field checked; :class:`ManifestError` naming ``source``."""
+    shape = Shape(source, ManifestError)
+    top = shape.table(data, "manifest", _TOP_KEYS)
+    schema = top.get("schema")
+    if schema != SCHEMA or isinstance(schema, bool):
+        raise shape.error("manifest", f"schema {found(schema)}, expected {SCHEMA}")
+    commit = shape.field(top, "commit", "manifest", lambda v: v is None or isinstance(v, str) and v.isalnum(),
+                         "a git commit or null", None)
+    artifacts = tuple(_artifact(shape, item, index) for index, item in enumerate(shape.array(
+        top.get("artifacts"), "manifest.artifacts")))
+    return Manifest(shape.string(top, "family", "manifest"), _version(shape, top, "manifest"),
+                    shape.string(top, "tag", "manifest"), commit, artifacts)
+
+
 def read(directory: Path) -> Manifest:
     """The manifest in ``directory``; one-line errors name the file and the fix."""
     path = directory / NAME
-    if not path.is_file():
+    if not path.exists():
         raise ManifestError(f"{path}: no manifest; build the release with `jaxrel release build --output {directory}`")
     rebuild = "rebuild with `jaxrel release build`"
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as error:
-        raise ManifestError(f"{path}: not JSON ({error}); {rebuild}") from None
-    if not isinstance(data, dict) or data.get("schema") != SCHEMA:
-        found = data.get("schema") if isinstance(data, dict) else type(data).__name__
-        raise ManifestError(f"{path}: manifest schema {found!r}, expected {SCHEMA}; {rebuild}")
-    try:
-        artifacts = tuple(Artifact(**item) for item in data["artifacts"])
-        return Manifest(data["family"], data["version"], data["tag"], data.get("commit"), artifacts)
-    except ManifestError as error:
-        raise ManifestError(f"{path}: {error}; {rebuild}") from None
-    except (KeyError, TypeError) as error:
-        raise ManifestError(f"{path}: malformed manifest ({type(error).__name__}: {error}); {rebuild}") from None
+        return parse(localfiles.load_json(path), str(path))
+    except BadInput as error:
+        raise ManifestError(f"{error}; {rebuild}") from None

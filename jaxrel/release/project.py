@@ -5,17 +5,20 @@ from __future__ import annotations
 
 import subprocess
 import tarfile
-import tomllib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from pathlib import Path
 from tempfile import TemporaryDirectory
+from typing import Any
 
 from jaxrel import policy
+from jaxrel._util import localfiles, tarballs
+from jaxrel._util.shape import found
 from jaxrel.dist.wheels import ArtifactInfo, inspect
-from jaxrel.family import PROFILES, ConfigError, Family, family_from_config, resolve_family
+from jaxrel.errors import BadInput
+from jaxrel.family import PROFILES, ConfigError, Family, family_from_config, jaxrel_table, resolve_family
 from jaxrel.release import locations
 from jaxrel.release.config import BUILTIN, Component, Location, ReleaseConfig, release_from_config
 
@@ -74,18 +77,30 @@ class Project:
         return self.sdist is None and self.git("rev-parse", "--show-toplevel").returncode == 0
 
 
+def _jaxrel_table(pyproject: Path) -> dict[str, Any] | None:
+    """``[tool.jaxrel]`` of ``pyproject`` (``None`` when the file or the table is absent), a table."""
+    if not pyproject.exists():
+        return None
+    try:
+        table = jaxrel_table(localfiles.load_toml(pyproject), str(pyproject))
+    except ConfigError:
+        raise
+    except BadInput as error:
+        raise ConfigError(str(error)) from None
+    if table is not None and not isinstance(table, dict):
+        raise ConfigError(f"{pyproject}: [tool.jaxrel] must be a table, not {found(table)}")
+    return table
+
+
 def _config(root: Path, family_name: str | None, source: str) -> tuple[Family, ReleaseConfig]:
     pyproject = root / "pyproject.toml"
-    try:
-        data = tomllib.loads(pyproject.read_text(encoding="utf-8")) if pyproject.is_file() else {}
-    except tomllib.TOMLDecodeError as error:
-        raise ConfigError(f"{pyproject}: not valid TOML ({error}); fix the syntax") from None
-    table = data.get("tool", {}).get("jaxrel")
+    table = _jaxrel_table(pyproject)
     if family_name is not None:
         family = resolve_family(family_name)
         profile = family_name if family_name in PROFILES else None
         if profile is None:
-            table = tomllib.loads(Path(family_name).read_text(encoding="utf-8")).get("tool", {}).get("jaxrel")
+            pyproject = Path(family_name)
+            table = _jaxrel_table(pyproject)
     elif table is None:
         raise ConfigError(f"{source}: no [tool.jaxrel] table in {pyproject}; add one, or pass --family jax")
     else:
@@ -115,7 +130,7 @@ def open_project(source: Path, family: str | None = None) -> Iterator[Project]:
     with TemporaryDirectory(prefix="jaxrel-sdist-") as scratch:
         try:
             with tarfile.open(source) as archive:
-                archive.extractall(scratch, filter="data")
+                tarballs.extract_all(archive, Path(scratch))
         except (tarfile.TarError, OSError, EOFError) as error:
             raise ConfigError(f"{source}: unreadable sdist ({error}); download it again") from None
         tops = [p for p in Path(scratch).iterdir() if p.is_dir()]

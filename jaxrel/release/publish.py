@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import configparser
 import os
 import re
 import subprocess
@@ -40,6 +39,7 @@ from jaxrel.family import Family
 from jaxrel.release import attest
 from jaxrel.release.auth import AuthError, Credentials, Method
 from jaxrel.release.manifest import Artifact
+from jaxrel.release.pypirc import read_pypirc
 from jaxrel.release.verify import Verification, verify_dist
 
 
@@ -109,10 +109,8 @@ def resolve_repository(name: str | None, url: str | None, index_url: str | None)
         url = parse_url(url, "--repository-url", schemes=WEB).text
         return Repository(None, url, index_url or url.rstrip("/") + "/simple/")
     assert name is not None
-    config = configparser.RawConfigParser()
-    config.read(pypirc_path())
-    if config.has_option(name, "repository"):
-        upload = config.get(name, "repository")
+    upload = read_pypirc(pypirc_path()).repository(name)  # a URL string: validated where it is used
+    if upload is not None:
         derived = re.sub(r"/legacy/?$", "/simple/", upload) if re.search(r"/legacy/?$", upload) else \
             upload.rstrip("/") + "/simple/"
         return Repository(name, None, index_url or derived)
@@ -127,14 +125,11 @@ def resolve_repository(name: str | None, url: str | None, index_url: str | None)
 @contextmanager
 def config_without_passwords() -> Iterator[Path]:
     """A copy of ``~/.pypirc`` with every password removed, for twine's ``--config-file``."""
-    source = configparser.RawConfigParser()
-    source.read(pypirc_path())
-    for section in source.sections():
-        source.remove_option(section, "password")
+    text = read_pypirc(pypirc_path()).without_passwords()
     handle, name = tempfile.mkstemp(prefix="jaxrel-pypirc-")
     try:
         with os.fdopen(handle, "w") as out:
-            source.write(out)
+            out.write(text)
         yield Path(name)
     finally:
         os.unlink(name)

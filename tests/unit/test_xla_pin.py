@@ -85,7 +85,7 @@ def test_read_pin_reads_the_named_call_only(tmp_path: Path) -> None:
 
 
 def test_read_pin_of_a_missing_file_names_it(tmp_path: Path) -> None:
-    with pytest.raises(xla.PinError, match=r"cannot read .*WORKSPACE.*--workspace"):
+    with pytest.raises(xla.PinError, match=r"WORKSPACE: file not found.*--workspace"):
         xla.read_pin(tmp_path / "WORKSPACE")
 
 
@@ -116,11 +116,23 @@ def test_rewrite_of_the_repository_workspace_keeps_everything_else() -> None:
     assert updated == original
 
 
-def test_rewrite_escapes_quotes_and_backslashes(tmp_path: Path) -> None:
-    odd = dataclasses.replace(NEW, wheel='a"b\\c.whl')
+@pytest.mark.parametrize(("field", "value"), [
+    ("wheel", 'a"b\\c.whl'), ("wheel", "../../evil.whl"), ("wheel", "x.whl\nload()"), ("wheel", "x.tar.gz"),
+    ("sha256", "../../" + "a" * 58), ("sha256", "A" * 64), ("sha256", "a" * 63), ("sha256", ""),
+    ("commit", "f" * 39), ("commit", "G" * 40), ("backend", "jax lib"), ("backend_version", "banana"),
+])
+def test_a_pin_that_is_not_what_it_must_be_is_never_written(field: str, value: str) -> None:
+    odd = dataclasses.replace(NEW, **{field: value})
+    with pytest.raises(xla.PinError, match=field):
+        xla.rewrite(workspace_text(OLD), odd)
+
+
+def test_a_field_set_twice_is_refused_not_last_wins(tmp_path: Path) -> None:
     workspace = tmp_path / "WORKSPACE"
-    workspace.write_text(xla.rewrite(workspace_text(OLD), odd), encoding="utf-8")
-    assert xla.read_pin(workspace) == odd
+    text = workspace_text(OLD)
+    workspace.write_text(text.replace("xla_ffi(\n", f'xla_ffi(\n    commit = "{"a" * 40}",\n', 1))
+    with pytest.raises(xla.PinError, match="sets commit 2 times"):
+        xla.read_pin(workspace)
 
 
 @pytest.mark.parametrize(("text", "wanted"), [
