@@ -1,4 +1,5 @@
-"""nox sessions: compat (the main job), bisect, atlas, tests, tests_oldest, fuzz, build, release, doctor, bench, lint, docs.
+"""nox sessions: compat (the main job), bisect, atlas, tests, tests_oldest, fuzz, build, release, doctor,
+bench, lint, docs.
 
 Environments are built with uv when it is installed beside nox (fallback: virtualenv),
 with pip's index configuration passed to uv (``jaxrel.dist.pipconfig``); wheels land in

@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from jaxrel._util import localfiles
 from jaxrel.cli._common import UsageError, add_common, index_options, parse_pin, say
 from jaxrel.compat import bisect, bisectreport
 from jaxrel.family import resolve_family
@@ -63,12 +64,7 @@ def add(verbs: Any) -> None:
 
 def good_from_report(path: str) -> str:
     """The frontend commit a green ``jaxrel compat`` report tested."""
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise UsageError(f"--good-report {path}: no such file") from None
-    except ValueError as error:
-        raise UsageError(f"--good-report {path}: not JSON ({error})") from None
+    data = localfiles.load_json(path, what="--good-report")  # BadInput (exit 2) for a missing or damaged file
     commit = (data.get("frontend") or {}).get("commit") if isinstance(data, dict) else None
     if not isinstance(commit, str) or not commit:
         raise UsageError(f"--good-report {path}: no frontend.commit (a report of jaxrel compat --frontend-src "

@@ -30,6 +30,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from jaxrel._util import localfiles
 from jaxrel._util.text import tail
 from jaxrel.compat import probes, suites
 from jaxrel.compat.bisectgit import Commit, Repo, Source
@@ -41,6 +42,7 @@ from jaxrel.compat.runner import foreign_files
 from jaxrel.compat.suites import Suite
 from jaxrel.dist import envs
 from jaxrel.dist.wheels import ArtifactInfo, inspect
+from jaxrel.errors import BadInput
 from jaxrel.family import Family, resolve_family
 
 __all__ = ["BAD", "GOOD", "SKIP", "Built", "StepConfig", "StepRecord", "build", "main", "run_step"]
@@ -81,7 +83,7 @@ class StepConfig:
 
     @classmethod
     def load(cls, path: Path) -> StepConfig:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = localfiles.load_json(path, what="the bisect step's configuration")
         data["tests"] = tuple(data["tests"])
         data["test_env"] = tuple(tuple(pair) for pair in data["test_env"])
         return cls(**data)
@@ -353,7 +355,13 @@ def read_records(path: Path) -> list[StepRecord]:
     """Every record in a ``steps.jsonl``."""
     if not path.is_file():
         return []
-    return [StepRecord(**json.loads(line)) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    records = []
+    for line in localfiles.read_text(path).splitlines():
+        try:  # jaxrel's own records, never trusted: a damaged line (a step killed mid-write) is dropped
+            records.append(StepRecord(**localfiles.loads_json(line, str(path))))
+        except (BadInput, TypeError):
+            continue
+    return records
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -12,7 +12,6 @@ import shutil
 import sys
 import tarfile
 import time
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -20,7 +19,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
 from jaxrel import policy
-from jaxrel._util import tarballs
+from jaxrel._util import localfiles, tarballs
 from jaxrel.compat.matrix import FrontendSpec
 from jaxrel.dist import envs, sources
 from jaxrel.dist.index import Index
@@ -54,9 +53,10 @@ def declared_requires_python(source: Path) -> SpecifierSet | None:
     texts: list[str] = []
     if pyproject.is_file():
         try:
-            declared = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {}).get("requires-python")
-        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
-            declared = None
+            project = localfiles.load_toml(pyproject).get("project")
+        except BadInput:  # a pyproject the build itself will refuse, with its own message
+            project = None
+        declared = project.get("requires-python") if isinstance(project, dict) else None
         if isinstance(declared, str):
             texts.append(declared)
     setup = source / "setup.py"

@@ -32,6 +32,13 @@ SPLITFAM = REPO / "tests" / "data" / "splitfam"
 DEAD_INDEX = "http://127.0.0.1:9/simple/"
 DEADLINE = 60
 
+
+def _empty_index(tmp_path: Path) -> str:
+    """A reachable index that lists nothing (an unreachable one makes release check exit 3)."""
+    folder = tmp_path / "empty-index"
+    folder.mkdir(exist_ok=True)
+    return folder.as_uri() + "/"
+
 # -- the one reader ----------------------------------------------------------------------------------
 
 
@@ -196,8 +203,8 @@ def test_release_check_of_an_sdist_runs_with_and_without_the_data_filter(
         pkg_info = (b"Metadata-Version: 2.1\nName: splitfam\nVersion: 0.1.0\n"
                     b"Requires-Dist: splitfam-core<=0.1.0,>=0.1.0\n")
         archive.addfile(_info("splitfam-0.1.0/PKG-INFO", size=len(pkg_info)), io.BytesIO(pkg_info))
-    code, out, err = run(capsys, "release", "check", str(sdist), "--index-url", DEAD_INDEX)
-    assert code in (0, 1) and "release check splitfam 0.1.0" in out, err  # the index is not reached: 1
+    code, out, err = run(capsys, "release", "check", str(sdist), "--index-url", _empty_index(tmp_path))
+    assert code in (0, 1) and "release check splitfam 0.1.0" in out, err  # the index lists nothing: 1
     assert "Traceback" not in err and "internal error" not in err
 
 
@@ -324,12 +331,12 @@ WRONG_STATES = {
 
 
 @pytest.mark.parametrize("state", sorted(WRONG_STATES))
-def test_wrong_dependencies_are_bad_input_for_check_and_bump(repo: Path, state: str,
+def test_wrong_dependencies_are_bad_input_for_check_and_bump(repo: Path, state: str, tmp_path: Path,
                                                              capsys: pytest.CaptureFixture[str]) -> None:
     line, says = WRONG_STATES[state]
     _edit(repo / "frontend" / "pyproject.toml", FRONTEND_DEPS, line)
     before = _digests(repo)
-    for argv in (("release", "check", str(repo), "--index-url", DEAD_INDEX),
+    for argv in (("release", "check", str(repo), "--index-url", _empty_index(tmp_path)),
                  ("release", "bump", "0.2.0", "--project", str(repo))):
         code, out, err = run(capsys, *argv)
         if state == "an invalid marker" and argv[1] == "bump":
@@ -469,6 +476,10 @@ BOUNDARIES = {
     "jaxrel/_util/localfiles.py": "every local file: TOML, JSON, INI (BadInput, exit 2)",
     "jaxrel/release/pypirc.py": "~/.pypirc (configparser only writes the copy without passwords)",
     "jaxrel/dist/index.py": "index responses and jaxrel's index cache (EnvironmentFailure, exit 3)",
+    "jaxrel/dist/pages.py": "PEP 691 JSON and PEP 503 HTML index pages into typed files (EnvironmentFailure, exit 3)",
+    "jaxrel/dist/listcache.py": "jaxrel's cache of index listings (a damaged entry is a miss)",
+    "jaxrel/release/attest.py": "PEP 740 attestation files and their statements (a mismatch is exit 1)",
+    "jaxrel/release/auth.py": "the CI's and the index's answers in the trusted-publishing exchange (exit 3)",
     "jaxrel/dist/urls.py": "URLs from anywhere",
     "jaxrel/dist/wheels.py": "wheel and sdist METADATA / RECORD / WHEEL, the inspection cache",
     "jaxrel/dist/pipconfig.py": "pip's configuration",
