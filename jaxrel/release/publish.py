@@ -109,8 +109,9 @@ def resolve_repository(name: str | None, url: str | None, index_url: str | None)
         url = parse_url(url, "--repository-url", schemes=WEB).text
         return Repository(None, url, index_url or url.rstrip("/") + "/simple/")
     assert name is not None
-    upload = read_pypirc(pypirc_path()).repository(name)  # a URL string: validated where it is used
+    upload = read_pypirc(pypirc_path()).repository(name)
     if upload is not None:
+        upload = parse_url(upload, f"{pypirc_path()} [{name}] repository", schemes=WEB).text
         derived = re.sub(r"/legacy/?$", "/simple/", upload) if re.search(r"/legacy/?$", upload) else \
             upload.rstrip("/") + "/simple/"
         return Repository(name, None, index_url or derived)

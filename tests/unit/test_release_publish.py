@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from jaxrel.errors import BadInput
 from jaxrel.release import publish
 
 PYPIRC = """[distutils]
@@ -72,3 +73,15 @@ def test_a_repository_not_named_right_is_usage_and_an_index_not_reached_is_the_e
     with pytest.raises(publish.PublishError, match="cannot list x on .*; nothing was uploaded") as unreachable:
         publish.index_hashes(dead, [artifact])
     assert unreachable.value.exit_code == 3
+
+
+@pytest.mark.parametrize(("value", "says"), [("127.0.0.1:9/legacy/", "no scheme"),
+                                             ("http://bad host/legacy/", "spaces"),
+                                             ("ftp://h/legacy/", "")])
+def test_a_pypirc_repository_that_is_no_url_is_bad_input_naming_the_entry(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str, says: str) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / ".pypirc").write_text(PYPIRC.replace("http://127.0.0.1:9/legacy/", value))
+    with pytest.raises(BadInput, match=r"\.pypirc \[private\] repository: .*" + says) as caught:
+        publish.resolve_repository("private", None, None)
+    assert caught.value.exit_code == 2
