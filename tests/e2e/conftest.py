@@ -11,13 +11,16 @@ and each repository's Bazel server is shut down.
 
 from __future__ import annotations
 
+import shutil
 import subprocess
+import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from splitfam_support import PypiServer, bazel_shutdown, make_splitfam
 
+from jaxrel.dist.bazel import BuildError, find_launcher
 from jaxrel.dist.pipconfig import pip_command
 
 
@@ -73,3 +76,27 @@ def index_reachable() -> None:
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["no output"])[-1]
             pytest.skip(f"package index unreachable through pip's configuration: {last}")
+
+
+@pytest.fixture(scope="module")
+def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """(repository, dist) of splitfam 0.1.0 built by ``jaxrel release build``, once per test module."""
+    try:
+        find_launcher(Path.cwd())
+    except BuildError as error:
+        pytest.skip(f"Bazel is not installed: {error}")
+    repo = make_splitfam(tmp_path_factory, "splitfam-" + request.module.__name__.rsplit(".", 1)[-1])
+    dist = tmp_path_factory.mktemp("built") / "dist"
+    done = subprocess.run([sys.executable, "-m", "jaxrel", "release", "build", "--output", str(dist)], cwd=repo,
+                          capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    yield repo, dist
+    bazel_shutdown(repo)
+
+
+@pytest.fixture
+def dist(built: tuple[Path, Path], tmp_path: Path) -> Path:
+    """A copy of the built dist directory that the test may change."""
+    copy = tmp_path / "dist"
+    shutil.copytree(built[1], copy)
+    return copy

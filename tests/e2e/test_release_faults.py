@@ -14,40 +14,17 @@ import shutil
 import subprocess
 import sys
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from splitfam_support import PypiServer, bazel_shutdown, make_splitfam
+from splitfam_support import PypiServer
 
-from jaxrel.dist.bazel import BuildError, find_launcher
 from jaxrel.family import load_family
 from jaxrel.release import manifest, publish
 
 pytestmark = pytest.mark.integration
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
-    """(repository, dist) of splitfam 0.1.0, built once for the module."""
-    try:
-        find_launcher(Path.cwd())
-    except BuildError as error:
-        pytest.skip(f"Bazel is not installed: {error}")
-    repo = make_splitfam(tmp_path_factory, "splitfam-faults")
-    dist = tmp_path_factory.mktemp("built") / "dist"
-    done = subprocess.run([sys.executable, "-m", "jaxrel", "release", "build", "--output", str(dist)], cwd=repo,
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    yield repo, dist
-    bazel_shutdown(repo)
-
-
-@pytest.fixture
-def dist(built: tuple[Path, Path], tmp_path: Path) -> Path:
-    copy = tmp_path / "dist"
-    shutil.copytree(built[1], copy)
-    return copy
 
 
 def jaxrel_publish(repo: Path, dist: Path, server: PypiServer, *options: str,

@@ -33,9 +33,8 @@ from typing import Any
 
 import pytest
 from attestation_support import attest_with_test_key
-from splitfam_support import PypiServer, bazel_shutdown, make_splitfam
+from splitfam_support import PypiServer
 
-from jaxrel.dist.bazel import BuildError, find_launcher
 from jaxrel.release import attest, manifest
 
 pytestmark = pytest.mark.integration
@@ -155,27 +154,6 @@ class OidcFront:
         self.httpd.server_close()
 
 
-@pytest.fixture(scope="module")
-def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
-    """(repository, dist) of splitfam 0.1.0, built once for the module."""
-    try:
-        find_launcher(Path.cwd())
-    except BuildError as error:
-        pytest.skip(f"Bazel is not installed: {error}")
-    repo = make_splitfam(tmp_path_factory, "splitfam-trusted")
-    dist = tmp_path_factory.mktemp("built") / "dist"
-    done = subprocess.run([sys.executable, "-m", "jaxrel", "release", "build", "--output", str(dist)], cwd=repo,
-                          capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    yield repo, dist
-    bazel_shutdown(repo)
-
-
-@pytest.fixture
-def dist(built: tuple[Path, Path], tmp_path: Path) -> Path:
-    copy = tmp_path / "dist"
-    shutil.copytree(built[1], copy)
-    return copy
 
 
 @pytest.fixture

@@ -4,25 +4,17 @@ guard that fails the test (instead of hanging the suite) when a command runs pas
 from __future__ import annotations
 
 import hashlib
-import signal
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-
-from jaxrel.cli import main
+from cli_deadline import run_main
 
 HANG = 60  # seconds after which a command counts as hung (every network deadline in these tests is 2 s)
 NOISE = ("warning:", "listing ", "downloading ")
 
 
-class Hung(BaseException):
-    """A command ran past :data:`HANG` (not an ``Exception``: the command line must not catch it)."""
-
-
-def _hung(signum: int, frame: object) -> None:
-    raise Hung(f"no answer within {HANG} s")
 
 
 @dataclass(frozen=True)
@@ -50,15 +42,7 @@ class Ran:
 def run(argv: Sequence[str], capsys: pytest.CaptureFixture[str]) -> Ran:
     """``jaxrel argv`` in process, under the hang guard."""
     capsys.readouterr()
-    previous = signal.signal(signal.SIGALRM, _hung)
-    signal.alarm(HANG)
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:  # argparse
-        code = int(exit_.code or 0)
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+    code = run_main(argv, HANG)
     out, err = capsys.readouterr()
     return Ran(code, out, err)
 

@@ -9,16 +9,14 @@ from __future__ import annotations
 import copy
 import hashlib
 import json
-import signal
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
+from cli_deadline import run_main
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
-
-from jaxrel.cli import main
 
 FUZZING = settings.default.max_examples >= 500  # the `fuzz` profile is loaded (nox -s fuzz)
 DEADLINE = 30  # seconds one CLI run may take: past it, a hang
@@ -127,25 +125,11 @@ def digests(*roots: Path, skip: Sequence[Path] = ()) -> dict[str, str]:
     return found
 
 
-class Hung(BaseException):
-    """A CLI run past :data:`DEADLINE` (not an ``Exception``, so the command line cannot catch it)."""
-
-
-def _hung(signum: int, frame: object) -> None:
-    raise Hung(f"no answer within {DEADLINE} s")
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], argv: Sequence[str]) -> tuple[int, str, str]:
     """``jaxrel ARGV`` in process under :data:`DEADLINE`: the exit code, stdout, stderr."""
-    previous = signal.signal(signal.SIGALRM, _hung)
-    signal.alarm(DEADLINE)
-    try:
-        code = main(list(argv))
-    except SystemExit as exit_:  # argparse
-        code = int(exit_.code or 0)
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+    code = run_main(argv, DEADLINE)
     out, err = capsys.readouterr()
     return code, out, err
 

@@ -13,13 +13,13 @@ import hashlib
 import json
 import os
 import shutil
-import signal
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from cli_deadline import run_main
 
 from jaxrel.cli import main
 
@@ -223,12 +223,6 @@ def cases(h: Path) -> list[Case]:
     return found
 
 
-class Hung(BaseException):
-    """A case ran past :data:`DEADLINE` (not an ``Exception``: the command line must not catch it)."""
-
-
-def _hung(signum: int, frame: object) -> None:
-    raise Hung(f"no answer within {DEADLINE} s")
 
 
 def _digests(root: Path) -> dict[str, str]:
@@ -264,15 +258,7 @@ def test_hostile_input(case: Case, hostile: Path, capsys: pytest.CaptureFixture[
     monkeypatch.chdir(tmp_path)
     watched = {**_digests(hostile), **_digests(REPO / "tests" / "data"), str(REPO / "WORKSPACE"): hashlib.sha256(
         (REPO / "WORKSPACE").read_bytes()).hexdigest()}
-    previous = signal.signal(signal.SIGALRM, _hung)
-    signal.alarm(DEADLINE)
-    try:
-        code = main(list(case.argv))
-    except SystemExit as exit_:  # argparse
-        code = int(exit_.code or 0)
-    finally:
-        signal.alarm(0)
-        signal.signal(signal.SIGALRM, previous)
+    code = run_main(case.argv, DEADLINE)
     out, err = capsys.readouterr()
     assert code == case.code, f"{case}: exit {code}, expected {case.code}; stderr: {err[-500:]}"
     assert "Traceback" not in err and "internal error" not in err, f"{case}: {err[-500:]}"
