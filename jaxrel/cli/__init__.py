@@ -16,13 +16,13 @@ from collections.abc import Sequence
 
 from jaxrel import __version__
 from jaxrel._util.text import redact
-from jaxrel.cli import build, compat, doctor, gates, matrix, release, verdict, xla
+from jaxrel.cli import bisect, build, compat, doctor, gates, matrix, release, verdict, xla
 from jaxrel.cli._common import UsageError
 from jaxrel.errors import ExitCode, JaxrelError
 
 __all__ = ["UsageError", "build_parser", "main"]
 
-VERBS = (verdict, doctor, matrix, compat, gates, build, release, xla)
+VERBS = (verdict, doctor, matrix, compat, bisect, gates, build, release, xla)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -7,19 +7,23 @@ into the user's tree, and nothing a former build left there reaches the wheel.
 
 from __future__ import annotations
 
+import re
 import shutil
 import sys
 import tarfile
 import time
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
 from jaxrel import policy
 from jaxrel.compat.matrix import FrontendSpec
 from jaxrel.dist import envs, sources
 from jaxrel.dist.index import Index
+from jaxrel.dist.pythons import find_pythons
 from jaxrel.dist.wheels import ArtifactInfo, inspect
 from jaxrel.errors import BadInput
 from jaxrel.family import Family
@@ -40,14 +44,54 @@ class PreparedFrontend:
     build_seconds: float = 0.0  # exporting and building it
 
 
-def build_wheel(source: Path, out: Path) -> Path:
-    """Build a wheel from a source tree (``uv build``, else ``pip wheel``) into ``out``; returns it."""
+def declared_requires_python(source: Path) -> SpecifierSet | None:
+    """The Python versions a source tree declares it needs: ``[project] requires-python`` in its
+    pyproject.toml, else a literal ``python_requires=`` in its setup.py (jax's); ``None`` when neither."""
+    pyproject = source / "pyproject.toml"
+    texts: list[str] = []
+    if pyproject.is_file():
+        try:
+            declared = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project", {}).get("requires-python")
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            declared = None
+        if isinstance(declared, str):
+            texts.append(declared)
+    setup = source / "setup.py"
+    if not texts and setup.is_file():
+        text = setup.read_text(encoding="utf-8", errors="replace")
+        found = re.search(r"python_requires\s*=\s*['\"]([^'\"]+)['\"]", text)
+        texts += [found.group(1)] if found else []
+    try:
+        return SpecifierSet(texts[0]) if texts else None
+    except InvalidSpecifier:
+        return None
+
+
+def build_python(source: Path) -> str:
+    """The interpreter to build ``source`` with: the oldest one here its requires-python admits (the
+    running one when it admits it or declares nothing). A tree needing a newer Python than jaxrel's
+    (jax HEAD: >= 3.12) builds with that one instead of failing in its setup.py."""
+    required = declared_requires_python(source)
+    running = f"{sys.version_info.major}.{sys.version_info.minor}"
+    if required is None or required.contains(f"{running}.0", prereleases=True):
+        return sys.executable
+    for version, python in find_pythons().items():
+        if required.contains(f"{version}.0", prereleases=True):
+            return python.executable
+    raise CompatError(f"{source}: requires Python {required}; no such interpreter here "
+                      f"(found: {', '.join(find_pythons()) or 'none'}); install one (e.g. pyenv install 3.12)")
+
+
+def build_wheel(source: Path, out: Path, python: str | None = None) -> Path:
+    """Build a wheel from a source tree (``uv build``, else ``pip wheel``) into ``out`` with ``python``
+    (default: :func:`build_python`, an interpreter the tree's requires-python admits); returns it."""
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
+    python = python or build_python(source)
     uv = envs.find_uv()
-    command = ([uv, "build", "--wheel", "--quiet", "--out-dir", str(out), str(source)] if uv
-               else [sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)])
+    command = ([uv, "build", "--wheel", "--quiet", "--python", python, "--out-dir", str(out), str(source)] if uv
+               else [python, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)])
     envs.run_step(command, envs.uv_environment(), f"building a wheel of {source}")
     wheels = sorted(out.glob("*.whl"))
     if len(wheels) != 1:

@@ -21,7 +21,7 @@ import time
 import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -108,6 +108,8 @@ class Options:
     progress: Progress = field(default=lambda message: print(message, file=sys.stderr, flush=True))
     checkpoint: Callable[[list[CellResult]], None] | None = None  # after each cell: the results so far
     cells_at_once: int | None = None  # cells run side by side; None: see cells_at_once()
+    exclude_newer: str | None = None  # resolve the environments' requirements as of this time (uv only)
+    test_env: tuple[tuple[str, str], ...] = ()  # --env KEY=VALUE: set for every suite's pytest run
 
     def __post_init__(self) -> None:
         self.workdir = self.workdir.absolute()
@@ -118,9 +120,10 @@ class Options:
         found = []
         if self.suite is not None:
             found.append(Suite("compat suite", "suite", self.suite, (str(self.suite),),
-                               ("--confcutdir", str(self.suite), "-c", str(self.suite / "pytest.ini"))))
+                               ("--confcutdir", str(self.suite), "-c", str(self.suite / "pytest.ini")),
+                               env=self.test_env))
         if self.own is not None:
-            found.append(self.own.suite)
+            found.append(replace(self.own.suite, env=self.test_env) if self.test_env else self.own.suite)
         return found
 
 
@@ -176,7 +179,8 @@ def environment(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_whee
     files = ([options.own.requirements] if options.own is not None and options.own.requirements is not None
              and not cell.negative else [])
     env = envs.create(options.workdir / "envs" / cell.id, python=python_for(cell.python).executable,
-                      requirements=requirements, no_deps=no_deps, use_uv=options.use_uv, requirement_files=files)
+                      requirements=requirements, no_deps=no_deps, use_uv=options.use_uv, requirement_files=files,
+                      exclude_newer=options.exclude_newer)
     return env, {path.name: sha256_of(path) for path in [*verified.values(), *local]}
 
 

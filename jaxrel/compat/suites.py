@@ -59,6 +59,7 @@ class Suite:
     options: tuple[str, ...] = ()
     parallel: bool = False  # may use pytest-xdist when the cell has it
     test_files: int = 0  # how many test modules the paths hold (pytest-xdist pays only across several)
+    env: tuple[tuple[str, str], ...] = ()  # environment variables for the run (--env KEY=VALUE)
 
 
 @dataclass
@@ -118,7 +119,8 @@ def run_suite(
         shutil.rmtree(work)
     record = work / "record"
     record.mkdir(parents=True)
-    variables = {cellrecord.RECORD: str(record), cellrecord.PACKAGE: package, "PYTHONSAFEPATH": "1"}
+    variables = {**dict(suite.env), cellrecord.RECORD: str(record), cellrecord.PACKAGE: package,
+                 "PYTHONSAFEPATH": "1"}
     paths = list(suite.paths)
     if only is not None:
         selection = work / "only.txt"

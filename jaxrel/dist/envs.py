@@ -87,12 +87,14 @@ def create(
     no_deps: Sequence[str] = (),
     use_uv: bool | None = None,
     requirement_files: Sequence[Path] = (),
+    exclude_newer: str | None = None,
 ) -> Env:
     """Create a fresh environment at ``root`` and install ``requirements`` (with ``requirement_files``, pip's
     ``-r``, resolved together), then ``no_deps`` without dependencies. ``root`` is made absolute.
 
     ``no_deps`` lets a test assemble pairs that pip's resolver would refuse
-    (``jax==0.6.2`` beside ``jaxlib==0.10.2``), as users end up with them.
+    (``jax==0.6.2`` beside ``jaxlib==0.10.2``), as users end up with them. ``exclude_newer``
+    (an RFC 3339 time or a date, uv only) resolves as of then: uv's ``--exclude-newer``.
     """
     root = root.absolute()
     uv = find_uv() if use_uv in (None, True) else None
@@ -106,7 +108,11 @@ def create(
         env = uv_environment()
         run_step([uv, "venv", "--quiet", "--python", python, str(root)], env, f"uv venv {root}")
         install = [uv, "pip", "install", "--quiet", "--python", str(root / "bin" / "python")]
+        install += ["--exclude-newer", exclude_newer] if exclude_newer else []
     else:
+        if exclude_newer:
+            raise EnvError(f"resolving as of {exclude_newer} needs uv (pip has no --exclude-newer); "
+                           "pip install uv, or resolve as of now")
         run_step([python, "-m", "venv", str(root)], base, f"python -m venv {root}")
         env = base
         install = [str(root / "bin" / "python"), "-m", "pip", "install", "--quiet"]

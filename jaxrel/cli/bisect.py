@@ -1,0 +1,116 @@
+"""``jaxrel bisect``: the first frontend commit that broke a cell, by ``git bisect run`` in a private clone."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from jaxrel.cli._common import UsageError, add_common, index_options, parse_pin, say
+from jaxrel.compat import bisect, bisectreport
+from jaxrel.family import resolve_family
+
+HELP = "Find the first frontend commit that broke a cell: git bisect over builds of each revision, in one environment."
+
+
+def env_pairs(items: list[str]) -> tuple[tuple[str, str], ...]:
+    """``--env KEY=VALUE`` options as pairs; :class:`UsageError` for one without ``=`` or a key."""
+    pairs = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or any(c.isspace() for c in key):
+            raise UsageError(f"--env {item!r}: expected KEY=VALUE (e.g. JAX_ENABLE_X64=1)")
+        pairs.append((key, value))
+    return tuple(pairs)
+
+
+def add_env_option(sub: argparse.ArgumentParser) -> None:
+    """``--env KEY=VALUE`` (repeatable), shared with ``jaxrel compat``."""
+    sub.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                     help="set an environment variable for the tests (repeatable), e.g. JAX_ENABLE_X64=1")
+
+
+def add(verbs: Any) -> None:
+    sub = add_common(verbs.add_parser("bisect", help=HELP, description=HELP))
+    sub.add_argument("--frontend-src", required=True, metavar="PATH",
+                     help="the frontend's git checkout (only read: bisection runs in a private clone)")
+    sub.add_argument("--good", action="append", default=[], metavar="REV",
+                     help="a revision where the cell passes (repeatable; each an ancestor of --bad)")
+    sub.add_argument("--good-report", metavar="REPORT_JSON",
+                     help="take --good from a green jaxrel compat report.json (the frontend commit it tested)")
+    sub.add_argument("--bad", default="HEAD", metavar="REV", help="a revision where the cell fails (default HEAD)")
+    sub.add_argument("--cell", metavar="ID", help="the cell as jaxrel compat names it, e.g. py3.12-jaxlib0.11.0")
+    sub.add_argument("--backend", metavar="NAME==V", help="instead of --cell: the backend release")
+    sub.add_argument("--python", metavar="3.N", help="instead of --cell: the interpreter")
+    sub.add_argument("--plugins", metavar="SET", help="instead of --cell: a plugin set (e.g. cuda12)")
+    sub.add_argument("--frontend-tests", action="extend", nargs="+", default=[], metavar="PATH|NODEID",
+                     help="the tests to run at each revision, relative to the frontend's tree: paths or pytest "
+                          "node ids (default: the family's selection)")
+    sub.add_argument("-k", metavar="EXPR", help="narrow the tests (pytest -k)")
+    add_env_option(sub)
+    sub.add_argument("--reruns", type=int, default=1, metavar="N",
+                     help="rerun failing tests N times; a test that then passes is flaky and the step skipped "
+                          "(default 1)")
+    sub.add_argument("--deps-as-of", metavar="DATE|now",
+                     help="resolve the test requirements as of DATE (default: the newest good commit's date)")
+    sub.add_argument("--no-uv", action="store_true", help="build the environment with venv + pip")
+    index_options(sub)
+    sub.add_argument("--workdir", default="build/bisect", metavar="DIR",
+                     help="the private clone, the environment, built wheels, bisect.json, bisect.md")
+    sub.set_defaults(run=run)
+
+
+def good_from_report(path: str) -> str:
+    """The frontend commit a green ``jaxrel compat`` report tested."""
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise UsageError(f"--good-report {path}: no such file") from None
+    except ValueError as error:
+        raise UsageError(f"--good-report {path}: not JSON ({error})") from None
+    commit = (data.get("frontend") or {}).get("commit") if isinstance(data, dict) else None
+    if not isinstance(commit, str) or not commit:
+        raise UsageError(f"--good-report {path}: no frontend.commit (a report of jaxrel compat --frontend-src "
+                         "from a git checkout records it)")
+    if data.get("ok") is not True:
+        raise UsageError(f"--good-report {path}: that run was not green (ok is {data.get('ok')!r}); "
+                         "give the last green report")
+    return commit
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.reruns < 0:
+        raise UsageError(f"--reruns {args.reruns}: expected 0 or more")
+    if args.cell and (args.backend or args.python or args.plugins):
+        raise UsageError("pass --cell ID or --backend/--python/--plugins, not both")
+    goods = list(args.good) + ([good_from_report(args.good_report)] if args.good_report else [])
+    if not goods:
+        raise UsageError("give --good REV (a revision where the cell passes) or --good-report REPORT_JSON")
+    family = resolve_family(args.family)
+    backend = None
+    if args.backend:
+        name, backend = parse_pin(args.backend)
+        if name != family.backend.distribution:
+            raise UsageError(f"--backend {args.backend}: the backend of {family.name} is {family.backend.distribution}")
+    request = bisect.Request(
+        source=Path(args.frontend_src), goods=tuple(goods), bad=args.bad, workdir=Path(args.workdir),
+        cell=args.cell, backend=backend, python=args.python, plugins=args.plugins,
+        tests=tuple(args.frontend_tests), keyword=args.k, test_env=env_pairs(args.env), reruns=args.reruns,
+        deps_as_of=args.deps_as_of, family=args.family, index_url=args.index_url,
+        wheelhouses=tuple(args.wheelhouse), use_uv=False if args.no_uv else None)
+    workdir = Path(args.workdir).resolve()
+    try:
+        result = bisect.run(request, family, say)
+    except bisect.BisectRefused as refused:
+        bisectreport.write(workdir, refused.result)
+        if args.json:
+            print(json.dumps(bisectreport.to_json(refused.result), indent=2))
+        raise
+    json_path, md_path = bisectreport.write(workdir, result)
+    if args.json:
+        print(json.dumps(bisectreport.to_json(result), indent=2))
+    else:
+        print(bisectreport.text(result))
+        print(f"reports: {json_path}, {md_path}")
+    return 0
