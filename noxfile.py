@@ -85,6 +85,18 @@ def compat(session: nox.Session) -> None:
 
 
 @nox.session
+def bisect(session: nox.Session) -> None:
+    """The first frontend commit that broke a cell: options after ``--`` go to ``jaxrel bisect``
+    (``--frontend-src PATH --good REV --bad REV --cell ID --frontend-tests NODEID...``; the command
+    ``jaxrel compat`` prints for a compat regression is ready to paste). Reports land in
+    ``build/bisect/`` (bisect.json, bisect.md; see docs/bisect.md).
+    """
+    _uv_env(session)
+    session.install(".[envs]")
+    session.run("jaxrel", "bisect", *session.posargs)
+
+
+@nox.session
 def release(session: nox.Session) -> None:
     """The release steps CI runs (.github/workflows/release.yml), locally: ``-- ACTION [OPTIONS]`` runs
     ``jaxrel release ACTION`` (plan, check, bump, build, verify, publish); with no arguments, a rehearsal:

@@ -9,7 +9,8 @@ from typing import Any
 
 from jaxrel.cli import _matrix
 from jaxrel.cli._common import UsageError, add_common, say
-from jaxrel.compat import cellrecord, owntests, report, runner
+from jaxrel.cli.bisect import add_env_option, env_pairs
+from jaxrel.compat import bisect, cellrecord, owntests, report, runner
 from jaxrel.dist.bazel import find_workspace
 from jaxrel.family import Family
 
@@ -24,6 +25,9 @@ def add(verbs: Any) -> None:
                      help="the frontend's own tests to run, relative to its source tree (default: the family's "
                           "selection, e.g. a few minutes of jax's fast tests; else tests/)")
     sub.add_argument("-k", metavar="EXPR", help="narrow the frontend's own tests (pytest -k)")
+    add_env_option(sub)
+    sub.add_argument("--good", metavar="REV", help="with --frontend-src: the good revision in the jaxrel bisect "
+                     "command printed for a compat regression (default: the newest release tag HEAD contains)")
     sub.add_argument("--test-requirements", metavar="PATH",
                      help="the requirements file the own tests need (default: the family's, e.g. jax's "
                           "build/test-requirements.txt in the tree); installed in positive cells")
@@ -91,9 +95,23 @@ def _request(args: argparse.Namespace) -> owntests.Request:
     return owntests.Request(tuple(args.frontend_tests), args.k, requirements, not args.no_frontend_tests)
 
 
+def _bisect_commands(args: argparse.Namespace, family: Family, commit: str | None,
+                     results: list[runner.CellResult], test_env: tuple[tuple[str, str], ...]) -> list[str]:
+    """A ``jaxrel bisect`` command per cell whose own tests show a compat regression (``--frontend-src`` only)."""
+    if not args.frontend_src:
+        return []
+    regressed = {r.cell.id: [f.test for f in r.failures if f.verdict == "compat regression" and f.suite == "own tests"]
+                 for r in results}
+    regressed = {cell: tests for cell, tests in regressed.items() if tests}
+    return bisect.suggested_commands(args.frontend_src, family.frontend.distribution, commit, regressed,
+                                     good=args.good, keyword=args.k, test_env=test_env)
+
+
 def run(args: argparse.Namespace) -> int:
     workdir = Path(args.workdir).resolve()
     _matrix.check_sources(args)
+    if args.good and not args.frontend_src:
+        raise UsageError(f"--good {args.good}: a revision of what? pass --frontend-src PATH (a git checkout) too")
     shard, jobs, request = _shard(args.shard), _count("--jobs", args.jobs), _request(args)
     at_once = _count("--cells-at-once", args.cells_at_once)
     workspace = None if args.no_extension else _workspace(args.workspace)
@@ -106,21 +124,30 @@ def run(args: argparse.Namespace) -> int:
         + (f", own tests {' '.join(own.suite.paths)}" if own else ", no own tests")
         + (f", shard {shard}" if shard else ""))
 
+    test_env = env_pairs(args.env)
+    recorded = {"commit": front.commit, "dirty": front.dirty, "source": front.spec.source} if front.commit else {}
+
     def checkpoint(results: list[runner.CellResult]) -> None:
-        report.write(workdir, matrix, results, complete=False, frontend_build_seconds=front.build_seconds)
+        report.write(workdir, matrix, results, complete=False, frontend_build_seconds=front.build_seconds,
+                     frontend=recorded)
 
     options = runner.Options(workdir=workdir, suite=_suite(args, found.family), own=own, shard=shard, jobs=jobs,
                              cells_at_once=at_once,
                              use_uv=False if args.no_uv else None, extensions=not args.no_extension,
-                             workspace=workspace, index=found.index, checkpoint=checkpoint)
+                             workspace=workspace, index=found.index, checkpoint=checkpoint, test_env=test_env)
     results = runner.run(matrix, found.family, front, options)
-    json_path, md_path = report.write(workdir, matrix, results, frontend_build_seconds=front.build_seconds)
+    commands = _bisect_commands(args, found.family, front.commit, results, test_env)
+    json_path, md_path = report.write(workdir, matrix, results, frontend_build_seconds=front.build_seconds,
+                                      frontend=recorded, bisect=commands)
     if args.json:
-        print(json.dumps(report.to_json(matrix, results, frontend_build_seconds=front.build_seconds), indent=2))
+        print(json.dumps(report.to_json(matrix, results, frontend_build_seconds=front.build_seconds,
+                                        frontend=recorded, bisect=commands), indent=2))
     else:
         print(report.table(results))
         print(report.summary(results))
         for note in matrix.notes:
             print(f"note: {note}")
+        for line in commands:
+            print(f"bisect: {line}")
         print(f"reports: {json_path}, {md_path}, {workdir / 'junit'}/")
     return 0 if all(r.ok for r in results) else 1

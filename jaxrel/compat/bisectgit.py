@@ -178,10 +178,10 @@ class Repo:
         with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
             archive.extractall(dest, filter="tar")
 
-    def start(self, bad: str, goods: Sequence[str]) -> None:
-        """``git bisect start --no-checkout BAD GOOD…`` (``BISECT_HEAD`` moves, nothing is checked out)."""
+    def start(self, bad: str, goods: Sequence[str]) -> str:
+        """``git bisect start --no-checkout BAD GOOD…`` (``BISECT_HEAD`` moves, nothing is checked out); its output."""
         self.run("bisect", "reset", check=False)
-        self.run("bisect", "start", "--no-checkout", bad, *goods)
+        return self.run("bisect", "start", "--no-checkout", bad, *goods).stdout
 
     def head(self) -> str:
         """The revision ``git bisect`` asks about now."""

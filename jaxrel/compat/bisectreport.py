@@ -83,7 +83,8 @@ def _at(label: str, step: StepRecord | None) -> list[str]:
     if step is None:
         return [f"{label}: not tested"]
     lines = [f"{label}: {step.verdict} ({step.reason})"]
-    lines += [f"  failing: {test}" for test in step.failing]
+    lines += [f"  failing: {test}" for test in step.failing[:10]]
+    lines += [f"  … and {len(step.failing) - 10} more (bisect.json lists them)"] if len(step.failing) > 10 else []
     if step.first_error:
         lines.append(f"  first error: {step.first_error}")
     return lines

@@ -213,7 +213,7 @@ def _check(config: StepConfig, family: Family, env: envs.Env, spec: FrontendSpec
         return SKIP, f"jaxrel's guard crashed here: {tail(done.stderr or done.stdout, 1)}"
     if not guard["accepted"]:
         return SKIP, f"its version rules refuse {config.backend} (minimum {spec.minimum_backend}): {guard['message']}"
-    imported, error, _ = probes.import_frontend(env, family)
+    imported, error, _ = probes.import_frontend(env, family, smoke=False)
     if error is not None:
         if refused_by_frontend(error, family):
             return SKIP, f"its own import check refuses {config.backend}: {error}"

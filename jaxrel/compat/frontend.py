@@ -42,6 +42,8 @@ class PreparedFrontend:
     info: ArtifactInfo
     source_tree: Path | None = None  # the exported (or unpacked) tree it was built from; the own tests come from it
     build_seconds: float = 0.0  # exporting and building it
+    commit: str | None = None  # the git commit a source tree was at (with ``dirty``: plus working-tree changes)
+    dirty: bool = False
 
 
 def declared_requires_python(source: Path) -> SpecifierSet | None:
@@ -152,7 +154,9 @@ def prepare_frontend(
         wheel = build_wheel(tree, workdir / "frontend" / "dist")
         info = inspect(wheel, family, use_cache=False)
         label = f"source {source}" + (f" at {ref}" if ref else "") + f" ({exported}, built out of tree)"
-        return PreparedFrontend(frontend_spec(family, info, label), wheel, info, tree, time.perf_counter() - start)
+        commit, dirty = sources.commit_of(source, ref)
+        return PreparedFrontend(frontend_spec(family, info, label), wheel, info, tree, time.perf_counter() - start,
+                                commit, dirty)
     listing = index.listing(name)
     if requirement is not None:
         wanted_name, _, version = requirement.partition("==")

@@ -86,10 +86,12 @@ def traceback_summary(stderr: str) -> str | None:
     return f"{before}: {raised}" if before else raised or None
 
 
-def import_frontend(env: envs.Env, family: Family) -> tuple[dict[str, Any] | None, str | None, str | None]:
+def import_frontend(env: envs.Env, family: Family, *, smoke: bool = True
+                    ) -> tuple[dict[str, Any] | None, str | None, str | None]:
     """Run the import probe: what it printed as JSON (``None`` on failure), the import error's last line, and a
-    summary of a traceback the import printed while succeeding."""
-    probe = env.run(str(env.python), "-c", IMPORT_PROBE, family.frontend.package, family.frontend.smoke or "")
+    summary of a traceback the import printed while succeeding. ``smoke=False``: import only (no device work)."""
+    probe = env.run(str(env.python), "-c", IMPORT_PROBE, family.frontend.package,
+                    (family.frontend.smoke or "") if smoke else "")
     found = last_json(probe.stdout) if probe.returncode == 0 else None
     if found is None:
         return None, tail(probe.stderr or probe.stdout, 1), None

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -92,14 +92,21 @@ def summary(results: Sequence[CellResult]) -> str:
 
 
 def to_json(matrix: Matrix, results: Sequence[CellResult], *, complete: bool = True,
-            frontend_build_seconds: float | None = None) -> dict[str, Any]:
-    """The whole run; ``ok`` is false while ``complete`` is (a run that stopped early proves nothing)."""
+            frontend_build_seconds: float | None = None, frontend: Mapping[str, Any] | None = None,
+            bisect: Sequence[str] = ()) -> dict[str, Any]:
+    """The whole run; ``ok`` is false while ``complete`` is (a run that stopped early proves nothing).
+
+    ``frontend`` says which commit was tested (``jaxrel bisect --good-report`` reads it), ``bisect``
+    holds a ready ``jaxrel bisect`` command per regressed cell.
+    """
     return {
         "matrix": matrix.to_json(),
         "complete": complete,
         "ok": complete and all(r.ok for r in results),
         "summary": summary(results) if complete else _incomplete(matrix, results),
         "frontend_build_seconds": frontend_build_seconds,
+        "frontend": dict(frontend or {}),
+        "bisect": list(bisect),
         "cells": [r.to_json() for r in results],
     }
 
@@ -109,7 +116,8 @@ def _incomplete(matrix: Matrix, results: Sequence[CellResult]) -> str:
             "failed tests); nothing here says the frontend is compatible")
 
 
-def markdown(matrix: Matrix, results: Sequence[CellResult], *, complete: bool = True) -> str:
+def markdown(matrix: Matrix, results: Sequence[CellResult], *, complete: bool = True,
+             bisect: Sequence[str] = ()) -> str:
     """The table, the notes, each refusal's message, the failed tests, and which test passed on which cell."""
     lines = [f"# compat: {matrix.frontend.name} {matrix.frontend.version}", "",
              *([] if complete else [f"**{_incomplete(matrix, results)}.**", ""]),
@@ -149,6 +157,9 @@ def markdown(matrix: Matrix, results: Sequence[CellResult], *, complete: bool = 
     problems = [r for r in results if r.problems]
     if problems:
         lines += ["", "## Problems", "", *(f"- `{r.cell.id}`: {'; '.join(r.problems)}" for r in problems)]
+    if bisect:
+        lines += ["", "## Bisect", "", "The first commit that broke each regressed cell:", "",
+                  *(f"    {command}" for command in bisect)]
     return "\n".join(lines) + "\n"
 
 
@@ -177,11 +188,13 @@ def clear(directory: Path) -> None:
 
 
 def write(directory: Path, matrix: Matrix, results: Sequence[CellResult], *, complete: bool = True,
-          frontend_build_seconds: float | None = None) -> tuple[Path, Path]:
+          frontend_build_seconds: float | None = None, frontend: Mapping[str, Any] | None = None,
+          bisect: Sequence[str] = ()) -> tuple[Path, Path]:
     """Write ``report.json`` and ``report.md`` into ``directory``, both or neither."""
     directory.mkdir(parents=True, exist_ok=True)
     json_path, md_path = directory / "report.json", directory / "report.md"
-    data = to_json(matrix, results, complete=complete, frontend_build_seconds=frontend_build_seconds)
+    data = to_json(matrix, results, complete=complete, frontend_build_seconds=frontend_build_seconds,
+                   frontend=frontend, bisect=bisect)
     write_all_atomically({json_path: json.dumps(data, indent=1) + "\n",
-                          md_path: markdown(matrix, results, complete=complete)})
+                          md_path: markdown(matrix, results, complete=complete, bisect=bisect)})
     return json_path, md_path

@@ -20,7 +20,7 @@ from pathlib import Path, PurePosixPath
 from jaxrel._util.text import tail
 from jaxrel.errors import BadInput, EnvironmentFailure
 
-__all__ = ["SourceError", "export", "is_build_output"]
+__all__ = ["SourceError", "commit_of", "export", "is_build_output"]
 
 # What a build leaves in a source tree; none of it is source.
 BUILD_OUTPUTS = ("build/lib", "build/lib.*", "build/bdist.*", "build/temp.*", "*.egg-info", ".eggs", "__pycache__",
@@ -143,3 +143,16 @@ def export(source: Path, dest: Path, ref: str | None = None, *, skip: Path | Non
     inside = dest / source.relative_to(top)
     what = f"{commit[:12]}" + (f" ({ref})" if ref else " with the working tree's changes")
     return inside, f"git {what}"
+
+
+def commit_of(source: Path, ref: str | None = None) -> tuple[str | None, bool]:
+    """The commit ``source`` (a git checkout) is at, or ``ref`` names, and whether the working tree adds
+    changes to it (only without ``ref``); ``(None, False)`` outside git."""
+    top = git_toplevel(source)
+    if top is None:
+        return None, False
+    done = _git(top, "rev-parse", "--verify", "--quiet", f"{ref or 'HEAD'}^{{commit}}", check=False)
+    if done.returncode != 0:
+        return None, False
+    dirty = ref is None and _git(top, "diff", "--no-ext-diff", "--quiet", "HEAD", "--", check=False).returncode == 1
+    return done.stdout.strip(), dirty

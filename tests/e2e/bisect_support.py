@@ -1,8 +1,11 @@
-"""A git history of the splitfam sample family to bisect: 43 commits, a merge, a revision that does not
+"""A git history of the splitfam sample family to bisect: 44 commits, a merge, a revision that does not
 build, a flaky test, and one commit that calls an API only the newer core has, left ungated.
 
-Every commit has a fixed author and date, so the history (and the hashes) are the same on every
-run, and so are the revisions ``git bisect`` picks.
+Every commit after the template's has a fixed author and date. Bisected between ``v0.2.0`` and the
+merged ``side`` branch (good) and ``HEAD`` (bad), the range is a chain of 34 commits whose exact
+middle, the 17th, is the revision that does not build: ``git bisect`` picks it first whatever the
+hashes are (an even range has one best halfway point; an odd one two, and git's choice between
+them depends on the hashes, which the template's files change).
 """
 
 from __future__ import annotations
@@ -14,10 +17,10 @@ from pathlib import Path
 
 from splitfam_support import set_frontend_version
 
-# Fails on the third time it runs (a counter in a directory outside the tree, --env SPLITFAM_FLAKY=DIR),
-# passes every other time: the first bisection step after the endpoints (bad, then good) sees it fail
-# once and pass on the rerun, the flaky step.
-FLAKY_TEST = '''"""A test that fails once: on its third run, counted in $SPLITFAM_FLAKY (outside the tree)."""
+# Fails once, on its Nth run (N = $SPLITFAM_FLAKY_RUN), counted in the directory $SPLITFAM_FLAKY outside
+# the tree (both set with --env), and passes every other time: with N one more than the endpoints
+# checked first, the first bisection step that runs it sees it fail once and pass on the rerun.
+FLAKY_TEST = '''"""A test that fails once: on its Nth run ($SPLITFAM_FLAKY_RUN), counted in $SPLITFAM_FLAKY."""
 
 import os
 from pathlib import Path
@@ -29,7 +32,7 @@ def test_sometimes():
         return
     runs = int(counter.read_text()) + 1 if counter.exists() else 1
     counter.write_text(str(runs))
-    assert runs != 3, "the flaky test's third run fails"
+    assert runs != int(os.environ.get("SPLITFAM_FLAKY_RUN", "0")), "the flaky test fails on this run"
 '''
 MUL = '''
 
@@ -87,7 +90,7 @@ class _Writer:
 
 def make_history(repo: Path) -> History:
     """On a fresh splitfam repository (:func:`splitfam_support.make_splitfam`): splitfam 0.2.0 (cores 0.1.0 to
-    0.2.0) tagged ``v0.2.0`` as the good revision, then 43 commits; HEAD is the bad one."""
+    0.2.0) tagged ``v0.2.0`` as the good revision, then 44 commits; HEAD is the bad one."""
     set_frontend_version(repo, "0.2.0", "0.1.0")
     (repo / "frontend" / "tests" / "test_flaky.py").write_text(FLAKY_TEST)
     _git(repo, "add", "-A", when=0)
@@ -107,14 +110,14 @@ def make_history(repo: Path) -> History:
     _git(repo, "merge", "-q", "--no-ff", "-m", "Merge branch 'side'", "side", when=write.clock)
     history.merge = _git(repo, "rev-parse", "HEAD")
     history.commits.append(history.merge)
-    for number in range(12, 16):
+    for number in range(12, 22):
         write.note(number)
     pyproject = repo / "frontend" / "pyproject.toml"
     good_text = pyproject.read_text()
     history.broken = write.commit(BROKEN_SUBJECT, {"frontend/pyproject.toml": good_text.replace(
         'requires = ["setuptools>=77"]', 'requires = ["setuptools>=77",')})
     write.commit("pyproject: fix the build requirements", {"frontend/pyproject.toml": good_text})
-    for number in range(16, 24):
+    for number in range(22, 28):
         write.note(number)
     init = repo / "frontend" / "splitfam" / "__init__.py"
     tests = repo / "frontend" / "tests" / "test_add.py"
@@ -122,6 +125,6 @@ def make_history(repo: Path) -> History:
         "frontend/splitfam/__init__.py": init.read_text().replace('__all__ = ["__version__", "add"]',
                                                                   '__all__ = ["__version__", "add", "mul"]') + MUL,
         "frontend/tests/test_add.py": tests.read_text() + TEST_MUL})
-    for number in range(24, 36):
+    for number in range(28, 37):
         write.note(number)
     return history

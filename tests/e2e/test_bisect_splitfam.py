@@ -1,0 +1,225 @@
+"""`jaxrel bisect` on a 44-commit history of the splitfam sample family, offline but for the package index.
+
+The history (:mod:`bisect_support`) has a merge, a revision that does not build, a flaky test and
+one commit that calls ``splitfam_core.mul`` (core 0.2.0 only) without a gate; bisecting the cell of
+the older core 0.1.0 must name that commit, skip the broken build, report the flaky step, and
+leave the user's checkout exactly as it was. Then the bad inputs: each one line, its exit code,
+the checkout unchanged.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bisect_support import BROKEN_SUBJECT, CULPRIT_SUBJECT, History, make_history
+from splitfam_support import core_release, make_splitfam, plugin_release
+
+from jaxrel.dist.pipconfig import pip_index_config
+
+pytestmark = pytest.mark.integration
+
+PY = f"{sys.version_info.major}.{sys.version_info.minor}"
+OLD = f"py{PY}-splitfam-core0.1.0"
+
+
+@pytest.fixture(scope="module")
+def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """splitfam-core 0.1.0, 0.2.0 (adds mul), 0.3.0 and splitfam-cpu-plugin 0.1.0, 0.2.0."""
+    template = make_splitfam(tmp_path_factory, "bisect-releases")
+    wheels = tmp_path_factory.mktemp("bisect-wheelhouse") / "wheels"
+    core_release(template, "0.1.0", 1, wheels)
+    for version, api in (("0.2.0", 2), ("0.3.0", 3)):
+        core_release(template, version, api, wheels, extra="def mul(a, b):\n    return a * b\n")
+    for version in ("0.1.0", "0.2.0"):
+        plugin_release(template, version, wheels)
+    return wheels
+
+
+@pytest.fixture(scope="module")
+def history(tmp_path_factory: pytest.TempPathFactory) -> History:
+    return make_history(make_splitfam(tmp_path_factory, "bisect-splitfam"))
+
+
+def environment(wheelhouse: Path) -> dict[str, str]:
+    links = " ".join([str(wheelhouse), *pip_index_config().find_links])
+    return {**os.environ, "PIP_FIND_LINKS": links}
+
+
+def command(history: History, workdir: Path, *extra: str, good: tuple[str, ...] | None = None,
+            bad: str = "HEAD", cell: str = OLD) -> list[str]:
+    goods = [arg for rev in (good if good is not None else (history.good,)) for arg in ("--good", rev)]
+    return [sys.executable, "-m", "jaxrel", "bisect", "--family", str(history.repo / "pyproject.toml"),
+            "--frontend-src", str(history.repo / "frontend"), *goods, "--bad", bad, "--cell", cell,
+            "--workdir", str(workdir), *extra]
+
+
+def bisect(history: History, wheelhouse: Path, workdir: Path, *extra: str, **options: Any
+           ) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(command(history, workdir, *extra, **options), capture_output=True, text=True,
+                          timeout=1800, env=environment(wheelhouse), cwd=workdir.parent)
+
+
+def snapshot(repo: Path) -> dict[str, Any]:
+    """Everything of the user's checkout a bisection could disturb."""
+    def git(*args: str) -> tuple[int, str]:  # GIT_OPTIONAL_LOCKS=0: git status itself does not refresh the index
+        done = subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True,
+                              env={**os.environ, "GIT_OPTIONAL_LOCKS": "0"})
+        return done.returncode, done.stdout
+
+    index = repo / ".git" / "index"
+    return {"index": (index.stat().st_mtime_ns, index.read_bytes()),
+            "status": git("status", "--porcelain", "--ignored"), "head": git("rev-parse", "HEAD"),
+            "symbolic": git("symbolic-ref", "HEAD"), "refs": git("for-each-ref"),
+            "bisect": git("bisect", "log"), "worktrees": git("worktree", "list", "--porcelain"),
+            "config": (repo / ".git" / "config").read_text()}
+
+
+def one_line_error(done: subprocess.CompletedProcess[str], code: int, *words: str) -> str:
+    lines = [line for line in done.stderr.splitlines() if line.startswith("jaxrel bisect: ")]
+    assert done.returncode == code, done.stderr[-3000:]
+    assert len(lines) == 1 and "Traceback" not in done.stderr, done.stderr[-3000:]
+    for word in words:
+        assert word in lines[0], lines[0]
+    return lines[0]
+
+
+def test_bisect_names_the_ungated_commit_skips_the_broken_build_and_the_flaky_step(
+        index_reachable: None, wheelhouse: Path, history: History, tmp_path: Path) -> None:
+    before = snapshot(history.repo)
+    flaky = tmp_path / "flaky"
+    flaky.mkdir()
+    # two goods (the release tag and the merged side branch): three endpoint runs, the flaky test fails on the 4th
+    extra = ("--env", f"SPLITFAM_FLAKY={flaky}", "--env", "SPLITFAM_FLAKY_RUN=4", "--json")
+    workdir = tmp_path / "work"
+    done = bisect(history, wheelhouse, workdir, *extra, good=(history.good, "side"))
+    assert done.returncode == 0, done.stderr[-4000:]
+    result = json.loads(done.stdout)
+    assert result["status"] == "found"
+    culprit = result["first_bad"]
+    assert culprit["hash"] == history.culprit and culprit["subject"] == CULPRIT_SUBJECT
+    assert culprit["files"] == ["frontend/splitfam/__init__.py", "frontend/tests/test_add.py"]
+    assert culprit["author"] == "splitfam releaser <releaser@splitfam.invalid>" and not culprit["merge"]
+    at_culprit, at_parent = result["at_first_bad"], result["at_parent"]
+    assert at_culprit["verdict"] == "bad" and at_culprit["failing"] == ["tests/test_add.py::test_mul"]
+    assert at_culprit["first_error"] == "AttributeError: module 'splitfam_core' has no attribute 'mul'"
+    assert at_parent["verdict"] == "good" and at_parent["failing"] == []
+    steps = result["steps"]
+    by_commit = {step["commit"]: step for step in steps}
+    broken = by_commit[history.broken]
+    assert broken["verdict"] == "skip" and broken["reason"].startswith("does not build: ")
+    (flaky_step,) = [step for step in steps if step["flaky"]]
+    assert flaky_step["flaky"] == ["tests/test_flaky.py::test_sometimes"] and flaky_step["verdict"] == "skip"
+    assert flaky_step["reason"].startswith("flaky: ")
+    assert [s["role"] for s in steps[:3]] == ["endpoint"] * 3 and steps[0]["verdict"] == "bad"
+    in_range = int(subprocess.run(["git", "rev-list", "--count", "HEAD", "^v0.2.0", "^side"], cwd=history.repo,
+                                  capture_output=True, text=True, check=True).stdout)
+    assert len(history.commits) >= 40 and result["commits_in_range"] == in_range == 34
+    assert steps[3]["commit"] == history.broken, "the middle of the range, git's first pick"
+    skipped = sum(1 for s in steps if s["role"] == "step" and s["verdict"] == "skip")
+    assert result["steps_taken"] <= math.ceil(math.log2(in_range)) + 2 + skipped
+    for step in steps:
+        assert set(step["seconds"]) == {"export", "build+install", "tests"}
+    assert json.loads((workdir / "bisect.json").read_text())["first_bad"]["hash"] == history.culprit
+    markdown = (workdir / "bisect.md").read_text()
+    assert f"## First bad commit `{history.culprit[:12]}`" in markdown and BROKEN_SUBJECT[:30] in markdown
+    assert "Bisecting:" in done.stderr and "bisect: endpoint --bad HEAD" in done.stderr, "progress lines"
+    assert snapshot(history.repo) == before, "the user's checkout changed"
+
+    # the same bisection again: every revision built before comes from the wheel cache
+    (flaky / "runs").unlink()
+    again = bisect(history, wheelhouse, workdir, *extra, good=(history.good, "side"))
+    assert again.returncode == 0, again.stderr[-4000:]
+    second = json.loads(again.stdout)
+    assert [s["commit"] for s in second["steps"]] == [s["commit"] for s in steps]
+    assert all(s["cached"] for s in second["steps"] if s["commit"] != history.broken)
+    assert snapshot(history.repo) == before
+
+
+def test_endpoints_that_bound_no_regression_are_refused_before_bisecting(
+        index_reachable: None, wheelhouse: Path, history: History, tmp_path: Path) -> None:
+    before = snapshot(history.repo)
+    passes = bisect(history, wheelhouse, tmp_path / "a", bad=history.merge)  # before the ungated commit
+    one_line_error(passes, 1, "--bad", "passes in cell", "no regression to bisect")
+    data = json.loads((tmp_path / "a" / "bisect.json").read_text())
+    assert data["status"] == "no-regression" and [s["verdict"] for s in data["steps"]] == ["good"]
+    fails = bisect(history, wheelhouse, tmp_path / "b", good=(history.culprit,))
+    one_line_error(fails, 1, f"--good {history.culprit}", "fails in cell", "tests/test_add.py::test_mul",
+                   "give an older --good")
+    data = json.loads((tmp_path / "b" / "bisect.json").read_text())
+    assert data["status"] == "good-fails" and data["steps_taken"] == 0
+    assert snapshot(history.repo) == before
+
+
+@pytest.mark.parametrize(("case", "arguments", "code", "words"), [
+    ("unknown revision", {"bad": "no-such-branch"}, 2, ("--bad no-such-branch", "no such revision")),
+    ("good after bad", {"good": ("HEAD",), "bad": "v0.2.0"}, 2, ("--good HEAD", "not an ancestor of --bad v0.2.0")),
+    ("malformed cell", {"cell": "core0.1.0"}, 2, ("--cell core0.1.0", "py3.N-splitfam-core")),
+])
+def test_bad_input_is_one_line_and_leaves_the_checkout_alone(
+        history: History, tmp_path: Path, case: str, arguments: dict[str, Any], code: int,
+        words: tuple[str, ...]) -> None:
+    before = snapshot(history.repo)
+    done = subprocess.run(command(history, tmp_path / "work", **arguments), capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    one_line_error(done, code, *words)
+    assert snapshot(history.repo) == before, case
+
+
+def test_a_tree_outside_git_is_refused(history: History, tmp_path: Path) -> None:
+    plain = tmp_path / "plain"
+    subprocess.run(["git", "archive", "--format=tar", "-o", str(tmp_path / "t.tar"), "HEAD"], cwd=history.repo,
+                   check=True)
+    plain.mkdir()
+    subprocess.run(["tar", "-xf", str(tmp_path / "t.tar"), "-C", str(plain)], check=True)
+    argv = command(history, tmp_path / "work")
+    argv[argv.index("--frontend-src") + 1] = str(plain / "frontend")
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          env={**os.environ, "GIT_CEILING_DIRECTORIES": str(tmp_path)})
+    one_line_error(done, 2, "not a git checkout")
+
+
+def test_a_cell_the_frontend_never_admits_is_refused(
+        index_reachable: None, wheelhouse: Path, history: History, tmp_path: Path) -> None:
+    before = snapshot(history.repo)
+    done = bisect(history, wheelhouse, tmp_path / "work", cell=f"py{PY}-splitfam-core0.3.0")
+    one_line_error(done, 2, f"py{PY}-splitfam-core0.3.0", "does not admit it", "minimum splitfam-core 0.1.0")
+    assert snapshot(history.repo) == before
+
+
+def test_ctrl_c_in_the_middle_exits_130_and_stops_every_step(
+        index_reachable: None, wheelhouse: Path, history: History, tmp_path: Path) -> None:
+    before = snapshot(history.repo)
+    workdir = tmp_path / "work"
+    process = subprocess.Popen(command(history, workdir), stderr=subprocess.PIPE, stdout=subprocess.PIPE,
+                               text=True, env=environment(wheelhouse), cwd=tmp_path)
+    assert process.stderr is not None
+    seen = []
+    for line in process.stderr:
+        seen.append(line)
+        if line.startswith("bisect: Bisecting:"):  # git bisect run is under way
+            process.send_signal(signal.SIGINT)
+            break
+    rest = process.stderr.read()
+    process.wait(timeout=300)
+    assert process.returncode == 130, "".join(seen) + rest
+    assert rest.strip().splitlines()[-1] == "jaxrel bisect: interrupted", rest
+    assert "Traceback" not in rest
+    config = str(workdir / "step.json")
+    left = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p).count(config)]
+    assert left == [], "a step outlived the interrupted run"
+    assert snapshot(history.repo) == before
+
+
+def _cmdline(process: Path) -> str:
+    try:
+        return (process / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
