@@ -277,46 +277,62 @@ def bisect_once(args: argparse.Namespace, workdir: Path, good: str, bad: str) ->
     return done.returncode, seconds, report
 
 
-def show_run(label: str, status: int, seconds: float, report: dict[str, Any]) -> None:
+def show_run(label: str, status: int, seconds: float, report: dict[str, Any], expect: str | None) -> None:
     steps_ = report.get("steps", [])
-    count = report.get("commits") or report.get("range", {}).get("commits") or 0
-    searched = [s for s in steps_ if s.get("role", "step") == "step"]
+    count = int(report.get("commits_in_range") or 0)
+    taken = int(report.get("steps_taken") or 0)
     bound = math.ceil(math.log2(count)) + 2 if count else 0
+    checks = len(steps_) - taken
+    print(f"\n{label}: exit {status}, {seconds:.1f} s wall (target {RUN_TARGET:.0f} s for a 500-commit range); "
+          f"{count} commits; steps: {taken} bisection + {checks} endpoint/parent = {taken + checks} "
+          f"against ceil(log2 N) + 2 = {bound}")
     first_bad = report.get("first_bad") or {}
-    print(f"\n{label}: exit {status}, {seconds:.1f} s wall (target {RUN_TARGET:.0f} s); {count} commits; "
-          f"{len(searched)} bisect steps + {len(steps_) - len(searched)} endpoint/parent checks; "
-          f"⌈log2 N⌉ + 2 = {bound}")
-    if isinstance(first_bad, dict) and first_bad:
-        print(f"first bad: {first_bad.get('hash', '')[:12]} {first_bad.get('subject', '')}")
-    elif report.get("_stderr_tail"):
-        print("said: " + " | ".join(report["_stderr_tail"]))
-    print(f"{'revision':<14}{'role':<10}{'verdict':<8}{'export':>8}{'build+inst':>11}{'tests':>8}  cached")
+    if first_bad:
+        named = first_bad.get("hash", "")
+        verdict = "" if expect is None else ("  (the inserted commit)" if named == expect
+                                             else f"  (NOT the inserted commit {expect[:12]})")
+        print(f"answer: {report.get('status')}: {named[:12]} {first_bad.get('subject', '')}{verdict}")
+    else:
+        print(f"answer: {report.get('status', '?')}: {report.get('message') or ' | '.join(report['_stderr_tail'])}")
+    print(f"{'revision':<14}{'role':<10}{'verdict':<8}{'export':>8}{'build+inst':>11}{'tests':>8}  wheel")
     for step in steps_:
         s = step.get("seconds", {})
+        wheel = "cached" if step.get("cached") else "built"
         print(f"{step['commit'][:12]:<14}{step.get('role', 'step'):<10}{step['verdict']:<8}{s.get('export', 0):>8.2f}"
-              f"{s.get('build+install', 0):>11.2f}{s.get('tests', 0):>8.2f}  {step.get('cached', False)}")
+              f"{s.get('build+install', 0):>11.2f}{s.get('tests', 0):>8.2f}  {wheel}")
     built = [s["seconds"] for s in steps_ if not s.get("cached") and s.get("seconds")]
     if built:
         per = [x.get("export", 0) + x.get("build+install", 0) for x in built]
-        print(f"export + build + install, built steps: median {statistics.median(per):.2f} s, "
-              f"max {max(per):.2f} s (target {STEP_TARGET:.1f} s)")
+        tests = [x.get("tests", 0) for x in built]
+        print(f"export + build + install where a wheel was built ({len(per)} steps): median "
+              f"{statistics.median(per):.2f} s, max {max(per):.2f} s (target {STEP_TARGET:.1f} s); "
+              f"tests median {statistics.median(tests):.2f} s")
+
+
+def rev_parse(checkout: Path, rev: str) -> str:
+    return sh(["git", "-C", str(checkout), "rev-parse", "--verify", f"{rev}^{{commit}}"]).stdout.decode().strip()
 
 
 def run(args: argparse.Namespace) -> int:
     worst = 0
     load = os.getloadavg()
-    print(f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores")
-    pairs = [("regression", args.good, args.bad)] + ([("no regression", args.good, args.real_bad)]
-                                                    if args.real_bad else [])
-    for label, good, bad in pairs:
+    print(f"jaxrel bisect on {args.frontend_src}, cell {args.cell}, tests {' '.join(args.frontend_tests)}; "
+          f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores shared with other work")
+    expect = rev_parse(args.frontend_src, args.expect) if args.expect else None
+    pairs = [("regression", args.good, args.bad, expect)]
+    pairs += [("no regression", args.good, args.real_bad, None)] if args.real_bad else []
+    for label, good, bad, wanted in pairs:
         workdir = WORK / label.replace(" ", "-")
         shutil.rmtree(workdir, ignore_errors=True)
-        for attempt in ("wheels cold", "wheels cached"):
+        for attempt in ("wheels cold", "wheels cached") if label == "regression" else ("wheels cold",):
             status, seconds, report = bisect_once(args, workdir, good, bad)
-            show_run(f"{label} {good[:10]}..{bad[:10]} ({attempt})", status, seconds, report)
-            worst = max(worst, status if label == "regression" else 0)
-            if label == "no regression":
-                break
+            show_run(f"{label}: {good}..{bad} ({attempt})", status, seconds, report, wanted)
+            if label == "regression" and (status != 0 or (report.get("first_bad") or {}).get("hash") != wanted):
+                worst = 1
+            if label == "no regression" and report.get("status") != "no-regression":
+                worst = 1
+    load = os.getloadavg()
+    print(f"\nload average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     return worst
 
 
@@ -335,6 +351,7 @@ def main(argv: list[str] | None = None) -> int:
     whole.add_argument("--bad", default="lab")
     whole.add_argument("--real-bad", default="real-bad",
                        help="also bisect GOOD..this (no regression expected); '' to skip")
+    whole.add_argument("--expect", default="lab-inserted", help="the commit the regression run must name ('' for none)")
     whole.add_argument("--cell", default="py3.12-jaxlib0.11.0")
     whole.add_argument("--frontend-tests", nargs="+", default=["tests/api_util_test.py", "tests/tree_util_test.py"])
     args = parser.parse_args(argv)
