@@ -263,18 +263,22 @@ def steps(args: argparse.Namespace) -> int:
 # --- a whole bisection ----------------------------------------------------------------------------
 
 def bisect_once(args: argparse.Namespace, workdir: Path, good: str, bad: str) -> tuple[int, float, dict[str, Any]]:
+    """Run ``jaxrel bisect --json``; its exit status, wall seconds, and bisect.json (plus ``_cpu`` seconds)."""
     command = [sys.executable, "-m", "jaxrel", "bisect", "--frontend-src", str(args.frontend_src),
                "--good", good, "--bad", bad, "--cell", args.cell, "--workdir", str(workdir), "--json",
                "--frontend-tests", *args.frontend_tests]
-    start = time.perf_counter()
-    done = subprocess.run(command, cwd=ROOT, capture_output=True, text=True)
-    seconds = time.perf_counter() - start
+    env = {**os.environ}
+    if args.bytecode == "write":
+        env.pop("PYTHONDONTWRITEBYTECODE", None)
+    elif args.bytecode == "none":
+        env["PYTHONDONTWRITEBYTECODE"] = "1"
+    done: list[subprocess.CompletedProcess[str]] = []
+    wall, cpu = timed(lambda: done.append(subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)))
     result = workdir / "bisect.json"
     report: dict[str, Any] = json.loads(result.read_text()) if result.is_file() else {}
-    if not report and done.stdout.strip().startswith("{"):
-        report = json.loads(done.stdout)
-    report.setdefault("_stderr_tail", done.stderr.strip().splitlines()[-3:])
-    return done.returncode, seconds, report
+    report["_stderr_tail"] = done[0].stderr.strip().splitlines()[-3:]
+    report["_cpu"] = cpu
+    return done[0].returncode, wall, report
 
 
 def show_run(label: str, status: int, seconds: float, report: dict[str, Any], expect: str | None) -> None:
@@ -283,7 +287,8 @@ def show_run(label: str, status: int, seconds: float, report: dict[str, Any], ex
     taken = int(report.get("steps_taken") or 0)
     bound = math.ceil(math.log2(count)) + 2 if count else 0
     checks = len(steps_) - taken
-    print(f"\n{label}: exit {status}, {seconds:.1f} s wall (target {RUN_TARGET:.0f} s for a 500-commit range); "
+    print(f"\n{label}: exit {status}, {seconds:.1f} s wall, {report['_cpu']:.1f} s CPU "
+          f"(target {RUN_TARGET:.0f} s wall for a 500-commit range); "
           f"{count} commits; steps: {taken} bisection + {checks} endpoint/parent = {taken + checks} "
           f"against ceil(log2 N) + 2 = {bound}")
     first_bad = report.get("first_bad") or {}
@@ -317,6 +322,7 @@ def run(args: argparse.Namespace) -> int:
     worst = 0
     load = os.getloadavg()
     print(f"jaxrel bisect on {args.frontend_src}, cell {args.cell}, tests {' '.join(args.frontend_tests)}; "
+          f"bytecode: {args.bytecode}; "
           f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores shared with other work")
     expect = rev_parse(args.frontend_src, args.expect) if args.expect else None
     pairs = [("regression", args.good, args.bad, expect)]
@@ -353,6 +359,8 @@ def main(argv: list[str] | None = None) -> int:
                        help="also bisect GOOD..this (no regression expected); '' to skip")
     whole.add_argument("--expect", default="lab-inserted", help="the commit the regression run must name ('' for none)")
     whole.add_argument("--cell", default="py3.12-jaxlib0.11.0")
+    whole.add_argument("--bytecode", choices=("as-is", "write", "none"), default="as-is",
+                       help="PYTHONDONTWRITEBYTECODE for the run: inherited, removed (as on CI runners), or set")
     whole.add_argument("--frontend-tests", nargs="+", default=["tests/api_util_test.py", "tests/tree_util_test.py"])
     args = parser.parse_args(argv)
     if not shutil.which("uv"):
