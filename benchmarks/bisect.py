@@ -325,18 +325,29 @@ def run(args: argparse.Namespace) -> int:
           f"bytecode: {args.bytecode}; "
           f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores shared with other work")
     expect = rev_parse(args.frontend_src, args.expect) if args.expect else None
-    pairs = [("regression", args.good, args.bad, expect)]
-    pairs += [("no regression", args.good, args.real_bad, None)] if args.real_bad else []
-    for label, good, bad, wanted in pairs:
+    attempts = [("wheels cold", args.bytecode), ("wheels cached", args.bytecode)]
+    if args.compare_bytecode:
+        other = "none" if args.bytecode == "write" else "write"
+        attempts.append(("wheels cached", other))
+    runs = [("regression", args.good, args.bad, expect, attempts)]
+    runs += [("no regression", args.good, args.real_bad, None, attempts[:1])] if args.real_bad else []
+    walls: dict[str, float] = {}
+    for label, good, bad, wanted, tries in runs:
         workdir = WORK / label.replace(" ", "-")
         shutil.rmtree(workdir, ignore_errors=True)
-        for attempt in ("wheels cold", "wheels cached") if label == "regression" else ("wheels cold",):
-            status, seconds, report = bisect_once(args, workdir, good, bad)
-            show_run(f"{label}: {good}..{bad} ({attempt})", status, seconds, report, wanted)
+        for attempt, bytecode in tries:
+            status, seconds, report = bisect_once(argparse.Namespace(**{**vars(args), "bytecode": bytecode}),
+                                                  workdir, good, bad)
+            show_run(f"{label}: {good}..{bad} ({attempt}, bytecode {bytecode})", status, seconds, report, wanted)
+            walls[f"{label}, {attempt}, bytecode {bytecode}"] = seconds
             if label == "regression" and (status != 0 or (report.get("first_bad") or {}).get("hash") != wanted):
                 worst = 1
             if label == "no regression" and report.get("status") != "no-regression":
                 worst = 1
+    if args.compare_bytecode:
+        cached = {b: walls[f"regression, wheels cached, bytecode {b}"] for b in ("write", "none")}
+        print(f"\nside by side, wheels cached: pyc written {cached['write']:.1f} s, not written {cached['none']:.1f} s "
+              f"(ratio {cached['none'] / cached['write']:.2f})")
     load = os.getloadavg()
     print(f"\nload average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     return worst
@@ -361,6 +372,8 @@ def main(argv: list[str] | None = None) -> int:
     whole.add_argument("--cell", default="py3.12-jaxlib0.11.0")
     whole.add_argument("--bytecode", choices=("as-is", "write", "none"), default="as-is",
                        help="PYTHONDONTWRITEBYTECODE for the run: inherited, removed (as on CI runners), or set")
+    whole.add_argument("--compare-bytecode", action="store_true",
+                       help="also rerun with wheels cached and the other bytecode setting, side by side")
     whole.add_argument("--frontend-tests", nargs="+", default=["tests/api_util_test.py", "tests/tree_util_test.py"])
     args = parser.parse_args(argv)
     if not shutil.which("uv"):
