@@ -76,6 +76,9 @@ def good_from_report(path: str) -> str:
     if data.get("ok") is not True:
         raise UsageError(f"--good-report {path}: that run was not green (ok is {data.get('ok')!r}); "
                          "give the last green report")
+    if data["frontend"].get("dirty"):
+        say(f"bisect: warning: {path} tested {commit[:12]} with uncommitted changes on top; "
+            "the commit itself is taken as good")
     return commit
 
 
@@ -98,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
         cell=args.cell, backend=backend, python=args.python, plugins=args.plugins,
         tests=tuple(args.frontend_tests), keyword=args.k, test_env=env_pairs(args.env), reruns=args.reruns,
         deps_as_of=args.deps_as_of, family=args.family, index_url=args.index_url,
-        wheelhouses=tuple(args.wheelhouse), use_uv=False if args.no_uv else None)
+        wheelhouses=tuple(args.wheelhouse), use_uv=False if args.no_uv else None, refresh=args.refresh)
     workdir = Path(args.workdir).resolve()
     try:
         result = bisect.run(request, family, say)

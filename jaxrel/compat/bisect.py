@@ -24,7 +24,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from packaging.version import InvalidVersion, Version
@@ -80,6 +80,7 @@ class Request:
     index_url: str | None = None
     wheelhouses: tuple[str, ...] = ()
     use_uv: bool | None = None
+    refresh: bool = False  # re-read the index's listings
 
 
 @dataclass
@@ -171,44 +172,48 @@ def exclude_newer(request: Request, good_date: str) -> str | None:
 # -- the run -----------------------------------------------------------------------------------------
 
 
-class _Run:
-    def __init__(self, request: Request, family: Family, progress: Progress) -> None:
-        self.request, self.family, self.progress = request, family, progress
-        self.workdir = request.workdir.absolute()
-        self.source = bisectgit.locate(request.source.resolve())
-
-    def select_cell(self, index: Index, spec_bad: PreparedFrontend, python: str, version: str,
-                    plugin_set: str | None, bad_name: str) -> Cell:
-        matrix = matrix_for(self.family, index, spec_bad.spec, pythons=[python], backends={Version(version)},
-                            plugin_sets=[plugin_set] if plugin_set else [], plugins_on="all")
-        wanted = f"py{python}-{self.family.backend.distribution}{version}" + (f"-{plugin_set}" if plugin_set else "")
-        for cell in matrix.cells:
-            if cell.id == wanted and cell.expected == Outcome.ACCEPTED:
-                return cell
-        spec = spec_bad.spec
-        raise BadInput(f"cell {wanted}: {spec.name} {spec.version} at --bad {bad_name} does not admit it (minimum "
-                       f"{self.family.backend.distribution} {spec.minimum_backend}); cells it admits here: "
-                       + ", ".join(c.id for c in matrix.cells if c.expected == Outcome.ACCEPTED))
+def select_cell(family: Family, index: Index, bad: PreparedFrontend, python: str, version: str,
+                plugin_set: str | None, bad_name: str) -> Cell:
+    """The cell asked for, as the matrix of the bad revision forms it; :class:`BadInput` when that revision
+    does not admit it (naming the cells it does)."""
+    matrix = matrix_for(family, index, bad.spec, pythons=[python], plugin_sets=[plugin_set] if plugin_set else [],
+                        plugins_on="all")
+    wanted = f"py{python}-{family.backend.distribution}{version}" + (f"-{plugin_set}" if plugin_set else "")
+    admitted = [cell for cell in matrix.cells if cell.expected == Outcome.ACCEPTED]
+    for cell in admitted:
+        if cell.id == wanted:
+            return cell
+    spec = bad.spec
+    raise BadInput(f"cell {wanted}: {spec.name} {spec.version} at --bad {bad_name} does not admit it (minimum "
+                   f"{family.backend.distribution} {spec.minimum_backend}); cells it admits here: "
+                   + ", ".join(c.id for c in admitted))
 
 
-def _prepared(family: Family, built: bisectstep.Built) -> PreparedFrontend:
+def _prepared(built: bisectstep.Built) -> PreparedFrontend:
     assert built.wheel is not None and built.spec is not None and built.info is not None
     return PreparedFrontend(built.spec, built.wheel, built.info)
 
 
-def run(request: Request, family: Family, progress: Progress) -> Result:
-    """Bisect; the :class:`Result` (``found`` or ``candidates``). :class:`BisectRefused` when the endpoints
-    do not bound a regression; :class:`BadInput` for revisions, cells or tests that cannot be."""
-    started = time.perf_counter()
-    state = _Run(request, family, progress)
-    source, workdir = state.source, state.workdir
+@dataclass(frozen=True)
+class _Inputs:
+    source: Source
+    bad: str
+    goods: list[str]
+    python: str
+    version: str
+    plugin_set: str | None
+    tests: tuple[str, ...]
+
+
+def _inputs(request: Request, family: Family) -> _Inputs:
+    """Everything checked before anything is built or cloned (bad input: exit 2)."""
+    source = bisectgit.locate(request.source.resolve())
     bad = resolve(source, request.bad, "--bad")
     goods = [resolve(source, good, "--good") for good in request.goods]
     if not goods:
         raise BadInput("give at least one --good REV (a revision where the cell passes)")
     check_ancestry(source, goods, bad, request.goods, request.bad)
     python, version, plugin_set = cell_parts(request, family)
-    interpreter = python_for(python)
     tests = request.tests or family.frontend.tests
     if not tests:
         raise BadInput("which tests? pass --frontend-tests PATH|NODEID (the family declares no default selection)")
@@ -217,47 +222,79 @@ def run(request: Request, family: Family, progress: Progress) -> Result:
         if test.split("::", 1)[0].strip("/").split("/")[0] in (package_top, "..", ""):
             raise BadInput(f"--frontend-tests {test}: give a path or node id inside the frontend's source tree and "
                            f"outside the {family.frontend.package} package (tests there import it from the tree)")
+    return _Inputs(source, bad, goods, python, version, plugin_set, tuple(tests))
+
+
+def _endpoints(request: Request, family: Family, repo: Repo, config: StepConfig, result: Result,
+               prebuilt: dict[str, bisectstep.Built], progress: Progress) -> None:
+    """``--bad`` must fail and every ``--good`` pass in the cell; :class:`BisectRefused` otherwise."""
+    checks = [(request.bad, result.bad, BAD), *((n, g, GOOD) for n, g in zip(request.goods, result.goods,
+                                                                             strict=True))]
+    for name, rev, wanted in checks:
+        record = bisectstep.run_step(config, family, repo, repo.commit(rev), role="endpoint")
+        _charge_prebuild(record, prebuilt.get(rev))
+        bisectstep.append(config, record)
+        result.steps.append(record)
+        option = "--bad" if wanted == BAD else "--good"
+        progress(f"bisect: endpoint {option} {name}: {record.line()}")
+        if record.verdict == wanted:
+            continue
+        result.status = ("endpoint-skipped" if record.verdict == SKIP
+                         else "no-regression" if wanted == BAD else "good-fails")
+        why = {"no-regression": f"passes in cell {result.cell} ({record.reason}): no regression to bisect",
+               "good-fails": f"fails in cell {result.cell} too ({record.reason}); give an older --good",
+               "endpoint-skipped": f"cannot be tested in cell {result.cell}: {record.reason}"}[result.status]
+        result.message = f"{option} {name} ({rev[:12]}) {why}"
+        raise BisectRefused(result.message, result)
+
+
+def run(request: Request, family: Family, progress: Progress) -> Result:
+    """Bisect; the :class:`Result` (``found`` or ``candidates``). :class:`BisectRefused` when the endpoints
+    do not bound a regression; :class:`BadInput` for revisions, cells or tests that cannot be."""
+    started = time.perf_counter()
+    found = _inputs(request, family)
+    source, bad, goods, python = found.source, found.bad, found.goods, found.python
+    interpreter = python_for(python)
+    workdir = request.workdir.absolute()
     workdir.mkdir(parents=True, exist_ok=True)
     repo = Repo.clone(source, workdir / "repo.git")
     repo.fetch_commits([bad, *goods])
     use_uv = (request.use_uv is not False) and envs.find_uv() is not None
+    if not use_uv and request.deps_as_of not in (None, "now"):
+        raise BadInput("--deps-as-of needs uv (pip has no --exclude-newer): pip install uv, or drop it")
     config = StepConfig(str(repo.git_dir), source.subdir, request.family, str(workdir),
                         str(workdir / "envs" / "cell"), interpreter.executable, "", "",
-                        tuple(tests), request.keyword, request.test_env, request.reruns, use_uv)
-    index = Index.from_pip(request.index_url, list(request.wheelhouses), progress=progress)
+                        found.tests, request.keyword, request.test_env, request.reruns, use_uv)
+    index = Index.from_pip(request.index_url, list(request.wheelhouses), refresh=request.refresh, progress=progress)
 
     # the bad revision decides the cell; the newest good one the environment
     progress(f"bisect: building --bad {request.bad} ({bad[:12]}) with Python {python} …")
     bad_built = bisectstep.build(config, family, repo, bad, workdir / "step", with_tests=False)
     if bad_built.wheel is None:
         raise Refused(f"--bad {request.bad} ({bad[:12]}) cannot be tested: it {bad_built.reason}")
-    cell = state.select_cell(index, _prepared(family, bad_built), python, version, plugin_set, request.bad)
-    backend_label = f"{family.backend.distribution} {cell.backend}"
-    config = StepConfig(**{**config.__dict__, "env_root": str(workdir / "envs" / cell.id), "cell": cell.id,
-                           "backend": backend_label})
-    dated = sorted((repo.commit(good) for good in goods), key=lambda c: c.date)
-    newest_good = dated[-1]
+    cell = select_cell(family, index, _prepared(bad_built), python, found.version, found.plugin_set, request.bad)
+    config = replace(config, env_root=str(workdir / "envs" / cell.id), cell=cell.id,
+                     backend=f"{family.backend.distribution} {cell.backend}")
+    newest_good = sorted((repo.commit(good) for good in goods), key=lambda c: c.date)[-1]
     result = Result("", cell.id, bad, goods, repo.count(bad, goods))
     progress(f"bisect: {result.commits_in_range} commits between {len(goods)} good and the bad revision; "
-             f"cell {cell.id}; tests {' '.join(tests)}" + (f" -k {request.keyword}" if request.keyword else ""))
+             f"cell {cell.id}; tests {' '.join(found.tests)}" + (f" -k {request.keyword}" if request.keyword else ""))
     good_built = bisectstep.build(config, family, repo, newest_good.hash, workdir / "step", with_tests=False)
     if good_built.wheel is None:
         raise Refused(f"--good {newest_good.short} cannot be tested: it {good_built.reason}")
     as_of = exclude_newer(request, newest_good.date) if use_uv else None
-    if not use_uv and request.deps_as_of not in (None, "now"):
-        raise BadInput("--deps-as-of needs uv (pip has no --exclude-newer): pip install uv, or drop it")
     if not use_uv:
         result.notes.append("uv is not installed: the test requirements were resolved as of now")
     result.deps_as_of = as_of or "now"
-    requirements = _test_requirements(family, repo, source, newest_good.hash, workdir)
     progress(f"bisect: building the environment of {cell.id} once (requirements of {newest_good.short}, "
              f"resolved as of {result.deps_as_of}) …")
     env_start = time.perf_counter()
+    requirements = _test_requirements(family, repo, source, newest_good.hash, workdir)
     options = Options(workdir=workdir, suite=None, extensions=False, index=index, use_uv=use_uv,
                       exclude_newer=as_of, progress=progress,
-                      own=OwnTests(Suite("own tests", "own", workdir, tuple(tests)), requirements))
+                      own=OwnTests(Suite("own tests", "own", workdir, found.tests), requirements))
     try:
-        environment(cell, family, _prepared(family, good_built), jaxrel_wheel(workdir), options)
+        environment(cell, family, _prepared(good_built), jaxrel_wheel(workdir), options)
     except (envs.EnvError, IndexClientError) as error:
         raise EnvironmentFailure(f"the environment of {cell.id} could not be built: {error}") from None
     result.environment_seconds = time.perf_counter() - env_start
@@ -265,29 +302,25 @@ def run(request: Request, family: Family, progress: Progress) -> Result:
     config_path = workdir / "step.json"
     config.save(config_path)
 
-    # the endpoints, then git's bisection
-    for name, rev, wanted in [(request.bad, bad, BAD), *((n, g, GOOD) for n, g in zip(request.goods, goods,
-                                                                                     strict=True))]:
-        record = bisectstep.run_step(config, family, repo, repo.commit(rev), role="endpoint")
-        bisectstep.append(config, record)
-        result.steps.append(record)
-        option = "--bad" if wanted == BAD else "--good"
-        progress(f"bisect: endpoint {option} {name}: {record.line()}")
-        if record.verdict != wanted:
-            result.seconds = time.perf_counter() - started
-            result.status = ("endpoint-skipped" if record.verdict == SKIP
-                             else "no-regression" if wanted == BAD else "good-fails")
-            why = {("no-regression"): f"passes in cell {cell.id} ({record.reason}): no regression to bisect",
-                   ("good-fails"): f"fails in cell {cell.id} too ({record.reason}); give an older --good",
-                   ("endpoint-skipped"): f"cannot be tested in cell {cell.id}: {record.reason}"}[result.status]
-            result.message = f"{option} {name} ({rev[:12]}) {why}"
-            raise BisectRefused(result.message, result)
-    outcome = _bisect(repo, bad, goods, config_path, progress)
-    result.steps = bisectstep.read_records(config.records)
-    _conclude(result, outcome, config, family, repo)
-    repo.reset()
-    result.seconds = time.perf_counter() - started
+    try:  # the endpoints, then git's bisection
+        _endpoints(request, family, repo, config, result, {bad: bad_built, newest_good.hash: good_built}, progress)
+        outcome = _bisect(repo, bad, goods, config_path, progress)
+        result.steps = bisectstep.read_records(config.records)
+        _conclude(result, outcome, config, family, repo)
+        repo.reset()
+    finally:
+        result.seconds = time.perf_counter() - started
     return result
+
+
+def _charge_prebuild(record: StepRecord, built: bisectstep.Built | None) -> None:
+    """An endpoint built before the environment (to choose the cell, to fill the environment) is
+    charged that build: its step found the wheel in the cache only because this run put it there."""
+    if built is None or built.cached:
+        return
+    record.cached = False
+    record.seconds["export"] = round(record.seconds.get("export", 0.0) + built.export_seconds, 2)
+    record.seconds["build+install"] = round(record.seconds.get("build+install", 0.0) + built.build_seconds, 2)
 
 
 def _test_requirements(family: Family, repo: Repo, source: Source, rev: str, workdir: Path) -> Path | None:
@@ -311,8 +344,14 @@ def _bisect(repo: Repo, bad: str, goods: Sequence[str], config_path: Path, progr
                "jaxrel.compat.bisectstep", str(config_path)]
     env = {**os.environ}
     env.pop("PYTHONPATH", None)
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                               start_new_session=True)
+    # git runs in a session of its own (Ctrl-C reaches jaxrel, which stops git and its step whole);
+    # SIGINT waits while it starts, so an interrupt never leaves it running unseen
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                                   start_new_session=True)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
     lines: list[str] = []
     try:
         assert process.stdout is not None

@@ -11,6 +11,8 @@ makes git stop the bisection instead of taking it for a verdict.
   check), when the frontend is imported from outside the environment, when the selection is
   not in the revision or collects nothing, and when failing tests pass on a rerun (flaky).
 - **bad** when selected tests fail on every run, or the frontend fails to import otherwise.
+  (The frontend is imported alone only when the tests did not show a clean import from the
+  environment: a passing step costs no extra import.)
 - **good** when the selected tests ran and none failed.
 """
 
@@ -23,6 +25,8 @@ import subprocess
 import sys
 import time
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
@@ -203,16 +207,26 @@ def refused_by_frontend(error: str, family: Family) -> bool:
     return any(n in text for n in names) and any(w in text for w in ("version", "requires", "minimum", "older"))
 
 
-def _check(config: StepConfig, family: Family, env: envs.Env, spec: FrontendSpec) -> tuple[str, str] | None:
-    """The guard and the import probe: a (verdict, reason) that ends the step, or ``None`` to run the tests."""
+def _guard(config: StepConfig, family: Family, env: envs.Env, spec: FrontendSpec) -> str | None:
+    """Why the revision's own version rules refuse the cell's backend (jaxrel's guard on the minimum it
+    declares), or ``None`` when they accept it."""
     arguments = family.guard_arguments(spec.version, spec.minimum_backend)
     arguments["plugins"] = [[p.distribution, p.pinned] for p in arguments["plugins"]]
     done = env.run(str(env.python), "-c", GUARD_PROBE, json.dumps(arguments))
     guard = probes.last_json(done.stdout) if done.returncode == 0 else None
     if guard is None:
-        return SKIP, f"jaxrel's guard crashed here: {tail(done.stderr or done.stdout, 1)}"
+        return f"jaxrel's guard crashed here: {tail(done.stderr or done.stdout, 1)}"
     if not guard["accepted"]:
-        return SKIP, f"its version rules refuse {config.backend} (minimum {spec.minimum_backend}): {guard['message']}"
+        return f"its version rules refuse {config.backend} (minimum {spec.minimum_backend}): {guard['message']}"
+    return None
+
+
+def _import(config: StepConfig, family: Family, env: envs.Env) -> tuple[str, str] | None:
+    """Import the frontend alone: a (verdict, reason) when that fails or finds another copy, else ``None``.
+
+    Run only when the tests did not show a clean import (failures, no record): a step whose
+    tests pass proved the import, from the environment, in every pytest process.
+    """
     imported, error, _ = probes.import_frontend(env, family, smoke=False)
     if error is not None:
         if refused_by_frontend(error, family):
@@ -236,6 +250,11 @@ def run_tests(config: StepConfig, family: Family, env: envs.Env, root: Path, wor
     suite = Suite("own tests", "own", root, tuple(present), ("-k", config.keyword) if config.keyword else (),
                   env=config.test_env)
     run = suites.run_suite(env, suite, work / "run", package=family.frontend.package)
+    if not run.recorded or run.bad() or not run.frontend_files:
+        ended = _import(config, family, env)
+        if ended is not None:
+            record.verdict, record.reason = ended
+            return
     if not run.recorded:
         record.verdict, record.reason = SKIP, f"pytest exited {run.returncode} without results: {run.output}"
         return
@@ -276,8 +295,27 @@ def run_tests(config: StepConfig, family: Family, env: envs.Env, root: Path, wor
                      + (f" ({record.first_error})" if record.first_error else ""))
 
 
+@contextmanager
+def bytecode_written() -> Iterator[None]:
+    """Without ``PYTHONDONTWRITEBYTECODE`` for a while: the processes a step runs in the cell's environment
+    (private to the work directory) keep the bytecode they compile, so the probe, pytest and its reruns
+    do not compile the frontend again each (jax: ~1.7 s of CPU each). Reinstalling the frontend removes
+    its ``__pycache__``: nothing compiled from one revision serves another."""
+    saved = os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ["PYTHONDONTWRITEBYTECODE"] = saved
+
+
 def run_step(config: StepConfig, family: Family, repo: Repo, commit: Commit, role: str = "step") -> StepRecord:
     """Test ``commit`` in the cell's environment: export, build (cached), install, probe, run the selection."""
+    with bytecode_written():
+        return _run_step(config, family, repo, commit, role)
+
+
+def _run_step(config: StepConfig, family: Family, repo: Repo, commit: Commit, role: str) -> StepRecord:
     record = StepRecord(commit.hash, commit.subject, SKIP, "", role)
     work = Path(config.workdir) / "step"
     if work.exists():
@@ -293,12 +331,12 @@ def run_step(config: StepConfig, family: Family, repo: Repo, commit: Commit, rol
         return record
     start = time.perf_counter()
     problem = install(config, env, built.wheel, family.frontend.distribution)
-    ended = _check(config, family, env, built.spec) if problem is None else (SKIP, problem)
+    refused = _guard(config, family, env, built.spec) if problem is None else problem
     installed = time.perf_counter()
-    if ended is None:
+    if refused is None:
         run_tests(config, family, env, built.tests_root, work, record)
     else:
-        record.verdict, record.reason = ended
+        record.verdict, record.reason = SKIP, refused
     record.seconds["build+install"] = round(built.build_seconds + installed - start, 2)
     record.seconds["tests"] = round(time.perf_counter() - installed, 2)
     shutil.rmtree(work, ignore_errors=True)

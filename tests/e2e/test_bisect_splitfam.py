@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from bisect_support import BROKEN_SUBJECT, CULPRIT_SUBJECT, History, make_history
-from splitfam_support import core_release, make_splitfam, plugin_release
+from bisect_support import BROKEN_SUBJECT, CULPRIT_SUBJECT, MUL, TEST_MUL, History, make_history
+from splitfam_support import core_release, make_splitfam, plugin_release, set_frontend_version
 
 from jaxrel.dist.pipconfig import pip_index_config
 
@@ -96,8 +96,8 @@ def test_bisect_names_the_ungated_commit_skips_the_broken_build_and_the_flaky_st
     before = snapshot(history.repo)
     flaky = tmp_path / "flaky"
     flaky.mkdir()
-    # two goods (the release tag and the merged side branch): three endpoint runs, the flaky test fails on the 4th
-    extra = ("--env", f"SPLITFAM_FLAKY={flaky}", "--env", "SPLITFAM_FLAKY_RUN=4", "--json")
+    # two goods (the release tag and the merged side branch): the flaky test fails on the next good revision
+    extra = ("--env", f"SPLITFAM_FLAKY={flaky}", "--env", "SPLITFAM_FLAKY_RUN=3", "--json")
     workdir = tmp_path / "work"
     done = bisect(history, wheelhouse, workdir, *extra, good=(history.good, "side"))
     assert done.returncode == 0, done.stderr[-4000:]
@@ -190,7 +190,8 @@ def test_a_cell_the_frontend_never_admits_is_refused(
         index_reachable: None, wheelhouse: Path, history: History, tmp_path: Path) -> None:
     before = snapshot(history.repo)
     done = bisect(history, wheelhouse, tmp_path / "work", cell=f"py{PY}-splitfam-core0.3.0")
-    one_line_error(done, 2, f"py{PY}-splitfam-core0.3.0", "does not admit it", "minimum splitfam-core 0.1.0")
+    one_line_error(done, 2, f"py{PY}-splitfam-core0.3.0", "does not admit it", "minimum splitfam-core 0.1.0",
+                   f"cells it admits here: {OLD}, py{PY}-splitfam-core0.2.0")
     assert snapshot(history.repo) == before
 
 
@@ -201,10 +202,12 @@ def test_ctrl_c_in_the_middle_exits_130_and_stops_every_step(
     process = subprocess.Popen(command(history, workdir), stderr=subprocess.PIPE, stdout=subprocess.PIPE,
                                text=True, env=environment(wheelhouse), cwd=tmp_path)
     assert process.stderr is not None
-    seen = []
+    seen, bisecting = [], False
     for line in process.stderr:
         seen.append(line)
-        if line.startswith("bisect: Bisecting:"):  # git bisect run is under way
+        if line.startswith("bisect: Bisecting:"):
+            bisecting = True
+        elif bisecting and not line.startswith("bisect: endpoint"):  # git bisect run's first step is done
             process.send_signal(signal.SIGINT)
             break
     rest = process.stderr.read()
@@ -223,3 +226,25 @@ def _cmdline(process: Path) -> str:
         return (process / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
     except OSError:
         return ""
+
+
+def test_a_revision_whose_own_rules_refuse_the_backend_is_a_skip_not_a_failure(
+        index_reachable: None, wheelhouse: Path, tmp_path_factory: pytest.TempPathFactory, tmp_path: Path) -> None:
+    """A good endpoint that raised its minimum core past the cell's is a skip with its reason, so the
+    endpoints bound nothing (exit 1); the checkout stays as it was."""
+    repo = make_splitfam(tmp_path_factory, "bisect-raised")
+    set_frontend_version(repo, "0.2.0", "0.2.0")
+    subprocess.run(["git", "commit", "-qam", "require core 0.2.0"], cwd=repo, check=True)
+    subprocess.run(["git", "checkout", "-q", "HEAD~1", "--", "frontend"], cwd=repo, check=True)
+    set_frontend_version(repo, "0.2.0", "0.1.0")
+    for path, added in (("splitfam/__init__.py", MUL), ("tests/test_add.py", TEST_MUL)):
+        (repo / "frontend" / path).write_text((repo / "frontend" / path).read_text() + added)
+    subprocess.run(["git", "commit", "-qam", "support core 0.1.0 again, and call mul ungated"], cwd=repo, check=True)
+    history = History(repo, "HEAD~1")
+    before = snapshot(repo)
+    done = bisect(history, wheelhouse, tmp_path / "work")
+    one_line_error(done, 1, "--good HEAD~1", "cannot be tested in cell", "its version rules refuse splitfam-core 0.1.0",
+                   "minimum 0.2.0")
+    data = json.loads((tmp_path / "work" / "bisect.json").read_text())
+    assert data["status"] == "endpoint-skipped" and [s["verdict"] for s in data["steps"]] == ["bad", "skip"]
+    assert snapshot(repo) == before

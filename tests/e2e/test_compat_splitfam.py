@@ -134,6 +134,14 @@ def test_an_ungated_call_into_the_newest_core_is_a_compat_regression_on_older_ce
     assert f"| `{OLD}` | own tests | `tests/test_add.py::test_mul` | compat regression |" in markdown
     verdicts = (tmp_path / "work" / "junit" / f"{OLD}-verdicts.xml").read_text()
     assert 'name="compat.' + OLD + '.compat-regression"' in verdicts and "<failure" in verdicts
+    # the next question, which commit: the ready jaxrel bisect command (no release tag here: a placeholder)
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=repo, capture_output=True, text=True).stdout.strip()
+    command = (f"jaxrel bisect --frontend-src {frontend} --good GOOD_REVISION --bad {head} --cell {OLD} "
+               "--frontend-tests tests/test_add.py::test_mul")
+    assert f"bisect: {command}" in done.stdout and f"    {command}" in markdown
+    report = json.loads((tmp_path / "work" / "report.json").read_text())
+    assert report["frontend"]["commit"] == head and report["frontend"]["dirty"] is True
+    assert report["bisect"] == [command]
 
 
 def test_a_module_removed_from_the_tree_is_not_in_the_wheel(
