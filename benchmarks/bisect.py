@@ -267,13 +267,8 @@ def bisect_once(args: argparse.Namespace, workdir: Path, good: str, bad: str) ->
     command = [sys.executable, "-m", "jaxrel", "bisect", "--frontend-src", str(args.frontend_src),
                "--good", good, "--bad", bad, "--cell", args.cell, "--workdir", str(workdir), "--json",
                "--frontend-tests", *args.frontend_tests]
-    env = {**os.environ}
-    if args.bytecode == "write":
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-    elif args.bytecode == "none":
-        env["PYTHONDONTWRITEBYTECODE"] = "1"
     done: list[subprocess.CompletedProcess[str]] = []
-    wall, cpu = timed(lambda: done.append(subprocess.run(command, cwd=ROOT, capture_output=True, text=True, env=env)))
+    wall, cpu = timed(lambda: done.append(subprocess.run(command, cwd=ROOT, capture_output=True, text=True)))
     result = workdir / "bisect.json"
     report: dict[str, Any] = json.loads(result.read_text()) if result.is_file() else {}
     report["_stderr_tail"] = done[0].stderr.strip().splitlines()[-3:]
@@ -322,32 +317,25 @@ def run(args: argparse.Namespace) -> int:
     worst = 0
     load = os.getloadavg()
     print(f"jaxrel bisect on {args.frontend_src}, cell {args.cell}, tests {' '.join(args.frontend_tests)}; "
-          f"bytecode: {args.bytecode}; "
           f"load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f} on {os.cpu_count()} cores shared with other work")
     expect = rev_parse(args.frontend_src, args.expect) if args.expect else None
-    attempts = [("wheels cold", args.bytecode), ("wheels cached", args.bytecode)]
-    if args.compare_bytecode:
-        other = "none" if args.bytecode == "write" else "write"
-        attempts.append(("wheels cached", other))
-    runs = [("regression", args.good, args.bad, expect, attempts)]
-    runs += [("no regression", args.good, args.real_bad, None, attempts[:1])] if args.real_bad else []
+    runs = [("regression", args.good, args.bad, expect, ("wheels cold", "wheels cached"))]
+    runs += [("no regression", args.good, args.real_bad, None, ("wheels cold",))] if args.real_bad else []
     walls: dict[str, float] = {}
-    for label, good, bad, wanted, tries in runs:
+    for label, good, bad, wanted, attempts in runs:
         workdir = WORK / label.replace(" ", "-")
         shutil.rmtree(workdir, ignore_errors=True)
-        for attempt, bytecode in tries:
-            status, seconds, report = bisect_once(argparse.Namespace(**{**vars(args), "bytecode": bytecode}),
-                                                  workdir, good, bad)
-            show_run(f"{label}: {good}..{bad} ({attempt}, bytecode {bytecode})", status, seconds, report, wanted)
-            walls[f"{label}, {attempt}, bytecode {bytecode}"] = seconds
+        for attempt in attempts:
+            status, seconds, report = bisect_once(args, workdir, good, bad)
+            show_run(f"{label}: {good}..{bad} ({attempt})", status, seconds, report, wanted)
+            walls[f"{label}, {attempt}"] = seconds
             if label == "regression" and (status != 0 or (report.get("first_bad") or {}).get("hash") != wanted):
                 worst = 1
             if label == "no regression" and report.get("status") != "no-regression":
                 worst = 1
-    if args.compare_bytecode:
-        cached = {b: walls[f"regression, wheels cached, bytecode {b}"] for b in ("write", "none")}
-        print(f"\nside by side, wheels cached: pyc written {cached['write']:.1f} s, not written {cached['none']:.1f} s "
-              f"(ratio {cached['none'] / cached['write']:.2f})")
+    if "regression, wheels cached" in walls:
+        cold, warm = walls["regression, wheels cold"], walls["regression, wheels cached"]
+        print(f"\nside by side: wheels cold {cold:.1f} s, wheels cached {warm:.1f} s (ratio {cold / warm:.2f})")
     load = os.getloadavg()
     print(f"\nload average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
     return worst
@@ -370,10 +358,6 @@ def main(argv: list[str] | None = None) -> int:
                        help="also bisect GOOD..this (no regression expected); '' to skip")
     whole.add_argument("--expect", default="lab-inserted", help="the commit the regression run must name ('' for none)")
     whole.add_argument("--cell", default="py3.12-jaxlib0.11.0")
-    whole.add_argument("--bytecode", choices=("as-is", "write", "none"), default="as-is",
-                       help="PYTHONDONTWRITEBYTECODE for the run: inherited, removed (as on CI runners), or set")
-    whole.add_argument("--compare-bytecode", action="store_true",
-                       help="also rerun with wheels cached and the other bytecode setting, side by side")
     whole.add_argument("--frontend-tests", nargs="+", default=["tests/api_util_test.py", "tests/tree_util_test.py"])
     args = parser.parse_args(argv)
     if not shutil.which("uv"):
