@@ -1,6 +1,6 @@
 """What one ``jaxrel bisect`` step costs on real jax, and what a whole bisection over ~500 commits costs.
 
-Run (from any directory): ``python benchmarks/bisect.py steps [--frontend-src CHECKOUT] [--revisions K]``
+Run (from any directory): ``python benchmarks/bisect.py steps --frontend-src CHECKOUT [--revisions K]``
 and ``python benchmarks/bisect.py run --frontend-src CHECKOUT --good REV --bad REV [--cell ID]
 [--frontend-tests T ...]``, or ``nox -s bench -- bisect steps|run ...``. The checkout is the bisect
 lab ``scripts/make_bisect_lab.py`` makes (real jax history, one regression inserted), or any jax
@@ -57,7 +57,6 @@ sys.path.insert(0, str(ROOT))
 from jaxrel.dist.pipconfig import pip_index_config  # noqa: E402
 
 WORK = ROOT / "build" / "bench" / "bisect"
-LAB = Path("/work/bisect-lab/jax")
 PYTHON = Path.home() / ".pyenv" / "versions" / "3.12.1" / "bin" / "python3.12"
 BUILD_PATHS = ("jax", "setup.py", "pyproject.toml", "README.md")
 STEP_TARGET = 6.0  # seconds: export + build + install
@@ -345,13 +344,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="what", required=True)
     one = sub.add_parser("steps", help="export / build / install of one revision, every way side by side")
-    one.add_argument("--frontend-src", type=Path, default=LAB)
+    one.add_argument("--frontend-src", type=Path, required=True, help="the lab (or any jax git checkout)")
     one.add_argument("--range", default="lab-good..lab", help="GOOD..BAD to draw revisions from")
     one.add_argument("--revisions", type=int, default=3)
     one.add_argument("--jaxlib", default="0.11.0")
     one.add_argument("--json", action="store_true")
     whole = sub.add_parser("run", help="jaxrel bisect over a range, wheels cold then cached")
-    whole.add_argument("--frontend-src", type=Path, default=LAB)
+    whole.add_argument("--frontend-src", type=Path, required=True, help="the lab (or any jax git checkout)")
     whole.add_argument("--good", default="lab-good")
     whole.add_argument("--bad", default="lab")
     whole.add_argument("--real-bad", default="real-bad",

@@ -17,7 +17,10 @@ gives the same hashes.
 Refs in the lab: ``lab`` (checked out; the rewritten BAD), ``main`` (the real BAD); tags
 ``lab-good`` (GOOD), ``lab-inserted`` (I), ``lab-bad`` and ``real-bad``.
 
-    python scripts/make_bisect_lab.py [--mirror DIR] [--lab DIR] [--good REV] [--bad REV] [--json]
+    python scripts/make_bisect_lab.py --mirror JAX_GIT --lab DIR [--good REV] [--bad REV] [--json]
+
+JAX_GIT is a jax git repository with full history (a clone or mirror of github:jax-ml/jax whose
+HEAD, or --bad, is cec06d116c); DIR is replaced.
 """
 
 from __future__ import annotations
@@ -33,8 +36,6 @@ import tempfile
 import time
 from pathlib import Path
 
-MIRROR = Path("/work/.mirror/jax-ml+jax/repo")
-LAB = Path("/work/bisect-lab/jax")
 # jax's own "Release JAX v0.11.0" post-release merge (version 0.11.1, minimum jaxlib 0.11.0) and
 # the mirror's HEAD (jax 0.11.1, minimum jaxlib 0.11.0): 487 commits, 95 of them merges.
 GOOD = "56c7e2b0c672c73cea11f12267cfc886476ce90a"
@@ -134,8 +135,8 @@ def clone(mirror: Path, lab: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--mirror", type=Path, default=MIRROR, help="a jax git repository with full history")
-    parser.add_argument("--lab", type=Path, default=LAB, help="the private clone to (re)create")
+    parser.add_argument("--mirror", type=Path, required=True, help="a jax git repository with full history")
+    parser.add_argument("--lab", type=Path, required=True, help="the private clone to (re)create")
     parser.add_argument("--good", default=GOOD)
     parser.add_argument("--bad", default=BAD)
     parser.add_argument("--json", action="store_true", help="print the summary as JSON")
