@@ -10,7 +10,7 @@ from typing import Any
 from jaxrel.cli import _matrix
 from jaxrel.cli._common import UsageError, add_common, say
 from jaxrel.cli.bisect import add_env_option, env_pairs
-from jaxrel.compat import bisect, cellrecord, owntests, report, runner
+from jaxrel.compat import bisectcommand, cellrecord, owntests, report, runner
 from jaxrel.dist.bazel import find_workspace
 from jaxrel.family import Family
 
@@ -103,8 +103,8 @@ def _bisect_commands(args: argparse.Namespace, family: Family, commit: str | Non
     regressed = {r.cell.id: [f.test for f in r.failures if f.verdict == "compat regression" and f.suite == "own tests"]
                  for r in results}
     regressed = {cell: tests for cell, tests in regressed.items() if tests}
-    return bisect.suggested_commands(args.frontend_src, family.frontend.distribution, commit, regressed,
-                                     good=args.good, keyword=args.k, test_env=test_env)
+    return bisectcommand.suggested_commands(args.frontend_src, family.frontend.distribution, commit, regressed,
+                                            good=args.good, keyword=args.k, test_env=test_env)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -113,6 +113,7 @@ def run(args: argparse.Namespace) -> int:
     if args.good and not args.frontend_src:
         raise UsageError(f"--good {args.good}: a revision of what? pass --frontend-src PATH (a git checkout) too")
     shard, jobs, request = _shard(args.shard), _count("--jobs", args.jobs), _request(args)
+    test_env = env_pairs(args.env)  # bad input is reported before anything is built
     at_once = _count("--cells-at-once", args.cells_at_once)
     workspace = None if args.no_extension else _workspace(args.workspace)
     report.clear(workdir)  # an earlier run's reports never outlive this one's start
@@ -124,7 +125,6 @@ def run(args: argparse.Namespace) -> int:
         + (f", own tests {' '.join(own.suite.paths)}" if own else ", no own tests")
         + (f", shard {shard}" if shard else ""))
 
-    test_env = env_pairs(args.env)
     recorded = {"commit": front.commit, "dirty": front.dirty, "source": front.spec.source} if front.commit else {}
 
     def checkpoint(results: list[runner.CellResult]) -> None:

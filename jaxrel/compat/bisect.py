@@ -18,9 +18,6 @@ from __future__ import annotations
 import datetime
 import os
 import re
-import shlex
-import signal
-import subprocess
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -336,53 +333,16 @@ def _test_requirements(family: Family, repo: Repo, source: Source, rev: str, wor
 
 
 def _bisect(repo: Repo, bad: str, goods: Sequence[str], config_path: Path, progress: Progress) -> bisectgit.Outcome:
-    """``git bisect start`` and ``git bisect run`` in the private clone; its progress as it goes."""
+    """``git bisect start`` and ``git bisect run`` of the step module in the private clone."""
     for line in repo.start(bad, goods).splitlines():
         if line.startswith("Bisecting:"):
             progress(f"bisect: {line}")
-    command = ["git", "--git-dir", str(repo.git_dir), "bisect", "run", sys.executable, "-m",
-               "jaxrel.compat.bisectstep", str(config_path)]
     env = {**os.environ}
     env.pop("PYTHONPATH", None)
-    # git runs in a session of its own (Ctrl-C reaches jaxrel, which stops git and its step whole);
-    # SIGINT waits while it starts, so an interrupt never leaves it running unseen
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-    try:
-        process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                                   start_new_session=True)
-    finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-    lines: list[str] = []
-    try:
-        assert process.stdout is not None
-        for line in process.stdout:
-            lines.append(line)
-            text = line.rstrip()
-            if text.startswith(("Bisecting:", "bisect: ")):
-                progress(text if text.startswith("bisect: ") else f"bisect: {text}")
-        process.wait()
-    except BaseException:  # Ctrl-C: stop git and the step it runs, whole
-        _stop(process)
-        repo.reset()
-        raise
-    output = "".join(lines)
-    outcome = bisectgit.parse_outcome(output)
+    outcome = repo.bisect_run([sys.executable, "-m", "jaxrel.compat.bisectstep", str(config_path)], env, progress)
     if not outcome.candidates:
-        raise EnvironmentFailure(f"git bisect run ended without an answer (exit {process.returncode}): "
-                                 f"{tail(output, 4)}")
+        raise EnvironmentFailure(f"git bisect run ended without an answer: {tail(outcome.output, 4)}")
     return outcome
-
-
-def _stop(process: subprocess.Popen[str]) -> None:
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
 
 
 def _conclude(result: Result, outcome: bisectgit.Outcome, config: StepConfig, family: Family, repo: Repo) -> None:
@@ -409,48 +369,3 @@ def _conclude(result: Result, outcome: bisectgit.Outcome, config: StepConfig, fa
             result.at_parent = record
     result.message = (f"first bad commit {culprit.short} {culprit.subject}"
                       + (" (a merge)" if culprit.merge else ""))
-
-
-RELEASE_TAG = r"(?:{name}-)?v?\d+(?:\.\d+)+"
-
-
-def release_tag(source: Path, distribution: str, commit: str) -> str | None:
-    """The newest tag naming a release of ``distribution`` (``v0.2.0``, ``jax-v0.11.1``) that ``commit``
-    contains; ``None`` when there is none (or ``source`` is not in git). Only reads the repository."""
-    try:
-        where = bisectgit.locate(source)
-    except BadInput:
-        return None
-    pattern = re.compile(RELEASE_TAG.format(name=re.escape(distribution)))
-    done = bisectgit.git("tag", "--merged", commit, "--sort=-creatordate", git_dir=where.git_dir, check=False)
-    tags = [t for t in done.stdout.split() if pattern.fullmatch(t)] if done.returncode == 0 else []
-    named = [t for t in tags if t.startswith(f"{distribution}-")]
-    chosen = named or tags
-    return chosen[0] if chosen else None
-
-
-def suggested_commands(source: str, distribution: str, commit: str | None, regressed: dict[str, list[str]],
-                       good: str | None = None, keyword: str | None = None,
-                       test_env: Sequence[tuple[str, str]] = ()) -> list[str]:
-    """A ready ``jaxrel bisect`` command per regressed cell (cell id → its failing own tests).
-
-    The good revision: ``good`` when given, else the newest release tag ``commit`` contains,
-    else a placeholder to fill in.
-    """
-    if not regressed or commit is None:
-        return []
-    start = good or release_tag(Path(source), distribution, commit) or "GOOD_REVISION"
-    return [command(source, cell, tests, start, commit, keyword, test_env) for cell, tests in regressed.items()]
-
-
-def command(source: str, cell: str, tests: Sequence[str], good: str, bad: str = "HEAD",
-            keyword: str | None = None, test_env: Sequence[tuple[str, str]] = ()) -> str:
-    """The ``jaxrel bisect`` command line for a cell's failing tests (what ``jaxrel compat`` prints)."""
-    parts = ["jaxrel", "bisect", "--frontend-src", source, "--good", good, "--bad", bad, "--cell", cell]
-    for key, value in test_env:
-        parts += ["--env", f"{key}={value}"]
-    if tests:
-        parts += ["--frontend-tests", *tests]
-    if keyword:
-        parts += ["-k", keyword]
-    return " ".join(shlex.quote(p) for p in parts)

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 import hashlib
 import io
+import os
 import re
 import shutil
+import signal
 import subprocess
 import tarfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -192,6 +194,48 @@ class Repo:
 
     def reset(self) -> None:
         self.run("bisect", "reset", check=False)
+
+    def bisect_run(self, command: Sequence[str], env: dict[str, str], progress: Callable[[str], None]) -> Outcome:
+        """``git bisect run COMMAND`` after :meth:`start`: git's messages and the step's ``bisect:`` lines go to
+        ``progress`` as they come. On an interrupt (or any error) git and the step it runs are stopped, whole,
+        and the bisection reset before the exception goes on.
+        """
+        # git runs in a session of its own (Ctrl-C reaches jaxrel, which stops git and its step whole);
+        # SIGINT waits while it starts, so an interrupt never leaves it running unseen
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+        try:
+            process = subprocess.Popen(["git", "--git-dir", str(self.git_dir), "bisect", "run", *command],
+                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                                       start_new_session=True)
+        finally:
+            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        lines: list[str] = []
+        try:
+            assert process.stdout is not None
+            for line in process.stdout:
+                lines.append(line)
+                text = line.rstrip()
+                if text.startswith(("Bisecting:", "bisect: ")):
+                    progress(text if text.startswith("bisect: ") else f"bisect: {text}")
+            process.wait()
+        except BaseException:
+            _stop(process)
+            self.reset()
+            raise
+        return parse_outcome("".join(lines))
+
+
+def _stop(process: subprocess.Popen[str]) -> None:
+    """SIGTERM to ``process``'s session (then SIGKILL after 30 s), and wait for it."""
+    try:
+        os.killpg(process.pid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait()
 
 
 def parse_outcome(output: str) -> Outcome:

@@ -12,7 +12,7 @@ import pytest
 
 from jaxrel.cli import bisect as cli_bisect
 from jaxrel.cli import main
-from jaxrel.compat import bisect, bisectreport
+from jaxrel.compat import bisect, bisectcommand, bisectreport
 from jaxrel.compat.bisectgit import Commit, Repo, locate, parse_outcome
 from jaxrel.compat.bisectstep import StepRecord
 from jaxrel.compat.frontend import build_python, declared_requires_python
@@ -118,13 +118,13 @@ def test_a_directory_outside_git_is_bad_input(tmp_path: Path, monkeypatch: pytes
 
 def test_the_release_tag_is_the_newest_release_the_commit_contains(repo: Path) -> None:
     head = _git(repo, "rev-parse", "HEAD")
-    assert bisect.release_tag(repo / "front", "front", head) == "front-v1.1.0"  # named for the distribution
-    assert bisect.release_tag(repo / "front", "other", _git(repo, "rev-parse", "HEAD~8")) == "v1.0.0"
-    commands = bisect.suggested_commands(str(repo / "front"), "front", head, {"py3.12-core0.1.0": ["tests/a.py::t"]},
-                                         test_env=[("X", "1")])
+    assert bisectcommand.release_tag(repo / "front", "front", head) == "front-v1.1.0"  # named for the distribution
+    assert bisectcommand.release_tag(repo / "front", "other", _git(repo, "rev-parse", "HEAD~8")) == "v1.0.0"
+    commands = bisectcommand.suggested_commands(str(repo / "front"), "front", head,
+                                                {"py3.12-core0.1.0": ["tests/a.py::t"]}, test_env=[("X", "1")])
     assert commands == [f"jaxrel bisect --frontend-src {repo / 'front'} --good front-v1.1.0 --bad {head} "
                         "--cell py3.12-core0.1.0 --env X=1 --frontend-tests tests/a.py::t"]
-    assert bisect.suggested_commands("x", "front", None, {"c": ["t"]}) == []
+    assert bisectcommand.suggested_commands("x", "front", None, {"c": ["t"]}) == []
 
 
 @pytest.mark.parametrize(("request_args", "expected"), [
@@ -221,3 +221,33 @@ def test_a_tree_is_built_with_an_interpreter_its_requires_python_admits(tmp_path
     import sys
 
     assert build_python(tmp_path) == sys.executable
+
+
+def test_compat_refuses_a_bad_env_or_a_good_without_a_checkout(tmp_path: Path, capsys: pytest.CaptureFixture[str]
+                                                               ) -> None:
+    assert main(["compat", "--env", "NOEQ", "--workdir", str(tmp_path)]) == 2
+    assert "--env 'NOEQ': expected KEY=VALUE" in capsys.readouterr().err
+    assert main(["compat", "--good", "HEAD", "--workdir", str(tmp_path)]) == 2
+    assert "pass --frontend-src PATH" in capsys.readouterr().err
+
+
+def test_env_reaches_every_suite_and_its_pytest_run(tmp_path: Path) -> None:
+    import sys
+
+    from jaxrel.compat import runner, suites
+    from jaxrel.compat.owntests import OwnTests
+    from jaxrel.dist.envs import Env
+
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_env.py").write_text(
+        "import os\n\ndef test_flag():\n    assert os.environ.get('JAXREL_TEST_FLAG') == 'on'\n")
+    own = suites.Suite("own tests", "own", tmp_path, ("tests",))
+    options = runner.Options(workdir=tmp_path / "w", suite=None, own=OwnTests(own, None),
+                             test_env=(("JAXREL_TEST_FLAG", "on"),))
+    (staged,) = options.suites()
+    assert staged.env == (("JAXREL_TEST_FLAG", "on"),)
+    env = Env(Path(sys.prefix))  # this interpreter's environment: pytest and jaxrel's cell plugin are there
+    with_flag = suites.run_suite(env, staged, tmp_path / "run1", package="jaxrel")
+    without = suites.run_suite(env, own, tmp_path / "run2", package="jaxrel")
+    assert with_flag.outcomes["tests/test_env.py::test_flag"].outcome == "passed"
+    assert without.outcomes["tests/test_env.py::test_flag"].outcome == "failed"
