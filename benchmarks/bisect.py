@@ -55,9 +55,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from jaxrel.dist.pipconfig import pip_index_config  # noqa: E402
+from jaxrel.dist.pythons import python_for  # noqa: E402
 
 WORK = ROOT / "build" / "bench" / "bisect"
-PYTHON = Path.home() / ".pyenv" / "versions" / "3.12.1" / "bin" / "python3.12"
 BUILD_PATHS = ("jax", "setup.py", "pyproject.toml", "README.md")
 STEP_TARGET = 6.0  # seconds: export + build + install
 RUN_TARGET = 300.0  # seconds: a 500-commit range, warm, two tests
@@ -74,6 +74,11 @@ def sh(command: list[str], *, cwd: Path | None = None, env: dict[str, str] | Non
 
 
 _UV_ENV: dict[str, str] = {}
+
+
+def python312() -> str:
+    """jax HEAD needs Python >= 3.12: the interpreter jaxrel would pick for a py3.12 cell."""
+    return python_for("3.12").executable
 
 
 def uv_env() -> dict[str, str]:
@@ -144,7 +149,7 @@ def install_wheel(env_python: Path, out: Path) -> None:
 def builders(build_python: Path) -> dict[str, Callable[[Path, Path], None]]:
     """Ways to build ``src``'s wheel into ``out``."""
     def uv_build(src: Path, out: Path) -> None:
-        sh(["uv", "build", "--wheel", "--quiet", "--python", str(PYTHON), "--out-dir", str(out), str(src)])
+        sh(["uv", "build", "--wheel", "--quiet", "--python", python312(), "--out-dir", str(out), str(src)])
 
     def uv_build_no_isolation(src: Path, out: Path) -> None:
         sh(["uv", "build", "--wheel", "--quiet", "--no-build-isolation", "--python", str(build_python),
@@ -179,7 +184,7 @@ def prepare_envs(jaxlib: str) -> tuple[Path, Path]:
     env, build_env = WORK / "env", WORK / "build-env"
     for root, packages in ((env, [f"jaxlib=={jaxlib}", "opt_einsum"]), (build_env, ["setuptools", "wheel", "pip"])):
         if not (root / "bin" / "python").exists():
-            sh(["uv", "venv", "--quiet", "--python", str(PYTHON), str(root)])
+            sh(["uv", "venv", "--quiet", "--python", python312(), str(root)])
             sh(["uv", "pip", "install", "--quiet", "--python", str(root / "bin" / "python"), *packages])
     return env / "bin" / "python", build_env / "bin" / "python"
 
