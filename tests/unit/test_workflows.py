@@ -23,8 +23,8 @@ WORKFLOWS = ROOT / ".github" / "workflows"
 WORKFLOW_FILES = sorted([*WORKFLOWS.glob("*.yml"), *WORKFLOWS.glob("*.yaml")])
 NOX_CALL = re.compile(r"\bnox\s+(?:-s|--sessions?)\s+([\w-]+)")
 USES = re.compile(r"^\s*(?:-\s+)?uses:\s*(?P<ref>\S+)(?:\s+#\s*(?P<comment>\S+))?\s*$", re.MULTILINE)
-PIN_ROW = re.compile(r"^\| `(?P<action>[\w.-]+/[\w.-]+(?:/[\w.-]+)*)` \| (?P<tag>v[\w.]+) \| `(?P<sha>[0-9a-f]{40})` \|$",
-                     re.MULTILINE)
+PIN_ROW = re.compile(r"^\| `(?P<action>[\w.-]+/[\w.-]+(?:/[\w.-]+)*)` \| (?P<tag>v[\w.]+) "
+                     r"\| `(?P<sha>[0-9a-f]{40})` \|$", re.MULTILINE)
 NOX_SESSION = re.compile(r"@nox\.session(?:\((?P<args>[^)]*)\))?\s*\n(?:@.*\n)*def\s+(?P<def>\w+)")
 
 
