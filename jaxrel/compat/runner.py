@@ -118,8 +118,8 @@ class Options:
         if self.suite is None:
             return None
         return Suite("compat suite", "suite", self.suite, (str(self.suite),),
-                     ("--confcutdir", str(self.suite), "-c", str(self.suite / "pytest.ini"), "-p", "no:randomly"),
-                     env=self.test_env)
+                     ("--confcutdir", str(self.suite), "-c", str(self.suite / "pytest.ini")),
+                     env=(("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1"), *self.test_env))  # it uses no plugin's fixtures
 
     def suites(self) -> list[Suite]:
         """What a positive cell runs: the compat suite, then the frontend's own tests."""

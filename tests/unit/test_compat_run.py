@@ -301,6 +301,7 @@ def test_an_accepted_positive_cell_with_a_passing_suite_is_ok(harness: Harness) 
     assert spec["pytest"][0] == str(runner.DEFAULT_SUITE) and "--junitxml" in spec["pytest"]
     # every pytest run loads the cell plugin, which records outcomes and where the frontend came from
     assert "jaxrel.compat.cellplugin" in spec["pytest"]
+    assert spec["env"] == {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}, "the suite needs no plugin but the cell's"
     (variables,) = harness.envs[PLUGINS.id].variables
     assert variables[cellrecord.PACKAGE] == "jax" and cellrecord.SHARD not in variables
     assert set(result.timings) == {"environment", "probes", "compat suite", *PROBE_PARTS}
@@ -340,6 +341,14 @@ def test_a_pytest_exit_status_its_record_does_not_explain_fails_the_cell(harness
     result = harness.run_cell(ADMITTED)
     assert not result.ok and result.tests.passed == 2
     assert result.problems == ["compat suite: pytest exited 3 without explaining why: INTERNALERROR> boom"]
+
+
+def test_env_reaches_the_compat_suite_run_in_the_driver(harness: Harness) -> None:
+    assert harness.run_cell(ADMITTED, test_env=(("JAX_ENABLE_X64", "1"),)).ok
+    ((call, _),) = harness.envs[ADMITTED.id].calls
+    assert json.loads(call[3])["env"]["JAX_ENABLE_X64"] == "1"
+    (variables,) = harness.envs[ADMITTED.id].variables
+    assert variables["JAX_ENABLE_X64"] == "1" and variables[cellrecord.RECORD]
 
 
 def test_no_tests_collected_is_not_a_failure(harness: Harness) -> None:
