@@ -1,21 +1,25 @@
-"""One cell, two ways: compat's runner (a process per probe, then pytest) against the atlas's one interpreter.
+"""One cell, three ways: a process per probe (compat's old runner), an atlas cell, and compat's runner now.
 
 Run: ``python benchmarks/atlas_cell.py [--frontend 0.12.0.1] [--repeat 3]`` or ``nox -s bench -- atlas_cell``.
 For one jax release and its newest admitted jaxlib (both from the index, warm caches assumed) it runs,
-alternately and ``--repeat`` times each, in ``build/bench/atlas-cell/``:
+in turn and ``--repeat`` times each, in ``build/bench/atlas-cell/``:
 
-- ``runner``: :func:`jaxrel.compat.runner.run_cell` as ``jaxrel compat`` does it (environment; guard,
-  doctor and import probes, each its own interpreter; the compat suite in a pytest subprocess);
+- ``per process``: what compat's runner did before it used :mod:`jaxrel.compat.celldriver`: the
+  environment, then the guard, doctor and import probes, each its own interpreter, then the compat suite
+  in a pytest subprocess (the same pieces, which ``jaxrel bisect`` still uses);
 - ``atlas``: :func:`jaxrel.compat.atlas.run_cell` (the same environment; guard, ``import jax`` and the
-  suite in one interpreter).
+  suite in one interpreter);
+- ``compat``: :func:`jaxrel.compat.runner.run_cell` as ``jaxrel compat`` does it now (the atlas's driver,
+  plus the doctor's file reads, junit XML and the result's checks).
 
-It prints each part's median seconds side by side, the ratio of the cell totals, and the machine's
-load average (the machine is shared: both ways are measured in the same minutes, alternately).
+It prints each part's median seconds side by side, the ratios of the cell totals, and the machine's
+load average (the machine is shared: the ways are measured in the same minutes, in turn).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import sys
@@ -25,11 +29,36 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from jaxrel.compat import atlas, runner  # noqa: E402
+from jaxrel import doctor  # noqa: E402
+from jaxrel.compat import atlas, probes, runner, suites  # noqa: E402
+from jaxrel.compat.atlas import AtlasCell  # noqa: E402
 from jaxrel.dist.index import Index  # noqa: E402
-from jaxrel.family import resolve_family  # noqa: E402
+from jaxrel.family import Family, resolve_family  # noqa: E402
 
 WORK = ROOT / "build" / "bench" / "atlas-cell"
+
+
+def per_process(item: AtlasCell, family: Family, wheel: Path) -> tuple[dict[str, float], int]:
+    """The old runner's steps: environment; guard, doctor and import probes; the suite in a pytest subprocess."""
+    start = time.perf_counter()
+    env, _ = runner.environment(item.cell, family, item.front, wheel, item.options)
+    built = time.perf_counter()
+    arguments = family.guard_arguments(item.front.spec.version, item.front.spec.minimum_backend)
+    arguments["plugins"] = [[p.distribution, p.pinned] for p in arguments["plugins"]]
+    guard = probes.last_json(env.run(str(env.python), "-c", probes.GUARD_PROBE, json.dumps(arguments)).stdout)
+    assert guard is not None and guard["accepted"], guard
+    doctor.read_environment(family, python=str(env.python))
+    imported, error, _ = probes.import_frontend(env, family)
+    assert imported is not None, error
+    probed = time.perf_counter()
+    suite = item.options.compat_suite()
+    assert suite is not None
+    run = suites.run_suite(env, suite, item.options.workdir / "runs" / item.cell.id / "per-process",
+                           package=family.frontend.package)
+    end = time.perf_counter()
+    timings = {"environment": built - start, "probes": probed - built, "compat suite": end - probed,
+               "cell": end - start}
+    return timings, run.counts().passed
 
 
 def main() -> int:
@@ -45,33 +74,42 @@ def main() -> int:
     wheel = runner.jaxrel_wheel(WORK)
     print(f"cell: {item.label}, Python {args.python}, {os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.1f} at the start", flush=True)
-    old: dict[str, list[float]] = {}
-    new: dict[str, list[float]] = {}
+    ways: dict[str, dict[str, list[float]]] = {"per process": {}, "atlas": {}, "compat": {}}
     for round_ in range(1, args.repeat + 1):
-        start = time.perf_counter()
-        result = runner.run_cell(item.cell, family, item.front, wheel, item.options)
-        old.setdefault("cell", []).append(time.perf_counter() - start)
-        for name, seconds in result.timings.items():
-            old.setdefault(name, []).append(seconds)
+        timings, passed = per_process(item, family, wheel)
+        for name, seconds in timings.items():
+            ways["per process"].setdefault(name, []).append(seconds)
+        line = f"round {round_}: per process {timings['cell']:.1f} s ({passed} passed)"
         measured = atlas.run_cell(item, family, wheel)
         for name, seconds in measured.timings.items():
-            new.setdefault(name, []).append(seconds)
-        print(f"round {round_}: runner {old['cell'][-1]:.1f} s ({result.tests.passed} passed, "
-              f"{'ok' if result.ok else 'not ok'}); atlas {measured.timings['cell']:.1f} s "
-              f"({sum(o['outcome'] == 'passed' for o in measured.outcomes.values())} passed"
-              f"{', ' + measured.problem if measured.problem else ''})", flush=True)
-    median = {name: statistics.median(values) for name, values in old.items()}
-    median_new = {name: statistics.median(values) for name, values in new.items()}
+            ways["atlas"].setdefault(name, []).append(seconds)
+        line += (f"; atlas {measured.timings['cell']:.1f} s "
+                 f"({sum(o['outcome'] == 'passed' for o in measured.outcomes.values())} passed"
+                 f"{', ' + measured.problem if measured.problem else ''})")
+        start = time.perf_counter()
+        result = runner.run_cell(item.cell, family, item.front, wheel, item.options)
+        ways["compat"].setdefault("cell", []).append(time.perf_counter() - start)
+        for name, seconds in result.timings.items():
+            ways["compat"].setdefault(name, []).append(seconds)
+        line += (f"; compat {ways['compat']['cell'][-1]:.1f} s ({result.tests.passed} passed, "
+                 f"{'ok' if result.ok else 'not ok: ' + '; '.join(result.problems)})")
+        print(line, flush=True)
+    median = {way: {name: statistics.median(values) for name, values in parts.items()} for way, parts in ways.items()}
+    old, new, now = median["per process"], median["atlas"], median["compat"]
     print(f"\nmedian seconds over {args.repeat} rounds (load average {os.getloadavg()[0]:.1f} at the end)")
-    print(f"{'part':<36}{'runner':>10}{'atlas':>10}")
-    print(f"{'environment':<36}{median.get('environment', 0):>10.2f}{median_new.get('environment', 0):>10.2f}")
-    print(f"{'probes (guard, doctor, import) / guard':<36}{median.get('probes', 0):>10.2f}"
-          f"{median_new.get('guard', 0):>10.2f}")
-    print(f"{'import jax (atlas: once, for all)':<36}{'-':>10}{median_new.get('import jax', 0):>10.2f}")
-    print(f"{'compat suite':<36}{median.get('compat suite', 0):>10.2f}{median_new.get('suite', 0):>10.2f}")
-    print(f"{'interpreter start (atlas)':<36}{'-':>10}{median_new.get('interpreter start', 0):>10.2f}")
-    print(f"{'cell':<36}{median['cell']:>10.2f}{median_new['cell']:>10.2f}")
-    print(f"ratio runner / atlas: {median['cell'] / median_new['cell']:.2f}")
+    print(f"{'part':<40}{'per process':>12}{'atlas':>10}{'compat':>10}")
+    rows = [("environment", old.get("environment"), new.get("environment"), now.get("environment")),
+            ("probes (guard, doctor, import) / all", old.get("probes"), None, now.get("probes")),
+            ("  interpreter start", None, new.get("interpreter start"), now.get("interpreter start")),
+            ("  guard", None, new.get("guard"), now.get("guard")),
+            ("  import jax (+ smoke), once", None, new.get("import jax"), now.get("import jax")),
+            ("compat suite", old.get("compat suite"), new.get("suite"), now.get("compat suite")),
+            ("cell", old["cell"], new["cell"], now["cell"])]
+    for name, *values in rows:
+        print(f"{name:<40}" + "".join(f"{'-' if v is None else f'{v:.2f}':>{w}}" for v, w in zip(values, (12, 10, 10),
+                                                                                               strict=True)))
+    print(f"ratio per process / atlas: {old['cell'] / new['cell']:.2f}; per process / compat: "
+          f"{old['cell'] / now['cell']:.2f}")
     return 0
 
 

@@ -3,8 +3,8 @@
 Reuses compat's parts: the frontend as the index ships it (:func:`~jaxrel.compat.frontend.prepare_frontend`),
 the policy's admitted backends (:func:`~jaxrel.compat.planning.matrix_for`), verified backend wheels and
 each cell's environment (:func:`~jaxrel.compat.runner.environment`, uv's shared cache). A cell runs in one
-interpreter (:mod:`jaxrel.compat.atlascell`); cells run two at a time; :mod:`jaxrel.compat.atlastable`
-turns what they recorded into the table.
+interpreter (:mod:`jaxrel.compat.celldriver`, as compat's cells); cells run two at a time;
+:mod:`jaxrel.compat.atlastable` turns what they recorded into the table.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.version import InvalidVersion, Version
 
 from jaxrel import policy
-from jaxrel.compat import atlascell, runner
+from jaxrel.compat import celldriver, runner, suites
 from jaxrel.compat.atlastable import CellRun
 from jaxrel.compat.frontend import CompatError, PreparedFrontend, prepare_frontend
 from jaxrel.compat.matrix import Cell, MatrixError, Purpose
@@ -146,9 +146,11 @@ def run_cell(item: AtlasCell, family: Family, jaxrel_wheel: Path) -> CellRun:
     built = time.perf_counter()
     arguments = family.guard_arguments(spec.version, spec.minimum_backend)
     arguments["plugins"] = [[p.distribution, p.pinned] for p in arguments["plugins"]]
-    assert item.options.suite is not None
-    result = atlascell.run_driver(env, guard=arguments, package=family.frontend.package, suite=item.options.suite,
-                                  work=item.options.workdir / "runs" / item.cell.id)
+    suite = item.options.compat_suite()
+    assert suite is not None
+    result = celldriver.run_driver(env, guard=arguments, package=family.frontend.package,
+                                   work=item.options.workdir / "runs" / item.cell.id, smoke=family.frontend.smoke,
+                                   pytest=suites.pytest_arguments(suite), cwd=suite.root, variables=dict(suite.env))
     measured.outcomes, measured.properties, measured.problem = result.outcomes, result.properties, result.problem
     measured.timings = {"environment": built - start, **result.timings, "cell": time.perf_counter() - start}
     return measured

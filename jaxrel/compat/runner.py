@@ -13,7 +13,6 @@ After the last cell, every failed test is sorted (:mod:`jaxrel.compat.triage`).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import sys
@@ -31,12 +30,10 @@ import jaxrel
 from jaxrel import doctor
 from jaxrel._util.files import sha256_of
 from jaxrel._util.parallel import workers
-from jaxrel._util.text import tail
-from jaxrel.compat import probes, suites
+from jaxrel.compat import celldriver, cellrecord, suites
 from jaxrel.compat.frontend import CompatError, PreparedFrontend
 from jaxrel.compat.matrix import Cell, Matrix, Outcome
 from jaxrel.compat.owntests import OwnTests
-from jaxrel.compat.probes import GUARD_PROBE, IMPORT_PROBE
 from jaxrel.compat.suites import Suite, SuiteRun, TestCounts
 from jaxrel.compat.triage import Failure, classify, summary, write_verdicts
 from jaxrel.dist import bazel, envs
@@ -45,7 +42,7 @@ from jaxrel.dist.pythons import python_for
 from jaxrel.dist.wheels import write_wheel
 from jaxrel.family import Family
 
-__all__ = ["DEFAULT_SUITE", "GUARD_PROBE", "IMPORT_PROBE", "CellResult", "Options", "TestCounts", "run", "run_cell"]
+__all__ = ["DEFAULT_SUITE", "CellResult", "Options", "TestCounts", "run", "run_cell"]
 
 Progress = Callable[[str], None]
 DEFAULT_SUITE = Path(__file__).resolve().parent / "suite"  # package data: ships in jaxrel's wheel
@@ -75,7 +72,8 @@ class CellResult:
     problems: list[str] = field(default_factory=list)  # what failed the cell besides its failed tests
     wheels: dict[str, str] = field(default_factory=dict)  # every family wheel installed (file name -> sha256)
     environment: str | None = None  # the cell's environment directory
-    timings: dict[str, float] = field(default_factory=dict)  # environment, probes, compat suite, own tests, triage
+    # environment, probes, compat suite, own tests, triage; and parts of probes: interpreter start, guard, import jax
+    timings: dict[str, float] = field(default_factory=dict)
 
     def settle(self) -> None:
         """``ok``: no problem and no failure that fails the run (see :data:`jaxrel.compat.triage.FATAL`)."""
@@ -115,13 +113,17 @@ class Options:
         self.workdir = self.workdir.absolute()
         self.suite = self.suite.absolute() if self.suite is not None else None
 
+    def compat_suite(self) -> Suite | None:
+        """The compat suite (run in the cell's driver interpreter, after the guard and the import)."""
+        if self.suite is None:
+            return None
+        return Suite("compat suite", "suite", self.suite, (str(self.suite),),
+                     ("--confcutdir", str(self.suite), "-c", str(self.suite / "pytest.ini")),
+                     env=(("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1"), *self.test_env))  # it uses no plugin's fixtures
+
     def suites(self) -> list[Suite]:
         """What a positive cell runs: the compat suite, then the frontend's own tests."""
-        found = []
-        if self.suite is not None:
-            found.append(Suite("compat suite", "suite", self.suite, (str(self.suite),),
-                               ("--confcutdir", str(self.suite), "-c", str(self.suite / "pytest.ini")),
-                               env=self.test_env))
+        found = [suite] if (suite := self.compat_suite()) is not None else []
         if self.own is not None:
             found.append(replace(self.own.suite, env=self.test_env) if self.test_env else self.own.suite)
         return found
@@ -212,23 +214,33 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
 
     arguments = family.guard_arguments(front.spec.version, front.spec.minimum_backend)
     arguments["plugins"] = [[p.distribution, p.pinned] for p in arguments["plugins"]]
-    done = env.run(str(env.python), "-c", GUARD_PROBE, json.dumps(arguments))
-    guard = probes.last_json(done.stdout) if done.returncode == 0 else None
-    if guard is None:
-        problem = f"the guard crashed: {tail(done.stderr or done.stdout, 1)}"
+    compat = options.compat_suite() if not cell.negative else None
+    variables = {**dict(compat.env), **({cellrecord.SHARD: options.shard} if options.shard else {})} if compat else {}
+    driven = celldriver.run_driver(env, guard=arguments, package=family.frontend.package,
+                                   work=options.workdir / "runs" / cell.id / "cell", smoke=family.frontend.smoke,
+                                   pytest=suites.pytest_arguments(compat, junit=junit) if compat else None,
+                                   cwd=compat.root if compat else None, variables=variables)
+    ran = time.perf_counter()
+    if not driven.answered:
+        problem = f"the guard crashed: {driven.guard_error or driven.last_line}"
         result = CellResult(cell, Outcome.GUARD_ERROR, False, time.perf_counter() - start, problems=[problem],
                             environment=str(env.root), timings={"environment": built - start})
         _write_junit(junit, cell, False, problem)
         return result
-    result = CellResult(cell, Outcome.ACCEPTED if guard["accepted"] else Outcome.REFUSED, False, 0.0, wheels=wheels,
-                        guard_message=guard.get("message"), guard_fix=guard.get("fix"),
+    result = CellResult(cell, Outcome.ACCEPTED if driven.accepted else Outcome.REFUSED, False, 0.0, wheels=wheels,
+                        guard_message=driven.guard_message, guard_fix=driven.guard_fix,
                         extension=(", ".join(w.name for w in extensions) if isinstance(extensions, list)
                                    else extensions), environment=str(env.root))
-    result.timings["environment"] = built - start
+    result.frontend_import, result.import_error = driven.imported, driven.import_error
+    result.import_output = driven.import_output
     seen = doctor.read_environment(family, python=str(env.python))
     result.backend_api = {**seen.api_numbers, "xla_ffi_api": seen.xla_ffi_api}
-    _import_probe(env, family, result)
-    result.timings["probes"] = time.perf_counter() - built
+    suite_seconds = driven.timings.get("suite", 0.0)
+    result.timings["environment"] = built - start
+    result.timings["probes"] = time.perf_counter() - built - suite_seconds  # guard, import, doctor, interpreter
+    for part in ("interpreter start", "guard", "import jax"):
+        if part in driven.timings:
+            result.timings[part] = driven.timings[part]
 
     if result.observed != cell.expected:
         result.problems.append(f"expected {cell.expected}, the guard {result.observed} it"
@@ -239,14 +251,16 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
             result.problems.append(f"refused without a pip fix command: {result.guard_message}")
         _write_junit(junit, cell, not result.problems, "; ".join(result.problems))
     else:
-        _run_suites(env, cell, family, front, result, options)
+        first = None
+        if compat is not None:
+            outcomes, files, recorded = suites.read_record(options.workdir / "runs" / cell.id / "cell" / "record")
+            first = SuiteRun(driven.returncode if driven.returncode is not None else driven.exit_code, outcomes,
+                             files, driven.output, suite_seconds if driven.returncode is not None else ran - built,
+                             recorded and driven.returncode is not None)
+        _run_suites(env, cell, family, front, result, options, first)
     result.settle()
     result.seconds = time.perf_counter() - start
     return result
-
-
-def _import_probe(env: envs.Env, family: Family, result: CellResult) -> None:
-    result.frontend_import, result.import_error, result.import_output = probes.import_frontend(env, family)
 
 
 def _jobs(env: envs.Env, options: Options, suite: Suite) -> int:
@@ -275,13 +289,19 @@ def without_device(cell: Cell, imported: dict[str, Any] | None) -> str | None:
 
 
 def _run_suites(env: envs.Env, cell: Cell, family: Family, front: PreparedFrontend, result: CellResult,
-                options: Options) -> None:
+                options: Options, compat: SuiteRun | None) -> None:
+    """Record the compat suite's run (``compat``: done by the cell's driver), then run the frontend's own tests."""
     if result.import_error:
         result.problems.append(f"import failed: {result.import_error}")
     elif foreign := foreign_files(env, [(result.frontend_import or {}).get("file")]):
         result.problems.append(f"{front.spec.name} was imported from {foreign[0]}, not from the cell's "
                                f"environment {env.root}")
     for suite in options.suites():
+        if suite.key == "suite":
+            if compat is not None:
+                result.timings[suite.name] = compat.seconds
+                _record_run(env, suite, compat, result, front)
+            continue
         if suite.key == "own" and (why := without_device(cell, result.frontend_import)):
             result.own_tests_not_run = why
             continue

@@ -21,7 +21,7 @@ from jaxrel.compat import cellrecord
 from jaxrel.dist import envs
 from jaxrel.errors import JaxrelError
 
-__all__ = ["Outcome", "Suite", "SuiteRun", "TestCounts", "run_suite"]
+__all__ = ["Outcome", "Suite", "SuiteRun", "TestCounts", "pytest_arguments", "read_record", "run_suite"]
 
 
 @dataclass
@@ -118,6 +118,21 @@ def read_record(directory: Path) -> tuple[dict[str, Outcome], list[str], bool]:
     return outcomes, files, main
 
 
+def pytest_arguments(suite: Suite, paths: Sequence[str] | None = None, *, junit: Path | None = None,
+                     jobs: int = 1) -> list[str]:
+    """pytest's arguments for a run of ``suite`` (``paths``: default its own), with the cell plugin loaded;
+    ``junit`` (replaced) gets pytest's junit XML."""
+    arguments = [*(suite.paths if paths is None else paths), "-p", "no:cacheprovider", "-p", "jaxrel.compat.cellplugin",
+                 "--rootdir", str(suite.root), "--continue-on-collection-errors", *suite.options, "-q"]
+    if jobs > 1 and suite.parallel:
+        arguments += ["-n", str(jobs)]
+    if junit is not None:
+        junit.parent.mkdir(parents=True, exist_ok=True)
+        junit.unlink(missing_ok=True)
+        arguments += ["--junitxml", str(junit)]
+    return arguments
+
+
 def run_suite(
     env: envs.Env, suite: Suite, work: Path, *, package: str, junit: Path | None = None,
     only: Sequence[str] | None = None, shard: str | None = None, jobs: int = 1, timeout: float = 3600,
@@ -137,14 +152,7 @@ def run_suite(
         paths = sorted({test.split("::", 1)[0] for test in only})
     elif shard:
         variables[cellrecord.SHARD] = shard
-    command = [str(env.python), "-m", "pytest", *paths, "-p", "no:cacheprovider", "-p", "jaxrel.compat.cellplugin",
-               "--rootdir", str(suite.root), "--continue-on-collection-errors", *suite.options, "-q"]
-    if jobs > 1 and suite.parallel:
-        command += ["-n", str(jobs)]
-    if junit is not None:
-        junit.parent.mkdir(parents=True, exist_ok=True)
-        junit.unlink(missing_ok=True)
-        command += ["--junitxml", str(junit)]
+    command = [str(env.python), "-m", "pytest", *pytest_arguments(suite, paths, junit=junit, jobs=jobs)]
     start = time.perf_counter()
     done = env.run(*command, env=variables, timeout=timeout, cwd=str(suite.root))
     outcomes, files, recorded = read_record(record)

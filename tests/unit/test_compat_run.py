@@ -25,7 +25,7 @@ import pytest
 import jaxrel
 from jaxrel import doctor
 from jaxrel._util import atomic
-from jaxrel.compat import cellrecord, probes, report, runner, suites
+from jaxrel.compat import celldriver, cellrecord, probes, report, runner, suites
 from jaxrel.compat.frontend import CompatError, PreparedFrontend
 from jaxrel.compat.matrix import Cell, FrontendSpec, Matrix
 from jaxrel.compat.owntests import OwnTests
@@ -96,6 +96,7 @@ def write_record(directory: Path, cases: list[Case], frontend_file: str | None) 
     (directory / "main.json").write_text(json.dumps({"frontend_file": frontend_file, "outcomes": outcomes}))
 
 
+PROBE_PARTS = ("interpreter start", "guard", "import jax")  # what "probes" is made of, timed in the driver
 IN_ENV = "in the cell"  # Script.frontend_file: the cell's own site-packages
 
 
@@ -120,10 +121,13 @@ class FakeEnv(envs.Env):
     script: Script = field(default_factory=Script)
     calls: list[tuple[tuple[str, ...], str | None]] = field(default_factory=list)
     variables: list[dict[str, str]] = field(default_factory=list)  # the env= of each pytest run
+    suite_runs: list[tuple[tuple[str, ...], str | None]] = field(default_factory=list)  # pytest's argv, cwd
 
     def run(self, *args: str, env: dict[str, str] | None = None, timeout: float = 600,
             cwd: str | None = None) -> subprocess.CompletedProcess[str]:
         self.calls.append((args, cwd))
+        if args[1:3] == ("-c", celldriver.DRIVER):
+            return self.drive(args, env or {}, timeout, cwd)
         if args[1] == "-c":
             if self.script.site is not None:
                 path = os.pathsep.join([*self.script.site, str(Path(jaxrel.__file__).parents[1])])
@@ -131,6 +135,45 @@ class FakeEnv(envs.Env):
                                       env={**os.environ, "PYTHONPATH": path, "JAXREL_SKIP_GUARD": ""})
             return completed(args, *(self.script.guard if args[2] == runner.GUARD_PROBE else self.script.probe))
         assert args[1:3] == ("-m", "pytest") and env is not None and cwd is not None, args
+        return self.pytest(args, env, cwd)
+
+    def drive(self, args: tuple[str, ...], env: dict[str, str], timeout: float,
+              cwd: str | None) -> subprocess.CompletedProcess[str]:
+        """The cell's driver (jaxrel.compat.celldriver): the guard, the import, then pytest in one interpreter.
+
+        Real with ``script.site``; else it answers from the script: the guard's JSON (no JSON: the interpreter
+        died before writing a result), the import probe's, and pytest's run as the subprocess would."""
+        spec = json.loads(args[3])
+        if self.script.site is not None:
+            path = os.pathsep.join([*self.script.site, str(Path(jaxrel.__file__).parents[1])])
+            return subprocess.run([sys.executable, *args[1:]], capture_output=True, text=True, timeout=timeout,
+                                  cwd=cwd, env={**os.environ, **env, "PYTHONPATH": path, "JAXREL_SKIP_GUARD": ""})
+        returncode, stdout, stderr = self.script.guard
+        guard = probes.last_json(stdout) if returncode == 0 else None
+        if guard is None:
+            return completed(args, returncode, stdout, stderr)
+        result: dict[str, Any] = {"guard": guard, "timings": {"guard": 0.01, "import": 0.5}}
+        returncode, stdout, stderr = self.script.probe
+        imported = probes.last_json(stdout) if returncode == 0 else None
+        Path(spec["stderr"]).write_text(stderr)
+        if imported is None:
+            result["import_error"] = stderr.strip().splitlines()[-1] if stderr.strip() else "no output"
+        else:
+            result["import"] = imported
+        Path(spec["out"]).write_text(json.dumps(result))
+        if spec["pytest"] is None or not guard["accepted"]:
+            return completed(args, 0)
+        pytest_args = (args[0], "-m", "pytest", *spec["pytest"])
+        done = self.pytest(pytest_args, {**spec["env"], cellrecord.RECORD: spec["record"],
+                                         cellrecord.PACKAGE: spec["package"]}, cwd or "")
+        if self.script.recorded:
+            result["returncode"] = done.returncode
+            result["timings"]["suite"] = 1.0
+            Path(spec["out"]).write_text(json.dumps(result))
+        return completed(args, done.returncode, done.stdout, done.stderr)
+
+    def pytest(self, args: tuple[str, ...], env: dict[str, str], cwd: str) -> subprocess.CompletedProcess[str]:
+        self.suite_runs.append((args, cwd))
         self.variables.append(env)
         own = cwd != str(runner.DEFAULT_SUITE)
         cases = self.script.own_cases if own else self.script.cases
@@ -185,7 +228,8 @@ class Harness:
         return ElementTree.parse(self.workdir / "junit" / f"{cell.id}.xml").getroot()
 
     def pytest_runs(self, cell: Cell) -> list[tuple[tuple[str, ...], str | None]]:
-        return [call for call in self.envs[cell.id].calls if call[0][1:3] == ("-m", "pytest")]
+        """Each pytest run: in the driver's interpreter or its own, as ``(python -m pytest ..., cwd)``."""
+        return self.envs[cell.id].suite_runs
 
     def verdicts(self, cell: Cell) -> ElementTree.Element:
         return ElementTree.parse(self.workdir / "junit" / f"{cell.id}-verdicts.xml").getroot()
@@ -246,19 +290,21 @@ def test_an_accepted_positive_cell_with_a_passing_suite_is_ok(harness: Harness) 
     assert created["requirements"] == ["jaxlib==0.10.2", "numpy>=1.26", "opt_einsum", "pytest"]
     assert created["no_deps"] == [str(harness.front.wheel), str(harness.workdir / "jaxrel-0.1-py3-none-any.whl"),
                                   "jax-cuda12-plugin==0.10.2", "jax-cuda12-pjrt==0.10.2", str(wheel)]
-    # the guard is called as the frontend calls it, then the import probe, then the compat suite
-    calls = [args for args, _ in harness.envs[PLUGINS.id].calls]
-    assert [args[1:3] for args in calls] == [("-c", runner.GUARD_PROBE), ("-c", calls[1][2]), ("-m", "pytest")]
-    arguments = json.loads(calls[0][3])
+    # one interpreter: the guard called as the frontend calls it, the import with the smoke code, the compat suite
+    ((call, cwd),) = harness.envs[PLUGINS.id].calls
+    assert call[1:3] == ("-c", celldriver.DRIVER) and cwd == str(runner.DEFAULT_SUITE)
+    spec = json.loads(call[3])
+    arguments = spec["guard"]
     assert arguments["frontend_version"] == "0.10.2" and arguments["minimum_backend"] == "0.10.1"
     assert ["jax-cuda12-plugin", True] in arguments["plugins"]
-    assert calls[1][2] == runner.IMPORT_PROBE and calls[1][3:] == ("jax", FAMILY.frontend.smoke)
-    assert calls[2][3] == str(runner.DEFAULT_SUITE) and "--junitxml" in calls[2]
+    assert spec["package"] == "jax" and spec["smoke"] == FAMILY.frontend.smoke
+    assert spec["pytest"][0] == str(runner.DEFAULT_SUITE) and "--junitxml" in spec["pytest"]
     # every pytest run loads the cell plugin, which records outcomes and where the frontend came from
-    assert "jaxrel.compat.cellplugin" in calls[2] and harness.envs[PLUGINS.id].calls[2][1] == str(runner.DEFAULT_SUITE)
+    assert "jaxrel.compat.cellplugin" in spec["pytest"]
+    assert spec["env"] == {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}, "the suite needs no plugin but the cell's"
     (variables,) = harness.envs[PLUGINS.id].variables
     assert variables[cellrecord.PACKAGE] == "jax" and cellrecord.SHARD not in variables
-    assert set(result.timings) == {"environment", "probes", "compat suite"}
+    assert set(result.timings) == {"environment", "probes", "compat suite", *PROBE_PARTS}
     # the junit file is pytest's own
     assert len(harness.junit(PLUGINS).findall(".//testcase")) == 3
 
@@ -295,6 +341,14 @@ def test_a_pytest_exit_status_its_record_does_not_explain_fails_the_cell(harness
     result = harness.run_cell(ADMITTED)
     assert not result.ok and result.tests.passed == 2
     assert result.problems == ["compat suite: pytest exited 3 without explaining why: INTERNALERROR> boom"]
+
+
+def test_env_reaches_the_compat_suite_run_in_the_driver(harness: Harness) -> None:
+    assert harness.run_cell(ADMITTED, test_env=(("JAX_ENABLE_X64", "1"),)).ok
+    ((call, _),) = harness.envs[ADMITTED.id].calls
+    assert json.loads(call[3])["env"]["JAX_ENABLE_X64"] == "1"
+    (variables,) = harness.envs[ADMITTED.id].variables
+    assert variables["JAX_ENABLE_X64"] == "1" and variables[cellrecord.RECORD]
 
 
 def test_no_tests_collected_is_not_a_failure(harness: Harness) -> None:
@@ -410,7 +464,7 @@ def test_the_frontends_own_tests_run_outside_its_source_tree(harness: Harness, t
     assert harness.created[ADMITTED.id]["requirement_files"] == [requirements]
     site = harness.workdir / "envs" / ADMITTED.id / "lib" / "python3.11" / "site-packages"
     assert result.frontend_files == [str(site / "jax" / "__init__.py")]
-    assert set(result.timings) == {"environment", "probes", "compat suite", "own tests"}
+    assert set(result.timings) == {"environment", "probes", "compat suite", "own tests", *PROBE_PARTS}
 
 
 def test_a_plugin_cell_without_its_device_leaves_the_own_tests_to_device_runners(harness: Harness,
@@ -512,7 +566,7 @@ def test_options_make_paths_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyP
 
 
 def test_the_real_probes_against_a_fake_site(harness: Harness, site: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """GUARD_PROBE and IMPORT_PROBE themselves, run by this interpreter: the JSON the runner reads."""
+    """The cell driver itself, run by this interpreter: the guard and the import, as the runner reads them."""
     site.jax("0.10.2", "0.10.1")
     site.write("jax/__init__.py", "import sys\n__version__ = '0.10.2'\nclass Cpu:\n    platform = 'cpu'\n"
                                   "    def __str__(self):\n        return 'cpu:0'\ndef devices():\n    return [Cpu()]\n"
@@ -543,8 +597,9 @@ def test_the_real_probes_against_a_fake_site(harness: Harness, site: Any, monkey
     site.jaxlib("0.10.2")
     (site.root / "jaxlib-0.10.0.dist-info" / "METADATA").unlink()
     (site.root / "jaxlib-0.10.0.dist-info").rmdir()
-    accepted = harness.run_cell(ADMITTED)
+    accepted = harness.run_cell(ADMITTED, suite=None)  # the compat suite wants a real jax
     assert accepted.ok and accepted.observed == "accepted", accepted.problems
+    assert accepted.frontend_import is not None and accepted.frontend_import["platforms"] == ["cpu"]
 
 
 JAX_PLUGIN_STDERR = """\

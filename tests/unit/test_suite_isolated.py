@@ -59,3 +59,34 @@ def test_without_the_marker_the_abort_ends_the_run(tmp_path):
     done = run_suite_copy(tmp_path, MODULE.replace("@pytest.mark.isolated\n", ""))
     assert done.returncode < 0 or "Fatal Python error: Aborted" in done.stderr
     assert "PASSED test_isolation.py::test_after" not in done.stdout
+
+
+EARLY = '''
+import pathlib
+import time
+
+import pytest
+
+MARK = pathlib.Path(__file__).with_name("child-started")
+
+
+def test_first_waits_for_the_child():
+    for _ in range(1200):
+        if MARK.exists():
+            return
+        time.sleep(0.05)
+    pytest.fail("the isolated test's child had not started by the time the tests ahead of it ran")
+
+
+@pytest.mark.isolated
+def test_isolated_writes_the_mark():
+    MARK.write_text("started")
+'''
+
+
+def test_the_child_starts_when_collection_ends_not_when_its_turn_comes(tmp_path):
+    # its interpreter start and import overlap the tests ahead of it; the first test waits for its mark
+    done = run_suite_copy(tmp_path, EARLY)
+    assert done.returncode == 0, done.stdout[-3000:]
+    assert "PASSED test_isolation.py::test_first_waits_for_the_child" in done.stdout
+    assert "PASSED test_isolation.py::test_isolated_writes_the_mark" in done.stdout

@@ -30,7 +30,9 @@ for the API atlas. ``replaced_by`` without ``until`` names the successor of an A
 ``@pytest.mark.isolated`` runs a test in a fresh interpreter: an exception inside some jax
 callbacks (GSPMD's ``infer_sharding_from_operands``) aborts the process, which would end the
 whole run; isolated, it fails that test alone with the signal named. The isolated tests of a
-module share a child interpreter until one aborts it (:class:`IsolatedModule`). The child ignores ``xfail``
+module share a child interpreter until one aborts it (:class:`IsolatedModule`); the first child of
+each module starts when collection ends, so its own start and ``import jax`` overlap the tests that
+run before it. The child ignores ``xfail``
 (``--runxfail``), so the parent sees the child's real outcome and applies the marker itself.
 """
 
@@ -40,6 +42,7 @@ import functools
 import json
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -112,8 +115,11 @@ def removal_of(item: pytest.Item) -> Removal | None:
     return next((found for marker in item.iter_markers("needs") if (found := removal(marker))), None)
 
 
+ISOLATED_MODULES = pytest.StashKey[dict[str, "IsolatedModule"]]()
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    modules: dict[str, IsolatedModule] = {}
+    modules: dict[str, IsolatedModule] = config.stash.setdefault(ISOLATED_MODULES, {})
     for item in items:
         reasons = [reason for marker in item.iter_markers("needs") if (reason := unmet_need(marker))]
         successors = [m.kwargs["replaced_by"] for m in item.iter_markers("needs") if m.kwargs.get("replaced_by")]
@@ -131,6 +137,21 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             module = modules.setdefault(str(item.path), IsolatedModule())
             module.items.append(item)
             item.runtest = functools.partial(run_isolated, item, module)
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start each module's first child for its isolated tests still selected (after ``-k``, a shard, a rerun list)."""
+    selected = {id(item) for item in session.items}
+    for module in session.config.stash.get(ISOLATED_MODULES, {}).values():
+        pending = [item for item in module.items if id(item) in selected]
+        if pending:
+            module.start(pending)
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """A child still running (the run stopped early: ``-x``, an interrupt) is ended, not left behind."""
+    for module in session.config.stash.get(ISOLATED_MODULES, {}).values():
+        module.stop()
 
 
 @pytest.fixture
@@ -157,41 +178,68 @@ class IsolatedModule:
     def __init__(self) -> None:
         self.items: list[pytest.Item] = []
         self.results: dict[str, tuple[str, str]] = {}  # node id -> (passed | failed | skipped, message)
+        self.running: tuple[subprocess.Popen[bytes], str, list[pytest.Item]] | None = None  # child, scratch, tests
 
     def result(self, item: pytest.Item) -> tuple[str, str]:
+        if item.nodeid not in self.results and self.running is not None:
+            self.finish()
         if item.nodeid not in self.results:
             selected = {id(i) for i in item.session.items}  # after deselection (-k, a shard, a rerun list)
             later = self.items[self.items.index(item):]
-            self.run_child([i for i in later if i.nodeid not in self.results and id(i) in selected])
+            self.start([i for i in later if i.nodeid not in self.results and id(i) in selected])
+            self.finish()
         return self.results[item.nodeid]
 
-    def run_child(self, pending: list[pytest.Item]) -> None:
+    def start(self, pending: list[pytest.Item]) -> None:
+        """Start a child running ``pending`` in order (its output and log go to a scratch directory)."""
         config = pending[0].config
-        with tempfile.TemporaryDirectory(prefix="jaxrel-isolated-") as scratch:
+        scratch = tempfile.mkdtemp(prefix="jaxrel-isolated-")
+        command = [sys.executable, "-m", "pytest", *(i.nodeid for i in pending), "-q", "-s", "--runxfail",
+                   "-p", "no:cacheprovider", "--rootdir", str(config.rootpath)]
+        if config.inipath is not None:
+            command += ["-c", str(config.inipath)]
+        with open(os.path.join(scratch, "output.txt"), "wb") as output:
+            child = subprocess.Popen(command, stdout=output, stderr=subprocess.STDOUT, cwd=str(config.rootpath),
+                                     env={**os.environ, CHILD: "1", CHILD_LOG: os.path.join(scratch, "log.jsonl")})
+        self.running = (child, scratch, pending)
+
+    def stop(self) -> None:
+        if self.running is not None:
+            child, scratch, _ = self.running
+            self.running = None
+            if child.poll() is None:
+                child.kill()
+            child.wait()
+            shutil.rmtree(scratch, ignore_errors=True)
+
+    def finish(self) -> None:
+        """Wait for the running child (at most 600 s) and take its tests' outcomes."""
+        assert self.running is not None
+        child, scratch, pending = self.running
+        try:
+            returncode = child.wait(timeout=600)
             log = os.path.join(scratch, "log.jsonl")
-            command = [sys.executable, "-m", "pytest", *(i.nodeid for i in pending), "-q", "-s", "--runxfail",
-                       "-p", "no:cacheprovider", "--rootdir", str(config.rootpath)]
-            if config.inipath is not None:
-                command += ["-c", str(config.inipath)]
-            done = subprocess.run(command, capture_output=True, text=True, timeout=600, cwd=str(config.rootpath),
-                                  env={**os.environ, CHILD: "1", CHILD_LOG: log})
             events = []
             if os.path.exists(log):
                 with open(log, encoding="utf-8") as handle:
                     events = [json.loads(line) for line in handle if line.strip()]
+            with open(os.path.join(scratch, "output.txt"), encoding="utf-8", errors="replace") as handle:
+                output = handle.read()
+        finally:
+            self.stop()
         started = [e["nodeid"] for e in events if e["event"] == "start"]
         for event in events:
             if event["event"] == "outcome":
                 self.results[event["nodeid"]] = (event["outcome"], event["message"])
-        lines = [line.strip() for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+        lines = [line.strip() for line in output.splitlines() if line.strip()]
         unfinished = [nodeid for nodeid in started if nodeid not in self.results]
-        if done.returncode < 0:
+        if returncode < 0:
             raised = [line for line in lines if RAISED.match(line)]
-            why = (f"the interpreter aborted ({signal_name(done.returncode)})"
+            why = (f"the interpreter aborted ({signal_name(returncode)})"
                    + (f" after {raised[-1]}" if raised else f"; last output: {lines[-1] if lines else ''}"))
             self.results[(unfinished or [pending[0].nodeid])[0]] = ("failed", why)
         elif pending[0].nodeid not in self.results:  # the child ended without running it
-            self.results[pending[0].nodeid] = ("failed", f"isolated run exited {done.returncode} without a result: "
+            self.results[pending[0].nodeid] = ("failed", f"isolated run exited {returncode} without a result: "
                                                          f"{lines[-1] if lines else 'no output'}")
 
 
