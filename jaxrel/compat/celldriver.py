@@ -19,10 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jaxrel._util import localfiles
 from jaxrel._util.text import tail
 from jaxrel.compat import cellrecord
 from jaxrel.compat.probes import traceback_summary
 from jaxrel.dist import envs
+from jaxrel.errors import JaxrelError
 
 __all__ = ["DRIVER", "DriverResult", "run_driver"]
 
@@ -119,6 +121,15 @@ class DriverResult:
     problem: str | None = None
 
 
+def _answer(path: Path) -> dict[str, Any] | None:
+    """A JSON object the driver wrote, or ``None`` when it is missing or damaged (never trusted, never a crash)."""
+    try:
+        data = localfiles.load_json(path)
+    except JaxrelError:
+        return None
+    return data if isinstance(data, dict) else None
+
+
 def run_driver(env: envs.Env, *, guard: dict[str, Any], package: str, work: Path, smoke: str | None = None,
                pytest: Sequence[str] | None = None, cwd: Path | None = None,
                variables: Mapping[str, str] | None = None, timeout: float = 3600) -> DriverResult:
@@ -137,25 +148,27 @@ def run_driver(env: envs.Env, *, guard: dict[str, Any], package: str, work: Path
     wall = time.perf_counter() - start
     printed = (done.stdout or "") + "\n" + (done.stderr or "")
     last_line = tail(done.stderr or done.stdout, 1)
-    if not out.is_file():
+    data = _answer(out)
+    if data is None:
         return DriverResult(problem=f"the cell's interpreter ended (exit {done.returncode}) without a result: "
                                     f"{tail(done.stderr or done.stdout, 2)}", timings={"driver": wall},
                             exit_code=done.returncode, output=tail(printed), last_line=last_line)
-    data: dict[str, Any] = json.loads(out.read_text(encoding="utf-8"))
-    timings = {("import jax" if k == "import" else k): float(v) for k, v in data.get("timings", {}).items()}
+    raw_timings = data.get("timings")
+    timings = {("import jax" if k == "import" else k): float(v) for k, v in (
+        raw_timings.items() if isinstance(raw_timings, dict) else ()) if isinstance(v, (int, float))}
     timings["interpreter start"] = max(0.0, wall - timings.get("driver", wall))
-    seen = data.get("guard", {})
+    seen: dict[str, Any] = data["guard"] if isinstance(data.get("guard"), dict) else {}
     captured = stderr.read_text(encoding="utf-8", errors="replace") if stderr.is_file() else ""
     result = DriverResult("guard" in data, bool(seen.get("accepted")), seen.get("message"), seen.get("fix"),
                           data.get("guard_error"),
                           data.get("import"), data.get("import_error"),
                           traceback_summary(captured) if "import" in data else None, data.get("returncode"),
                           timings=timings, exit_code=done.returncode, output=tail(printed), last_line=last_line)
-    main = record / "main.json"
-    if main.is_file():
-        recorded = json.loads(main.read_text(encoding="utf-8"))
-        result.outcomes = recorded.get("outcomes", {})
-        result.properties = recorded.get("properties", {})
+    recorded = _answer(record / "main.json")
+    if recorded is not None:
+        outcomes, properties = recorded.get("outcomes"), recorded.get("properties")
+        result.outcomes = outcomes if isinstance(outcomes, dict) else {}
+        result.properties = properties if isinstance(properties, dict) else {}
     if result.guard_error:
         result.problem = f"the guard crashed: {result.guard_error}"
     elif not result.accepted:

@@ -1046,3 +1046,14 @@ def test_a_wheel_rewritten_in_place_with_its_mtime_reset_is_refused(harness: Har
     refused = harness.run_cell(ADMITTED, index=index())
     assert refused.observed == "install-failed" and not refused.ok
     assert str(wheel) in refused.problems[0] and "altered" in refused.problems[0]
+
+
+@pytest.mark.parametrize("text", ["", "{", "[1, 2]", '{"a": 1, "a": 2}', "[" * 100_000])
+def test_a_damaged_driver_answer_is_dropped_not_trusted(tmp_path: Path, text: str) -> None:
+    from jaxrel.compat.celldriver import _answer
+    answer = tmp_path / "out.json"
+    answer.write_text(text)
+    assert _answer(answer) is None
+    assert _answer(tmp_path / "missing.json") is None
+    answer.write_text('{"guard": {"accepted": true}}')
+    assert _answer(answer) == {"guard": {"accepted": True}}
