@@ -124,7 +124,9 @@ def test_bisect_names_the_ungated_commit_skips_the_broken_build_and_the_flaky_st
     assert len(history.commits) >= 40 and result["commits_in_range"] == in_range == 34
     assert steps[3]["commit"] == history.broken, "the middle of the range, git's first pick"
     skipped = sum(1 for s in steps if s["role"] == "step" and s["verdict"] == "skip")
-    assert result["steps_taken"] <= math.ceil(math.log2(in_range)) + 2 + skipped
+    endpoints = sum(1 for s in steps if s["role"] == "endpoint")  # --bad and each --good: 3 here
+    assert endpoints == 3
+    assert result["steps_taken"] <= math.ceil(math.log2(in_range)) + endpoints + skipped
     for step in steps:
         assert set(step["seconds"]) == {"export", "build+install", "tests"}
     assert json.loads((workdir / "bisect.json").read_text())["first_bad"]["hash"] == history.culprit
