@@ -1,4 +1,5 @@
-"""One cell, three ways: a process per probe (compat's old runner), an atlas cell, and compat's runner now.
+"""One cell, four ways: a process per probe (compat's first runner), compat's runner without and with the
+bytecode cache, and an atlas cell.
 
 Run: ``python benchmarks/atlas_cell.py [--frontend 0.12.0.1] [--repeat 3]`` or ``nox -s bench -- atlas_cell``.
 For one jax release and its newest admitted jaxlib (both from the index, warm caches assumed) it runs,
@@ -6,11 +7,14 @@ in turn and ``--repeat`` times each, in ``build/bench/atlas-cell/``:
 
 - ``per process``: what compat's runner did before it used :mod:`jaxrel.compat.celldriver`: the
   environment, then the guard, doctor and import probes, each its own interpreter, then the compat suite
-  in a pytest subprocess (the same pieces, which ``jaxrel bisect`` still uses);
-- ``atlas``: :func:`jaxrel.compat.atlas.run_cell` (the same environment; guard, ``import jax`` and the
-  suite in one interpreter);
-- ``compat``: :func:`jaxrel.compat.runner.run_cell` as ``jaxrel compat`` does it now (the atlas's driver,
-  plus the doctor's file reads, junit XML and the result's checks).
+  in a pytest subprocess (the same pieces, which ``jaxrel bisect`` still uses); bytecode as the caller's
+  environment says (``PYTHONDONTWRITEBYTECODE``: every interpreter compiles jax from source);
+- ``compat, no cache``: :func:`jaxrel.compat.runner.run_cell` with ``keep_bytecode=False``, as ``jaxrel
+  compat`` ran on 2026-11-25 before the bytecode cache (the driver: guard, ``import jax`` and the suite
+  in one interpreter, plus the doctor's file reads, junit XML and the result's checks);
+- ``atlas``: :func:`jaxrel.compat.atlas.run_cell` (the same environment and driver, bytecode kept);
+- ``compat``: :func:`jaxrel.compat.runner.run_cell` as ``jaxrel compat`` does it now (bytecode kept in
+  ``WORKDIR/pycache`` from run to run).
 
 It prints each part's median seconds side by side, the ratios of the cell totals, and the machine's
 load average (the machine is shared: the ways are measured in the same minutes, in turn).
@@ -24,6 +28,7 @@ import os
 import statistics
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -41,7 +46,7 @@ WORK = ROOT / "build" / "bench" / "atlas-cell"
 def per_process(item: AtlasCell, family: Family, wheel: Path) -> tuple[dict[str, float], int]:
     """The old runner's steps: environment; guard, doctor and import probes; the suite in a pytest subprocess."""
     start = time.perf_counter()
-    env, _ = runner.environment(item.cell, family, item.front, wheel, item.options)
+    env, _ = runner.environment(item.cell, family, item.front, wheel, replace(item.options, keep_bytecode=False))
     built = time.perf_counter()
     arguments = family.guard_arguments(item.front.spec.version, item.front.spec.minimum_backend)
     arguments["plugins"] = [[p.distribution, p.pinned] for p in arguments["plugins"]]
@@ -74,12 +79,19 @@ def main() -> int:
     wheel = runner.jaxrel_wheel(WORK)
     print(f"cell: {item.label}, Python {args.python}, {os.cpu_count()} cores, load average "
           f"{os.getloadavg()[0]:.1f} at the start", flush=True)
-    ways: dict[str, dict[str, list[float]]] = {"per process": {}, "atlas": {}, "compat": {}}
+    ways: dict[str, dict[str, list[float]]] = {"per process": {}, "compat, no cache": {}, "atlas": {}, "compat": {}}
+    uncached = replace(item.options, keep_bytecode=False)
     for round_ in range(1, args.repeat + 1):
         timings, passed = per_process(item, family, wheel)
         for name, seconds in timings.items():
             ways["per process"].setdefault(name, []).append(seconds)
         line = f"round {round_}: per process {timings['cell']:.1f} s ({passed} passed)"
+        start = time.perf_counter()
+        result = runner.run_cell(item.cell, family, item.front, wheel, uncached)
+        ways["compat, no cache"].setdefault("cell", []).append(time.perf_counter() - start)
+        for name, seconds in result.timings.items():
+            ways["compat, no cache"].setdefault(name, []).append(seconds)
+        line += f"; compat, no cache {ways['compat, no cache']['cell'][-1]:.1f} s"
         measured = atlas.run_cell(item, family, wheel)
         for name, seconds in measured.timings.items():
             ways["atlas"].setdefault(name, []).append(seconds)
@@ -95,21 +107,25 @@ def main() -> int:
                  f"{'ok' if result.ok else 'not ok: ' + '; '.join(result.problems)})")
         print(line, flush=True)
     median = {way: {name: statistics.median(values) for name, values in parts.items()} for way, parts in ways.items()}
-    old, new, now = median["per process"], median["atlas"], median["compat"]
+    old, before, new, now = (median[way] for way in ("per process", "compat, no cache", "atlas", "compat"))
     print(f"\nmedian seconds over {args.repeat} rounds (load average {os.getloadavg()[0]:.1f} at the end)")
-    print(f"{'part':<40}{'per process':>12}{'atlas':>10}{'compat':>10}")
-    rows = [("environment", old.get("environment"), new.get("environment"), now.get("environment")),
-            ("probes (guard, doctor, import) / all", old.get("probes"), None, now.get("probes")),
-            ("  interpreter start", None, new.get("interpreter start"), now.get("interpreter start")),
-            ("  guard", None, new.get("guard"), now.get("guard")),
-            ("  import jax (+ smoke), once", None, new.get("import jax"), now.get("import jax")),
-            ("compat suite", old.get("compat suite"), new.get("suite"), now.get("compat suite")),
-            ("cell", old["cell"], new["cell"], now["cell"])]
+    print(f"{'part':<40}{'per process':>12}{'compat, no cache':>18}{'atlas':>10}{'compat':>10}")
+    rows = [("environment", old.get("environment"), before.get("environment"), new.get("environment"),
+             now.get("environment")),
+            ("probes (guard, doctor, import) / all", old.get("probes"), before.get("probes"), None, now.get("probes")),
+            ("  interpreter start", None, before.get("interpreter start"), new.get("interpreter start"),
+             now.get("interpreter start")),
+            ("  guard", None, before.get("guard"), new.get("guard"), now.get("guard")),
+            ("  import jax (+ smoke), once", None, before.get("import jax"), new.get("import jax"),
+             now.get("import jax")),
+            ("compat suite", old.get("compat suite"), before.get("compat suite"), new.get("suite"),
+             now.get("compat suite"))]
+    rows.append(("cell", old["cell"], before["cell"], new["cell"], now["cell"]))
     for name, *values in rows:
-        print(f"{name:<40}" + "".join(f"{'-' if v is None else f'{v:.2f}':>{w}}" for v, w in zip(values, (12, 10, 10),
-                                                                                               strict=True)))
-    print(f"ratio per process / atlas: {old['cell'] / new['cell']:.2f}; per process / compat: "
-          f"{old['cell'] / now['cell']:.2f}")
+        print(f"{name:<40}" + "".join(f"{'-' if v is None else f'{v:.2f}':>{w}}"
+                                      for v, w in zip(values, (12, 18, 10, 10), strict=True)))
+    print(f"ratios of the cell: per process / compat {old['cell'] / now['cell']:.2f}; compat, no cache / compat "
+          f"{before['cell'] / now['cell']:.2f}; per process / atlas {old['cell'] / new['cell']:.2f}")
     return 0
 
 

@@ -1,10 +1,11 @@
-"""Where jaxrel caches downloads and inspections, and the sha256 of a file (standard library only)."""
+"""Where jaxrel caches downloads and inspections, the sha256 of a file and of a tree (standard library only)."""
 
 from __future__ import annotations
 
 import hashlib
 import os
 import stat
+import time
 from pathlib import Path
 
 from jaxrel.errors import BadInput
@@ -24,14 +25,48 @@ def cache_root() -> Path:
     return root
 
 
+_HASHED: dict[tuple[int, ...], str] = {}  # this process's answers, by the file's identity and last change
+
+
 def sha256_of(path: Path) -> str:
     """The hex sha256 of a regular file, read in 1 MiB blocks; a FIFO or a device is opened without
-    waiting and refused (:class:`~jaxrel.errors.BadInput`), as :mod:`jaxrel._util.localfiles` does."""
-    digest = hashlib.sha256()
+    waiting and refused (:class:`~jaxrel.errors.BadInput`), as :mod:`jaxrel._util.localfiles` does.
+
+    A file hashed before in this process, with the same device, inode, size, modification and status
+    change times, is not read again (a compat run asks for each 100-200 MB plugin wheel several
+    times). Any write changes the status change time, which no one can set back; as git does for
+    its index, a file changed in the last two seconds is never remembered, since a write within one
+    tick of the kernel's coarse clock would leave the times as they were.
+    """
     descriptor = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
     with os.fdopen(descriptor, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+        status = os.fstat(descriptor)
+        if not stat.S_ISREG(status.st_mode):
             raise BadInput(f"{path}: not a regular file (a FIFO, a device or a directory); pass a regular file")
+        identity = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+        if identity in _HASHED:
+            return _HASHED[identity]
+        digest = hashlib.sha256()
         for block in iter(lambda: handle.read(1 << 20), b""):
             digest.update(block)
+    if time.time_ns() - max(status.st_mtime_ns, status.st_ctime_ns) > 2_000_000_000:
+        _HASHED[identity] = digest.hexdigest()
+    return digest.hexdigest()
+
+
+def tree_digest(root: Path) -> str:
+    """The hex sha256 of everything a build of ``root`` can see: each file's path, executable bit and bytes,
+    each symlink's path and target, in a fixed order. Two trees with the same digest build the same wheel."""
+    digest = hashlib.sha256()
+    for directory, subdirectories, names in os.walk(root):
+        subdirectories.sort()
+        base = Path(directory)
+        for name in sorted([*names, *(d for d in subdirectories if (base / d).is_symlink())]):
+            path = base / name
+            relative = path.relative_to(root).as_posix().encode()
+            if path.is_symlink():
+                digest.update(b"L" + relative + b"\0" + os.readlink(path).encode() + b"\0")
+            elif path.is_file():
+                executable = b"x" if path.stat().st_mode & stat.S_IXUSR else b"-"
+                digest.update(b"F" + executable + relative + b"\0" + bytes.fromhex(sha256_of(path)))
     return digest.hexdigest()

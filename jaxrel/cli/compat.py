@@ -32,6 +32,9 @@ def add(verbs: Any) -> None:
                      help="the requirements file the own tests need (default: the family's, e.g. jax's "
                           "build/test-requirements.txt in the tree); installed in positive cells")
     sub.add_argument("--no-frontend-tests", action="store_true", help="do not run the frontend's own tests")
+    sub.add_argument("--full-plugin-cells", action="store_true",
+                     help="run the whole compat suite in plugin cells whose device is not here too (default: their "
+                          "plugin tests only when a plain cell of the same Python and backend runs it on the CPU)")
     sub.add_argument("--shard", metavar="I/N", help="run only the I-th of N shares of each suite's tests "
                      "(jaxrel matrix --format github --shards N fans them out)")
     sub.add_argument("--jobs", default="auto", metavar="N|auto",
@@ -134,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
     options = runner.Options(workdir=workdir, suite=_suite(args, found.family), own=own, shard=shard, jobs=jobs,
                              cells_at_once=at_once,
                              use_uv=False if args.no_uv else None, extensions=not args.no_extension,
-                             workspace=workspace, index=found.index, checkpoint=checkpoint, test_env=test_env)
+                             workspace=workspace, index=found.index, checkpoint=checkpoint, test_env=test_env,
+                             full_plugin_cells=args.full_plugin_cells)
     results = runner.run(matrix, found.family, front, options)
     commands = _bisect_commands(args, found.family, front.commit, results, test_env)
     json_path, md_path = report.write(workdir, matrix, results, frontend_build_seconds=front.build_seconds,

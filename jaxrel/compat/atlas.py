@@ -9,7 +9,6 @@ interpreter (:mod:`jaxrel.compat.celldriver`, as compat's cells); cells run two 
 
 from __future__ import annotations
 
-import sys
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -36,9 +35,6 @@ OLDEST = "0.4.30"  # the oldest jax the compat suite's API tests are written for
 Progress = Callable[[str], None]
 
 
-def _say(message: str) -> None:
-    sys.stderr.write(message + "\n")  # one write: lines from cells running side by side do not interleave
-    sys.stderr.flush()
 
 
 @dataclass
@@ -103,7 +99,7 @@ def choose_frontends(versions: Sequence[str], wanted: str | None, oldest: str = 
 
 
 def plan(family: Family, index: Index, frontends: Sequence[str], workdir: Path, *, python: str,
-         backends: str = "ends", progress: Progress = _say) -> Plan:
+         backends: str = "ends", progress: Progress = runner.say) -> Plan:
     """Each frontend's cells: its oldest and newest admitted backend (``backends="newest"``: the newest only)."""
     found = Plan()
     for version in frontends:
@@ -167,7 +163,7 @@ def _line(run: CellRun) -> str:
 
 
 def run(cells: Sequence[AtlasCell], family: Family, index: Index, workdir: Path, *, at_once: int = 2,
-        progress: Progress = _say) -> list[CellRun]:
+        progress: Progress = runner.say) -> list[CellRun]:
     """Every cell, ``at_once`` side by side, with a progress line each; results in plan order."""
     wheel = runner.jaxrel_wheel(workdir)
     prefetch(cells, family, index)

@@ -28,8 +28,8 @@ from jaxrel.errors import JaxrelError
 
 __all__ = ["DRIVER", "DriverResult", "run_driver"]
 
-# argv: a JSON object {guard, package, smoke, pytest (argv or null), env, record, out, stderr}.
-# Writes {guard, import | import_error, returncode, timings} to out.
+# argv: a JSON object {guard, package, smoke, pytest (argv or null), cpu_only_pytest (argv or null), env, record,
+# out, stderr}. Writes {guard, import | import_error, returncode, cpu_only, timings} to out.
 _DRIVER = r"""
 import json, os, sys, time
 start = time.perf_counter()
@@ -92,7 +92,10 @@ import pytest
 os.environ.update(spec["env"])
 os.environ["@RECORD@"] = spec["record"]
 os.environ["@PACKAGE@"] = spec["package"]
-result["returncode"] = int(pytest.main(spec["pytest"]))
+arguments = spec["pytest"]
+if spec["cpu_only_pytest"] and result["import"].get("platforms") == ["cpu"]:
+    arguments, result["cpu_only"] = spec["cpu_only_pytest"], True
+result["returncode"] = int(pytest.main(arguments))
 result["timings"]["suite"] = time.perf_counter() - before
 save()
 """
@@ -119,6 +122,7 @@ class DriverResult:
     output: str = ""  # the last lines of what it printed (pytest's summary)
     last_line: str = ""  # the last line it printed on stderr (else stdout): why it died
     problem: str | None = None
+    cpu_only: bool = False  # the frontend saw only CPU devices, so the suite ran ``cpu_only_pytest``
 
 
 def _answer(path: Path) -> dict[str, Any] | None:
@@ -132,15 +136,18 @@ def _answer(path: Path) -> dict[str, Any] | None:
 
 def run_driver(env: envs.Env, *, guard: dict[str, Any], package: str, work: Path, smoke: str | None = None,
                pytest: Sequence[str] | None = None, cwd: Path | None = None,
-               variables: Mapping[str, str] | None = None, timeout: float = 3600) -> DriverResult:
+               variables: Mapping[str, str] | None = None, timeout: float = 3600,
+               cpu_only_pytest: Sequence[str] | None = None) -> DriverResult:
     """Run :data:`DRIVER` in ``env``; ``pytest``: the suite's arguments (``None``: guard and import only), run from
-    ``cwd`` with ``variables`` set. ``work`` (its old files removed) keeps the result, records and stderr."""
+    ``cwd`` with ``variables`` set; ``cpu_only_pytest`` instead when the frontend sees only CPU devices. ``work``
+    (its old files removed) keeps the result, records and stderr."""
     work.mkdir(parents=True, exist_ok=True)
     record, out, stderr = work / "record", work / "driver.json", work / "import-stderr.txt"
     for stale in [out, stderr, *(record.glob("*.json") if record.is_dir() else [])]:
         stale.unlink(missing_ok=True)
     record.mkdir(exist_ok=True)
     spec = {"guard": guard, "package": package, "smoke": smoke or "", "pytest": list(pytest) if pytest else None,
+            "cpu_only_pytest": list(cpu_only_pytest) if cpu_only_pytest else None,
             "env": dict(variables or {}), "record": str(record), "out": str(out), "stderr": str(stderr)}
     start = time.perf_counter()
     done = env.run(str(env.python), "-c", DRIVER, json.dumps(spec), timeout=timeout,
@@ -163,7 +170,8 @@ def run_driver(env: envs.Env, *, guard: dict[str, Any], package: str, work: Path
                           data.get("guard_error"),
                           data.get("import"), data.get("import_error"),
                           traceback_summary(captured) if "import" in data else None, data.get("returncode"),
-                          timings=timings, exit_code=done.returncode, output=tail(printed), last_line=last_line)
+                          timings=timings, exit_code=done.returncode, output=tail(printed), last_line=last_line,
+                          cpu_only=data.get("cpu_only") is True)
     recorded = _answer(record / "main.json")
     if recorded is not None:
         outcomes, properties = recorded.get("outcomes"), recorded.get("properties")

@@ -1,12 +1,15 @@
 """The frontend every cell installs: built out of tree from a source tree or a released sdist, or downloaded.
 
 A source tree (``--frontend-src``, at ``--ref``) is exported into ``WORKDIR/frontend/src``
-first (:mod:`jaxrel.dist.sources`) and built there, fresh every run: nothing is written
-into the user's tree, and nothing a former build left there reaches the wheel.
+first (:mod:`jaxrel.dist.sources`) and built there: nothing is written into the user's tree,
+and nothing a former build left there reaches the wheel. A wheel is reused only when the
+exported files are byte for byte those it was built from (:func:`cached_build`).
 """
 
 from __future__ import annotations
 
+import hashlib
+import os
 import re
 import shutil
 import sys
@@ -19,7 +22,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 
 from jaxrel import policy
-from jaxrel._util import localfiles, tarballs
+from jaxrel._util import files, localfiles, tarballs
 from jaxrel.compat.matrix import FrontendSpec
 from jaxrel.dist import envs, sources
 from jaxrel.dist.index import Index
@@ -102,6 +105,41 @@ def build_wheel(source: Path, out: Path, python: str | None = None) -> Path:
     return wheels[0]
 
 
+KEEP_BUILT = 4  # frontend wheels kept in WORKDIR/frontend/wheels, the newest first
+
+
+def cached_build(tree: Path, workdir: Path) -> tuple[Path, bool]:
+    """The wheel of ``tree``: the one built earlier from exactly these files with the same interpreter, else a
+    fresh build (kept under ``WORKDIR/frontend/wheels/<digest>``, the newest :data:`KEEP_BUILT`). Returns it
+    and whether it was reused.
+
+    Reusing the very file keeps uv's unpacked copy, so the bytecode the cells compiled from it stays valid.
+    """
+    python = build_python(tree)
+    interpreter = Path(python).resolve()  # its file's identity changes when it is upgraded in place
+    identity = f"{files.tree_digest(tree)} {interpreter} {interpreter.stat().st_mtime_ns} {interpreter.stat().st_size}"
+    key = hashlib.sha256(identity.encode()).hexdigest()[:32]
+    store = workdir / "frontend" / "wheels"
+    home = store / key
+    found = sorted(home.glob("*.whl")) if home.is_dir() else []
+    if len(found) == 1:
+        os.utime(home)  # the newest use, for pruning
+        return found[0], True
+    staging = store / f"{key}.partial"
+    try:
+        wheel = build_wheel(tree, staging, python=python)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if home.exists():
+        shutil.rmtree(home)
+    staging.rename(home)
+    for old in sorted((p for p in store.iterdir() if p.is_dir() and not p.name.endswith(".partial")),
+                      key=lambda p: p.stat().st_mtime, reverse=True)[KEEP_BUILT:]:
+        shutil.rmtree(old, ignore_errors=True)
+    return home / wheel.name, False
+
+
 def _unpack_sdist(sdist: Path, into: Path) -> Path:
     if into.exists():
         shutil.rmtree(into)
@@ -152,9 +190,10 @@ def prepare_frontend(
         tree, exported = sources.export(source, workdir / "frontend" / "src", ref, skip=workdir)
         if not (tree / family.frontend.version_file).exists():
             raise CompatError(f"{source} at {ref}: no {family.frontend.version_file} in that revision")
-        wheel = build_wheel(tree, workdir / "frontend" / "dist")
+        wheel, reused = cached_build(tree, workdir)
         info = inspect(wheel, family, use_cache=False)
-        label = f"source {source}" + (f" at {ref}" if ref else "") + f" ({exported}, built out of tree)"
+        label = (f"source {source}" + (f" at {ref}" if ref else "")
+                 + f" ({exported}, {'its wheel built earlier from the same files' if reused else 'built out of tree'})")
         commit, dirty = sources.commit_of(source, ref)
         return PreparedFrontend(frontend_spec(family, info, label), wheel, info, tree, time.perf_counter() - start,
                                 commit, dirty)
@@ -190,8 +229,9 @@ def prepare_frontend(
         return PreparedFrontend(frontend_spec(family, info, label), None, info)
     start = time.perf_counter()
     tree = _unpack_sdist(sdist, workdir / "frontend" / "src")
-    wheel = build_wheel(tree, workdir / "frontend" / "dist")
+    wheel, reused = cached_build(tree, workdir)
     info = inspect(wheel, family, use_cache=False)
+    label += ", its wheel built earlier from the same files" if reused else ""
     return PreparedFrontend(frontend_spec(family, info, label), wheel, info, tree, time.perf_counter() - start)
 
 

@@ -87,6 +87,10 @@ def summary(results: Sequence[CellResult]) -> str:
     if any(totals.values()):
         head += "\nfailed tests: " + ", ".join(
             counted(n, v) + (" (fails the run)" if v in FATAL else "") for v, n in totals.items() if n)
+    narrowed = [r.cell.id for r in results if r.cpu_suite_in]
+    if narrowed:
+        head += (f"\nplugin tests only (the frontend saw no device but the CPU; the whole suite ran on that backend's "
+                 f"CPU in its plain cell; --full-plugin-cells runs it here too): {', '.join(narrowed)}")
     wheels = sorted({r.extension for r in results if r.extension})
     return head + "".join(f"\nextension: {wheel}" for wheel in wheels)
 

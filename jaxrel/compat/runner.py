@@ -38,6 +38,7 @@ from jaxrel.compat.suites import Suite, SuiteRun, TestCounts
 from jaxrel.compat.triage import Failure, classify, summary, write_verdicts
 from jaxrel.dist import bazel, envs
 from jaxrel.dist.index import Index, IndexClientError
+from jaxrel.dist.pages import IndexFile
 from jaxrel.dist.pythons import python_for
 from jaxrel.dist.wheels import write_wheel
 from jaxrel.family import Family
@@ -45,7 +46,15 @@ from jaxrel.family import Family
 __all__ = ["DEFAULT_SUITE", "CellResult", "Options", "TestCounts", "run", "run_cell"]
 
 Progress = Callable[[str], None]
+
+
+def say(message: str) -> None:
+    """A progress line on stderr in one write: lines from cells running side by side do not interleave."""
+    sys.stderr.write(message + "\n")
+    sys.stderr.flush()
+
 DEFAULT_SUITE = Path(__file__).resolve().parent / "suite"  # package data: ships in jaxrel's wheel
+PLUGIN_TESTS = "test_plugins.py"  # the suite's tests of the hardware plugins themselves
 
 
 @dataclass
@@ -68,6 +77,7 @@ class CellResult:
     failures: list[Failure] = field(default_factory=list)  # every failed test, sorted by the triage
     extension: str | None = None  # the extension wheels installed in the cell, or why none were
     own_tests_not_run: str | None = None  # why a positive cell did not run the frontend's own tests
+    cpu_suite_in: str | None = None  # a plugin cell without its device: the plain cell that ran the CPU suite
     backend_api: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # what failed the cell besides its failed tests
     wheels: dict[str, str] = field(default_factory=dict)  # every family wheel installed (file name -> sha256)
@@ -103,15 +113,22 @@ class Options:
     extensions: bool = True  # build the workspace's Bazel wheels (e.g. an XLA FFI extension) and add them to cells
     workspace: Path | None = None  # the user's Bazel workspace (None: none, extensions are skipped with a reason)
     index: Index | None = None  # install the backend and plugins from files verified against it (else by name)
-    progress: Progress = field(default=lambda message: print(message, file=sys.stderr, flush=True))
+    progress: Progress = field(default=lambda message: say(message))
     checkpoint: Callable[[list[CellResult]], None] | None = None  # after each cell: the results so far
     cells_at_once: int | None = None  # cells run side by side; None: see cells_at_once()
     exclude_newer: str | None = None  # resolve the environments' requirements as of this time (uv only)
     test_env: tuple[tuple[str, str], ...] = ()  # --env KEY=VALUE: set for every suite's pytest run
+    full_plugin_cells: bool = False  # the whole suite in plugin cells without their device too (see cpu_twins)
+    keep_bytecode: bool = True  # False: the cells' interpreters write bytecode as the caller's environment says
 
     def __post_init__(self) -> None:
         self.workdir = self.workdir.absolute()
         self.suite = self.suite.absolute() if self.suite is not None else None
+
+    @property
+    def bytecode(self) -> Path | None:
+        """Where the cells' interpreters keep compiled bytecode from run to run (see :class:`envs.Env`)."""
+        return self.workdir / "pycache" if self.keep_bytecode else None
 
     def compat_suite(self) -> Suite | None:
         """The compat suite (run in the cell's driver interpreter, after the guard and the import)."""
@@ -138,11 +155,15 @@ def verified_wheel(index: Index, name: str, version: str, python: str) -> Path:
     The cell installs this file, not ``name==version`` resolved again: the bytes jaxrel checked are
     the bytes that run. A hash mismatch (a tampered wheelhouse or cache) raises, naming the file.
     """
+    return index.download(_wheel_file(index, name, version, python))
+
+
+def _wheel_file(index: Index, name: str, version: str, python: str) -> IndexFile:
     file = index.listing(name).wheel_for(version, python, python_for(python).tags())
     if file is None:
         raise IndexClientError(f"{name} {version} has no wheel for Python {python} on "
                                f"{', '.join(index.describe())}")
-    return index.download(file)
+    return file
 
 
 def _write_junit(path: Path, cell: Cell, ok: bool, message: str) -> None:
@@ -182,7 +203,7 @@ def environment(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_whee
              and not cell.negative else [])
     env = envs.create(options.workdir / "envs" / cell.id, python=python_for(cell.python).executable,
                       requirements=requirements, no_deps=no_deps, use_uv=options.use_uv, requirement_files=files,
-                      exclude_newer=options.exclude_newer)
+                      exclude_newer=options.exclude_newer, bytecode=options.bytecode)
     return env, {path.name: sha256_of(path) for path in [*verified.values(), *local]}
 
 
@@ -193,10 +214,11 @@ def foreign_files(env: envs.Env, files: Sequence[str | None]) -> list[str]:
 
 
 def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: Path, options: Options,
-             extensions: list[Path] | str | None = None) -> CellResult:
+             extensions: list[Path] | str | None = None, cpu_twin: str | None = None) -> CellResult:
     """Build the cell's environment, run the guard, import, and (positive cells) the suites.
 
     ``extensions`` are extension wheels to install too (``--no-deps``), or why there are none.
+    ``cpu_twin``: the plain cell of the run with this plugin cell's Python and backend (see :func:`cpu_twins`).
     Failed tests stay unclassified (and fail the cell) until :func:`run` sorts them.
     """
     start = time.perf_counter()
@@ -216,10 +238,13 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
     arguments["plugins"] = [[p.distribution, p.pinned] for p in arguments["plugins"]]
     compat = options.compat_suite() if not cell.negative else None
     variables = {**dict(compat.env), **({cellrecord.SHARD: options.shard} if options.shard else {})} if compat else {}
+    plugin_tests = compat.root / PLUGIN_TESTS if compat else None
+    cpu_only = (suites.pytest_arguments(compat, [str(plugin_tests)], junit=junit)
+                if compat and plugin_tests and plugin_tests.is_file() and cpu_twin and cell.device else None)
     driven = celldriver.run_driver(env, guard=arguments, package=family.frontend.package,
                                    work=options.workdir / "runs" / cell.id / "cell", smoke=family.frontend.smoke,
                                    pytest=suites.pytest_arguments(compat, junit=junit) if compat else None,
-                                   cwd=compat.root if compat else None, variables=variables)
+                                   cwd=compat.root if compat else None, variables=variables, cpu_only_pytest=cpu_only)
     ran = time.perf_counter()
     if not driven.answered:
         problem = f"the guard crashed: {driven.guard_error or driven.last_line}"
@@ -232,6 +257,7 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
                         extension=(", ".join(w.name for w in extensions) if isinstance(extensions, list)
                                    else extensions), environment=str(env.root))
     result.frontend_import, result.import_error = driven.imported, driven.import_error
+    result.cpu_suite_in = cpu_twin if driven.cpu_only else None
     result.import_output = driven.import_output
     seen = doctor.read_environment(family, python=str(env.python))
     result.backend_api = {**seen.api_numbers, "xla_ffi_api": seen.xla_ffi_api}
@@ -273,6 +299,22 @@ def _jobs(env: envs.Env, options: Options, suite: Suite) -> int:
     workers = min(os.cpu_count() or 1, 4)
     has_xdist = any(env.root.glob("lib/python*/site-packages/xdist/__init__.py"))
     return workers if workers > 1 and has_xdist and suite.test_files >= 2 * workers else 1
+
+
+def cpu_twins(cells: Sequence[Cell], options: Options) -> dict[str, str]:
+    """Plugin cell id → the plain positive cell with its Python and backend, for each plugin cell that has one.
+
+    Where the frontend sees only CPU devices (no GPU or TPU here), a plugin cell runs the suite's
+    :data:`PLUGIN_TESTS` alone: every other test would run the same frontend on the same backend's
+    CPU client as its twin, which runs them all. The plugin still installs, imports, is discovered
+    and must fail cleanly. A plugin cell without a twin in the run, or ``--full-plugin-cells``,
+    runs everything.
+    """
+    if options.full_plugin_cells:
+        return {}
+    plain = {(c.python, c.backend): c.id for c in cells if not c.plugins and not c.negative}
+    return {c.id: plain[(c.python, c.backend)] for c in cells
+            if c.plugins and not c.negative and (c.python, c.backend) in plain}
 
 
 def without_device(cell: Cell, imported: dict[str, Any] | None) -> str | None:
@@ -378,6 +420,8 @@ def _cell_line(result: CellResult) -> str:
     tests = result.tests
     own = result.frontend_tests
     line = (f"{result.observed} · {tests.passed} passed, {tests.skipped} skipped, {tests.failed + tests.errors} failed"
+            + (f" ({PLUGIN_TESTS} only: no {result.cell.device} here, the CPU suite runs in {result.cpu_suite_in})"
+               if result.cpu_suite_in else "")
             + (f" · own tests {own.passed} passed, {own.skipped} skipped, {own.failed + own.errors} failed" if own
                else f" · own tests not run: {result.own_tests_not_run}" if result.own_tests_not_run else "")
             + f" · {result.seconds:.1f} s · ")
@@ -403,7 +447,7 @@ class _Triage:
                 self.envs[cell.id] = f"the cell was {ran.observed}"
             else:
                 try:
-                    self.envs[cell.id] = envs.existing(Path(ran.environment))
+                    self.envs[cell.id] = envs.existing(Path(ran.environment), self.options.bytecode)
                 except envs.EnvError as error:
                     self.envs[cell.id] = str(error)
         if cell.id not in self.envs:
@@ -456,16 +500,19 @@ def cells_at_once(options: Options) -> int:
 
 
 def prefetch(matrix: Matrix, family: Family, options: Options) -> None:
-    """Download and verify every backend and plugin wheel the cells install, one at a time, before cells
-    run side by side (the index's caches are written by one writer). A file that cannot be had is left
-    for its cell to report."""
+    """Download every backend and plugin wheel the cells install and the cache lacks, one at a time, before
+    cells run side by side (the index's caches are written by one writer). Files already there are
+    verified by the cells that install them, side by side. A file that cannot be had is left for its
+    cell to report."""
     if options.index is None:
         return
     wanted = {(name, version, cell.python) for cell in matrix.cells
               for name, version in [(family.backend.distribution, cell.backend), *cell.plugins]}
     for name, version, python in sorted(wanted):
         try:
-            verified_wheel(options.index, name, version, python)
+            file = _wheel_file(options.index, name, version, python)
+            if not options.index.has(file):
+                options.index.download(file)
         except IndexClientError:
             continue
 
@@ -483,10 +530,12 @@ def run(matrix: Matrix, family: Family, front: PreparedFrontend, options: Option
     order = {cell.id: number for number, cell in enumerate(matrix.cells, 1)}
     done: list[CellResult] = []
 
+    twins = cpu_twins(matrix.cells, options)
+
     def one(cell: Cell) -> CellResult:
         options.progress(f"[{order[cell.id]}/{total}] {cell.id}: {cell.purpose}, expect {cell.expected} …")
         try:
-            return run_cell(cell, family, front, wheel, options, extensions.get(cell.python))
+            return run_cell(cell, family, front, wheel, options, extensions.get(cell.python), twins.get(cell.id))
         except IndexClientError as error:
             return CellResult(cell, Outcome.INSTALL_FAILED, False, 0.0, problems=[str(error)])
 

@@ -9,7 +9,6 @@ atomically. A failure is one line: Bazel's first error, with its fix when the ru
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import subprocess

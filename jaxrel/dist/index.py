@@ -229,6 +229,21 @@ class Index:
 
     # -- downloads --------------------------------------------------------------------------
 
+    def has(self, file: IndexFile) -> bool:
+        """Whether ``file`` is here without downloading (a wheelhouse's, or in the cache), not yet verified."""
+        return _file_path(file.url).is_file() if file.url.startswith("file:") else self._cached(file).is_file()
+
+    def _cached(self, file: IndexFile) -> Path:
+        """Where the cache keeps ``file`` (by sha256)."""
+        if not file.sha256:
+            raise IndexClientError(f"{file.filename}: {file.source} lists no sha256, so it cannot be verified; "
+                                   "use an index that publishes hashes")
+        # both were checked by the page parser; checked again because only they may become a path
+        sha = checked_sha256(file.sha256, file.source, f"{file.filename} sha256")
+        if distribution_filename(file.filename, None, file.source, "a file name") is None:
+            raise IndexClientError(f"{file.source}: {file.filename!r} is not a distribution's file name")
+        return self.cache / "files" / sha[:2] / sha / file.filename
+
     def download(self, file: IndexFile) -> Path:
         """The verified local copy of ``file`` (cached by sha256); a hash mismatch raises, naming the file."""
         if file.url.startswith("file:"):
@@ -238,14 +253,7 @@ class Index:
                                        "refresh the listing")
             self._verify(local, file)
             return local
-        if not file.sha256:
-            raise IndexClientError(f"{file.filename}: {file.source} lists no sha256, so it cannot be verified; "
-                                   "use an index that publishes hashes")
-        # both were checked by the page parser; checked again because only they may become a path
-        sha = checked_sha256(file.sha256, file.source, f"{file.filename} sha256")
-        if distribution_filename(file.filename, None, file.source, "a file name") is None:
-            raise IndexClientError(f"{file.source}: {file.filename!r} is not a distribution's file name")
-        target = self.cache / "files" / sha[:2] / sha / file.filename
+        target = self._cached(file)
         if target.is_file():
             self._verify(target, file)
             return target

@@ -16,6 +16,7 @@ import re
 import urllib.parse
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from html.parser import HTMLParser
 from typing import Any
 
@@ -51,23 +52,18 @@ class IndexFile:
     def is_wheel(self) -> bool:
         return self.filename.endswith(".whl")
 
-    @property
-    def version(self) -> Version:
+    @cached_property
+    def version(self) -> Version:  # parsed once: a matrix asks each of jaxlib's ~1,000 files hundreds of times
         return name_and_version(self.filename)[1]
 
-    @property
+    @cached_property
     def tags(self) -> frozenset[Tag]:
         """The wheel's tags (empty for an sdist)."""
         return parse_wheel_filename(self.filename)[3] if self.is_wheel else frozenset()
 
     def supports_python(self, python: str) -> bool:
         """Whether ``Requires-Python`` admits Python ``python`` (``"3.12"``)."""
-        if not self.requires_python:
-            return True
-        try:
-            return SpecifierSet(self.requires_python).contains(python + ".0", prereleases=True)
-        except InvalidSpecifier:
-            return True  # pip ignores an unparsable Requires-Python too
+        return not self.requires_python or _admits(self.requires_python, python)
 
     def installable(self, python: str, tags: Iterable[Tag]) -> bool:
         """A non-yanked wheel for ``python`` whose tags meet ``tags`` (the interpreter's supported tags)."""
@@ -97,6 +93,14 @@ class Listing:
         rank = {tag: i for i, tag in enumerate(tags)}
         fits = [f for f in self.files_for(version) if f.installable(python, rank)]
         return min(fits, key=lambda f: min(rank[tag] for tag in f.tags if tag in rank), default=None)
+
+
+@lru_cache(maxsize=256)
+def _admits(requires_python: str, python: str) -> bool:
+    try:
+        return SpecifierSet(requires_python).contains(python + ".0", prereleases=True)
+    except InvalidSpecifier:
+        return True  # pip ignores an unparsable Requires-Python too
 
 
 def _shown(value: object) -> str:

@@ -12,6 +12,7 @@ import re
 import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -81,8 +82,10 @@ def _probe(executable: str) -> str | None:
 def find_pythons() -> dict[str, Python]:
     """``"3.12"`` → the first working interpreter of that version (running interpreter first)."""
     found: dict[str, Python] = {}
-    for executable in _candidates():
-        version = _probe(executable)
+    candidates = _candidates()
+    with ThreadPoolExecutor(max_workers=8) as pool:  # each probe is an interpreter start, mostly waiting
+        answers = list(pool.map(_probe, candidates))
+    for executable, version in zip(candidates, answers, strict=True):
         if version and version not in found:
             found[version] = Python(version, executable)
     return dict(sorted(found.items(), key=lambda item: tuple(map(int, item[0].split(".")))))

@@ -160,7 +160,8 @@ def test_a_module_removed_from_the_tree_is_not_in_the_wheel(
         done = subprocess.run(matrix, capture_output=True, text=True, timeout=600, cwd=tmp_path,
                               env=environment(releases))
         assert done.returncode == 0, done.stderr
-        (wheel,) = (tmp_path / "w" / "frontend" / "dist").glob("*.whl")
+        # the wheel this run used: built now, or reused (and touched) when the exported files were the same
+        wheel = max((tmp_path / "w" / "frontend" / "wheels").glob("*/*.whl"), key=lambda p: p.parent.stat().st_mtime_ns)
         with zipfile.ZipFile(wheel) as archive:
             return archive.namelist()
 
@@ -171,6 +172,8 @@ def test_a_module_removed_from_the_tree_is_not_in_the_wheel(
     assert not (frontend / "splitfam.egg-info").exists(), "nothing written into the user's tree"
     assert "splitfam/extra.py" in wheel_members("--ref", "HEAD"), "--ref: the commit, not the working tree"
     assert "splitfam/extra.py" not in wheel_members("--ref", "HEAD~1")
+    # HEAD equals the first tree and HEAD~1 the second (build/ is never exported): two builds, two reuses
+    assert len(list((tmp_path / "w" / "frontend" / "wheels").glob("*/*.whl"))) == 2
 
 
 def test_a_missing_test_requirement_is_a_collection_error_with_its_cause(

@@ -163,7 +163,10 @@ class FakeEnv(envs.Env):
         Path(spec["out"]).write_text(json.dumps(result))
         if spec["pytest"] is None or not guard["accepted"]:
             return completed(args, 0)
-        pytest_args = (args[0], "-m", "pytest", *spec["pytest"])
+        chosen = spec["pytest"]
+        if spec["cpu_only_pytest"] and (imported or {}).get("platforms") == ["cpu"]:
+            chosen, result["cpu_only"] = spec["cpu_only_pytest"], True
+        pytest_args = (args[0], "-m", "pytest", *chosen)
         done = self.pytest(pytest_args, {**spec["env"], cellrecord.RECORD: spec["record"],
                                          cellrecord.PACKAGE: spec["package"]}, cwd or "")
         if self.script.recorded:
@@ -221,8 +224,9 @@ class Harness:
             assert wheel is not None
             wheel.parent.mkdir(parents=True, exist_ok=True)
             wheel.write_bytes(wheel.name.encode())  # the runner records each installed file's sha256
+        twin = changes.pop("cpu_twin", None)
         return runner.run_cell(cell, FAMILY, self.front, self.workdir / "jaxrel-0.1-py3-none-any.whl",
-                               self.options(**changes), extensions)
+                               self.options(**changes), extensions, twin)
 
     def junit(self, cell: Cell) -> ElementTree.Element:
         return ElementTree.parse(self.workdir / "junit" / f"{cell.id}.xml").getroot()
@@ -251,7 +255,7 @@ def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Harness:
         world.created[cell] = kwargs
         if cell in world.failures:
             raise world.failures[cell]
-        world.envs[cell] = FakeEnv(root, world.scripts.get(cell, Script()))
+        world.envs[cell] = FakeEnv(root, script=world.scripts.get(cell, Script()))
         return world.envs[cell]
 
     def inspect(family: Any, python: str | None = None, path: list[str] | None = None) -> doctor.Environment:
@@ -259,7 +263,7 @@ def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Harness:
         return doctor.Environment(python, "3.11.7", api_numbers={"jaxlib_extension_version": 467,
                                                                   "ifrt_version": None}, xla_ffi_api="0.3")
 
-    def existing(root: Path) -> envs.Env:
+    def existing(root: Path, bytecode: Path | None = None) -> envs.Env:
         return world.envs[root.name]
 
     monkeypatch.setattr(envs, "create", create)
@@ -487,6 +491,40 @@ def test_a_plugin_cell_without_its_device_leaves_the_own_tests_to_device_runners
     assert harness.run_cell(ADMITTED, own=harness.own(tmp_path)).frontend_tests is not None
 
 
+def test_a_plugin_cell_without_its_device_runs_the_plugin_tests_when_its_plain_twin_runs_the_rest(
+        harness: Harness) -> None:
+    """Only CPU devices: the suite's other tests would run the same jax on the same jaxlib's CPU as the plain cell
+    of the run with that jaxlib, so the plugin cell runs test_plugins.py; with its device, without a twin or
+    with --full-plugin-cells it runs them all."""
+    cpu_only = json.dumps({"version": "0.10.2", "sum": 3.0, "devices": ["TFRT_CPU_0"], "platforms": ["cpu"],
+                           "warnings": []})
+    harness.scripts[PLUGINS.id] = Script(probe=(0, cpu_only + "\n", ""))
+    result = harness.run_cell(PLUGINS, cpu_twin=ADMITTED.id)
+    assert result.ok and result.cpu_suite_in == ADMITTED.id
+    [(argv, _)] = harness.pytest_runs(PLUGINS)
+    assert argv[3] == str(runner.DEFAULT_SUITE / runner.PLUGIN_TESTS) and "--junitxml" in argv
+    assert "test_plugins.py only: no gpu here, the CPU suite runs in py3.11-jaxlib0.10.2" in runner._cell_line(result)
+    assert "plugin tests only (" in report.summary([result]) and PLUGINS.id in report.summary([result])
+    assert report.to_json(matrix(PLUGINS), [result])["cells"][0]["cpu_suite_in"] == ADMITTED.id
+    for script, twin in [(Script(), ADMITTED.id),  # its device is here (the script's platforms)
+                         (Script(probe=(0, cpu_only + "\n", "")), None)]:  # no twin (or --full-plugin-cells)
+        harness.scripts[PLUGINS.id] = script
+        again = harness.run_cell(PLUGINS, cpu_twin=twin)
+        assert again.cpu_suite_in is None and again.tests.passed == 2
+        assert [args[3] for args, _ in harness.pytest_runs(PLUGINS)] == [str(runner.DEFAULT_SUITE)]
+
+
+def test_plugin_cells_have_a_cpu_twin_only_beside_a_plain_positive_cell_of_their_python_and_backend(
+        harness: Harness) -> None:
+    cuda_older = Cell("py3.11-jaxlib0.10.1-cuda12", "3.11", "0.10.1", (("jax-cuda12-plugin", "0.10.1"),),
+                      "plugins", "accepted")
+    cells = [ADMITTED, PLUGINS, cuda_older, BELOW]
+    assert runner.cpu_twins(cells, harness.options()) == {PLUGINS.id: ADMITTED.id}
+    assert runner.cpu_twins([*cells, OLDER], harness.options()) == {PLUGINS.id: ADMITTED.id, cuda_older.id: OLDER.id}
+    assert runner.cpu_twins(cells, harness.options(full_plugin_cells=True)) == {}
+    assert runner.cpu_twins([PLUGINS], harness.options()) == {}, "rerun alone (--cell): the whole suite"
+
+
 def test_negative_cells_install_no_test_requirements(harness: Harness, tmp_path: Path) -> None:
     harness.scripts[BELOW.id] = Script(guard=(0, REFUSED + "\n", ""))
     result = harness.run_cell(BELOW, own=harness.own(tmp_path, tmp_path / "requirements.txt"))
@@ -600,6 +638,37 @@ def test_the_real_probes_against_a_fake_site(harness: Harness, site: Any, monkey
     accepted = harness.run_cell(ADMITTED, suite=None)  # the compat suite wants a real jax
     assert accepted.ok and accepted.observed == "accepted", accepted.problems
     assert accepted.frontend_import is not None and accepted.frontend_import["platforms"] == ["cpu"]
+
+
+def test_the_real_driver_runs_the_plugin_tests_alone_when_it_sees_only_the_cpu(
+        harness: Harness, site: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The driver decides after the import, from the platforms the frontend lists."""
+    site.jax("0.10.2", "0.10.1")
+    site.jaxlib("0.10.2")
+    for name in ("jax-cuda12-plugin", "jax-cuda12-pjrt"):
+        site.distribution(name, "0.10.2")
+    platform = site.write("jax/platform.txt", "cpu")
+    site.write("jax/__init__.py", "import pathlib\n__version__ = '0.10.2'\nclass Device:\n"
+                                  "    platform = (pathlib.Path(__file__).parent / 'platform.txt').read_text()\n"
+                                  "    def __str__(self):\n        return self.platform + ':0'\n"
+                                  "def devices():\n    return [Device()]\n")
+    site.write("jax/numpy.py", "class _A:\n    def sum(self):\n        return 3.0\ndef ones(n):\n    return _A()\n")
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "pytest.ini").write_text("[pytest]\n")
+    (suite / runner.PLUGIN_TESTS).write_text("def test_plugin():\n    pass\n")
+    (suite / "test_other.py").write_text("def test_other():\n    pass\n")
+    (harness.workdir / "envs").mkdir(parents=True)
+    (harness.workdir / "envs" / PLUGINS.id).symlink_to(site.root)
+    monkeypatch.setattr(doctor, "read_environment", lambda family, python=None: REAL_INSPECT(family, path=site.path))
+    harness.scripts[PLUGINS.id] = Script(site=site.path)
+    alone = harness.run_cell(PLUGINS, suite=suite, cpu_twin=ADMITTED.id)
+    assert alone.ok and alone.cpu_suite_in == ADMITTED.id, alone.problems
+    assert list(alone.outcomes) == ["test_plugins.py::test_plugin"]
+    platform.write_text("gpu")  # its device is here: everything runs
+    everything = harness.run_cell(PLUGINS, suite=suite, cpu_twin=ADMITTED.id)
+    assert everything.ok and everything.cpu_suite_in is None, everything.problems
+    assert sorted(everything.outcomes) == ["test_other.py::test_other", "test_plugins.py::test_plugin"]
 
 
 JAX_PLUGIN_STDERR = """\
@@ -730,7 +799,8 @@ def test_one_cell_at_a_time_when_own_tests_use_the_cores(harness: Harness, tmp_p
 
 
 def test_side_by_side_cells_install_wheels_downloaded_before_they_start(harness: Harness, tmp_path: Path) -> None:
-    """With cells side by side, every backend file is fetched and verified first, one at a time."""
+    """With cells side by side, every backend file not yet here is fetched and verified first, one at a time;
+    files already here are verified by the cells that install them."""
     from jaxrel.dist.index import Index
 
     house = tmp_path / "wheelhouse"
@@ -741,9 +811,16 @@ def test_side_by_side_cells_install_wheels_downloaded_before_they_start(harness:
     fetched: list[str] = []
     original = index.download
     index.download = lambda file: fetched.append(file.filename) or original(file)  # type: ignore[method-assign]
-    results = runner.run(matrix(ADMITTED, OLDER), FAMILY, harness.front, harness.options(cells_at_once=2, index=index))
-    assert fetched[:2] == ["jaxlib-0.10.1-py3-none-any.whl", "jaxlib-0.10.2-py3-none-any.whl"]
+    cells = matrix(ADMITTED, OLDER)
+    results = runner.run(cells, FAMILY, harness.front, harness.options(cells_at_once=2, index=index))
+    assert sorted(fetched) == ["jaxlib-0.10.1-py3-none-any.whl", "jaxlib-0.10.2-py3-none-any.whl"], \
+        "both here already: each verified once, by its cell"
     assert [r.cell.id for r in results] == [ADMITTED.id, OLDER.id] and all(r.ok for r in results)
+    fetched.clear()
+    index.has = lambda file: False  # type: ignore[method-assign]  # as with an empty cache
+    runner.run(cells, FAMILY, harness.front, harness.options(cells_at_once=2, index=index))
+    assert fetched[:2] == ["jaxlib-0.10.1-py3-none-any.whl", "jaxlib-0.10.2-py3-none-any.whl"], "in order, first"
+    assert len(fetched) == 4
 
 
 # -- the triage of failed tests ---------------------------------------------------------------------

@@ -1,8 +1,8 @@
 """What one ``jaxrel bisect`` step costs on real jax, and what a whole bisection over ~500 commits costs.
 
-Run (from any directory): ``python benchmarks/bisect.py steps --frontend-src CHECKOUT [--revisions K]``
-and ``python benchmarks/bisect.py run --frontend-src CHECKOUT --good REV --bad REV [--cell ID]
-[--frontend-tests T ...]``, or ``nox -s bench -- bisect steps|run ...``. The checkout is the bisect
+Run (from any directory): ``python benchmarks/bisect_timing.py steps --frontend-src CHECKOUT [--revisions K]``
+and ``python benchmarks/bisect_timing.py run --frontend-src CHECKOUT --good REV --bad REV [--cell ID]
+[--frontend-tests T ...]``, or ``nox -s bench -- bisect_timing steps|run ...``. The checkout is the bisect
 lab ``scripts/make_bisect_lab.py`` makes (real jax history, one regression inserted), or any jax
 git checkout.
 

@@ -1,0 +1,102 @@
+"""What a run may reuse, and only when nothing changed: the frontend's wheel (:func:`files.tree_digest`,
+:func:`frontend.cached_build`, a real build of a tiny project) and a file's sha256 (:func:`files.sha256_of`)."""
+
+from __future__ import annotations
+
+import os
+import time
+import zipfile
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from jaxrel._util import files
+from jaxrel.compat import frontend
+
+
+def make_tree(root: Path, body: str = "X = 1\n") -> Path:
+    (root / "tiny").mkdir(parents=True)
+    (root / "tiny" / "__init__.py").write_text(body)
+    (root / "pyproject.toml").write_text('[project]\nname = "tiny"\nversion = "1.0"\n'
+                                         '[build-system]\nrequires = ["setuptools"]\n'
+                                         'build-backend = "setuptools.build_meta"\n')
+    return root
+
+
+def test_the_digest_sees_every_byte_name_mode_and_link(tmp_path: Path) -> None:
+    tree = make_tree(tmp_path / "a")
+    first = files.tree_digest(tree)
+    assert files.tree_digest(make_tree(tmp_path / "b")) == first, "the same files elsewhere: the same digest"
+    changes = []
+    (tree / "tiny" / "__init__.py").write_text("X = 2\n")
+    changes.append(files.tree_digest(tree))
+    (tree / "tiny" / "__init__.py").write_text("X = 1\n")
+    assert files.tree_digest(tree) == first
+    os.chmod(tree / "tiny" / "__init__.py", 0o755)
+    changes.append(files.tree_digest(tree))
+    os.chmod(tree / "tiny" / "__init__.py", 0o644)
+    (tree / "tiny" / "__init__.py").rename(tree / "tiny" / "other.py")
+    changes.append(files.tree_digest(tree))
+    (tree / "tiny" / "other.py").rename(tree / "tiny" / "__init__.py")
+    (tree / "link").symlink_to("tiny")
+    changes.append(files.tree_digest(tree))
+    (tree / "link").unlink()
+    (tree / "link").symlink_to("pyproject.toml")
+    changes.append(files.tree_digest(tree))
+    (tree / "link").unlink()
+    assert files.tree_digest(tree) == first
+    assert len({first, *changes}) == len(changes) + 1, "each change gives a digest of its own"
+
+
+def members(wheel: Path) -> dict[str, bytes]:
+    with zipfile.ZipFile(wheel) as archive:
+        return {name: archive.read(name) for name in archive.namelist() if name.startswith("tiny/")}
+
+
+def test_a_wheel_is_reused_for_the_same_files_and_rebuilt_for_others(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    tree = make_tree(tmp_path / "src")
+    wheel, reused = frontend.cached_build(tree, work)
+    assert not reused and members(wheel) == {"tiny/__init__.py": b"X = 1\n"}
+    stamp = wheel.stat().st_mtime_ns
+    again, reused = frontend.cached_build(make_tree(tmp_path / "copy"), work)
+    assert reused and again == wheel and again.stat().st_mtime_ns == stamp, "the very file, untouched"
+    (tree / "tiny" / "__init__.py").write_text("X = 2\n")
+    changed, reused = frontend.cached_build(tree, work)
+    assert not reused and changed != wheel and members(changed) == {"tiny/__init__.py": b"X = 2\n"}
+    assert not list((work / "frontend" / "wheels").glob("*.partial"))
+
+
+def test_only_the_newest_wheels_are_kept_and_a_failed_build_leaves_nothing(tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    tree = make_tree(tmp_path / "src")
+    for n in range(frontend.KEEP_BUILT + 2):
+        (tree / "tiny" / "__init__.py").write_text(f"X = {n}\n")
+        frontend.cached_build(tree, work)
+    kept = list((work / "frontend" / "wheels").iterdir())
+    assert len(kept) == frontend.KEEP_BUILT
+    assert {members(w)["tiny/__init__.py"] for w in (work / "frontend" / "wheels").glob("*/*.whl")} == {
+        f"X = {n}\n".encode() for n in range(2, frontend.KEEP_BUILT + 2)}
+    (tree / "pyproject.toml").write_text("[project\n")
+    with pytest.raises(Exception, match="building a wheel of"):
+        frontend.cached_build(tree, work)
+    assert sorted((work / "frontend" / "wheels").iterdir()) == sorted(kept)
+
+
+def test_a_file_is_hashed_again_after_any_change(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    wheel = tmp_path / "x.whl"
+    wheel.write_bytes(b"a" * 1000)
+    first = files.sha256_of(wheel)
+    wheel.write_bytes(b"b" * 1000)  # at once, same size: within a tick of the clock the times stay as they were
+    assert files.sha256_of(wheel) != first, "a file changed in the last two seconds is not remembered"
+    later = time.time_ns() + 10 * 10**9
+    monkeypatch.setattr(files, "time", SimpleNamespace(time_ns=lambda: later))  # as if hashed ten seconds on
+    seen = files.sha256_of(wheel)
+    assert seen in files._HASHED.values(), "an old file's hash is remembered"
+    before = wheel.stat()
+    time.sleep(0.05)
+    with open(wheel, "r+b") as handle:  # same size, then the old modification time put back
+        handle.write(b"c")
+    os.utime(wheel, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert files.sha256_of(wheel) != seen, "the status change time moved"
