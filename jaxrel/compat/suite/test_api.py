@@ -548,6 +548,67 @@ def check_shardy_lowering(mesh):
         jax.config.update("jax_use_shardy_partitioner", before)
 
 
+# -- custom_partitioning's factor keywords (Shardy) ---------------------------------------------------
+
+FACTORS = "Shardy's MLIR dialect, which prints the rule, is part of jaxlib"
+
+
+def check_factor_keywords(mesh, rule: str, printed: str, **keywords) -> None:
+    """A matmul whose contracting dimension arrives split over the mesh, partitioned by ``rule`` with ``keywords``:
+    the lowered custom call carries the rule as Shardy prints it (``printed``: its factor sizes and kinds), and
+    the product is right (each device multiplies its blocks, then the partial products are summed)."""
+    from jax.experimental.custom_partitioning import custom_partitioning
+
+    before = jax.config.jax_use_shardy_partitioner
+    jax.config.update("jax_use_shardy_partitioner", True)
+    try:
+        @custom_partitioning
+        def matmul(x, y):
+            return x @ y
+
+        def partition(_, arg_shapes, result_shape):
+            split = tuple(arg_shapes[0].sharding.spec)[1:2] not in ((), (None,))
+
+            def lower(x, y):
+                return jax.lax.psum(x @ y, "i") if split else x @ y
+
+            return mesh, lower, NamedSharding(mesh, P(None, None)), tuple(a.sharding for a in arg_shapes)
+
+        matmul.def_partition(partition=partition, sharding_rule=rule, **keywords)
+        x = np.linspace(-1, 1, 4 * 2 * mesh.size, dtype=np.float32).reshape(4, 2 * mesh.size)
+        y = np.linspace(1, -1, 2 * mesh.size * 3, dtype=np.float32).reshape(2 * mesh.size, 3)
+        args = (jax.device_put(x, NamedSharding(mesh, P(None, "i"))), jax.device_put(y, NamedSharding(mesh, P("i"))))
+        f = jax.jit(matmul)
+        text = f.lower(*args).as_text()
+        assert printed in text, [line for line in text.splitlines() if "sharding_rule" in line]
+        np.testing.assert_allclose(f(*args), x @ y, rtol=1e-5, atol=1e-5)
+    finally:
+        jax.config.update("jax_use_shardy_partitioner", before)
+
+
+@api("custom_partitioning.def_partition(reduction_factors=)", since="0.7.2", jaxlib_sensitive=FACTORS)
+def check_reduction_factors(mesh):
+    check_factor_keywords(mesh, "i k, k j -> i j", "{i=4, j=16, k=3} reduction={j}", reduction_factors=("k",))
+
+
+@api("custom_partitioning.def_partition(need_replication_factors=)", since="0.7.2", jaxlib_sensitive=FACTORS)
+def check_need_replication_factors(mesh):
+    check_factor_keywords(mesh, "i k, k j -> i j", "{i=4, j=16, k=3} need_replication={j}",
+                          need_replication_factors=("k",))
+
+
+@api("custom_partitioning.def_partition(permutation_factors=)", since="0.7.2", jaxlib_sensitive=FACTORS)
+def check_permutation_factors(mesh):
+    check_factor_keywords(mesh, "i k, k j -> i j", "{i=4, j=16, k=3} permutation={j}", permutation_factors=("k",))
+
+
+@api("custom_partitioning.def_partition(**factor_sizes) (compound factors)", since="0.7.2", jaxlib_sensitive=FACTORS)
+def check_factor_sizes(mesh):
+    # "(k l)": one dimension of 16 made of two factors, whose sizes only the keywords can give
+    check_factor_keywords(mesh, "i (k l), (k l) j -> i j", "([i, jk], [jk, l])->([i, l]) {i=4, j=2, k=8, l=3}",
+                          k=2, l=8, reduction_factors=("k", "l"))
+
+
 @api("jax.ffi.include_dir() (the XLA FFI header)", since="0.5.0", needs={"jaxlib_extension_version": 270},
      jaxlib_sensitive="the header ships in the jaxlib wheel")
 def check_ffi_header():
