@@ -6,6 +6,7 @@ import hashlib
 import os
 import stat
 import time
+from collections.abc import Collection
 from pathlib import Path
 
 from jaxrel.errors import BadInput
@@ -54,13 +55,16 @@ def sha256_of(path: Path) -> str:
     return digest.hexdigest()
 
 
-def tree_digest(root: Path) -> str:
-    """The hex sha256 of everything a build of ``root`` can see: each file's path, executable bit and bytes,
-    each symlink's path and target, in a fixed order. Two trees with the same digest build the same wheel."""
+def tree_digest(root: Path, skip: Collection[str] = ()) -> str:
+    """The hex sha256 of the files under ``root``: each file's path, executable bit and bytes, each symlink's
+    path and target, in a fixed order; the top-level entries named in ``skip`` left out (``.git``)."""
     digest = hashlib.sha256()
     for directory, subdirectories, names in os.walk(root):
-        subdirectories.sort()
         base = Path(directory)
+        if base == root:
+            subdirectories[:] = [d for d in subdirectories if d not in skip]
+            names = [n for n in names if n not in skip]
+        subdirectories.sort()
         for name in sorted([*names, *(d for d in subdirectories if (base / d).is_symlink())]):
             path = base / name
             relative = path.relative_to(root).as_posix().encode()

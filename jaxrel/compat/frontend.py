@@ -109,7 +109,8 @@ KEEP_BUILT = 4  # frontend wheels kept in WORKDIR/frontend/wheels, the newest fi
 
 
 def cached_build(tree: Path, workdir: Path) -> tuple[Path, bool]:
-    """The wheel of ``tree``: the one built earlier from exactly these files with the same interpreter, else a
+    """The wheel of ``tree``: the one built earlier from exactly these files, at the same commit (a build may put
+    its hash, date or nearest tag into the version) with the same interpreter, else a
     fresh build (kept under ``WORKDIR/frontend/wheels/<digest>``, the newest :data:`KEEP_BUILT`). Returns it
     and whether it was reused.
 
@@ -117,7 +118,8 @@ def cached_build(tree: Path, workdir: Path) -> tuple[Path, bool]:
     """
     python = build_python(tree)
     interpreter = Path(python).resolve()  # its file's identity changes when it is upgraded in place
-    identity = f"{files.tree_digest(tree)} {interpreter} {interpreter.stat().st_mtime_ns} {interpreter.stat().st_size}"
+    identity = (f"{files.tree_digest(tree, skip={'.git'})} {sources.git_identity(tree)} "
+                f"{interpreter} {interpreter.stat().st_mtime_ns} {interpreter.stat().st_size}")
     key = hashlib.sha256(identity.encode()).hexdigest()[:32]
     store = workdir / "frontend" / "wheels"
     home = store / key

@@ -145,6 +145,16 @@ def export(source: Path, dest: Path, ref: str | None = None, *, skip: Path | Non
     return inside, f"git {what}"
 
 
+def git_identity(tree: Path) -> str:
+    """What a build of an exported ``tree`` may read from its git metadata, as text: the commit checked out, its
+    date, and ``git describe`` (the nearest tag, as setuptools-scm asks); ``""`` outside git."""
+    if not (tree / ".git").exists():
+        return ""
+    commit = _git(tree, "show", "-s", "--format=%H %ct", "HEAD", check=False).stdout.strip()
+    described = _git(tree, "describe", "--tags", "--long", "--always", "--dirty", check=False).stdout.strip()
+    return f"{commit} {described}"
+
+
 def commit_of(source: Path, ref: str | None = None) -> tuple[str | None, bool]:
     """The commit ``source`` (a git checkout) is at, or ``ref`` names, and whether the working tree adds
     changes to it (only without ``ref``); ``(None, False)`` outside git."""

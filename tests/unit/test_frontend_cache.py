@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import os
+import subprocess
 import time
 import zipfile
 from pathlib import Path
@@ -13,6 +14,7 @@ import pytest
 
 from jaxrel._util import files
 from jaxrel.compat import frontend
+from jaxrel.dist import sources
 
 
 def make_tree(root: Path, body: str = "X = 1\n") -> Path:
@@ -47,6 +49,9 @@ def test_the_digest_sees_every_byte_name_mode_and_link(tmp_path: Path) -> None:
     (tree / "link").unlink()
     assert files.tree_digest(tree) == first
     assert len({first, *changes}) == len(changes) + 1, "each change gives a digest of its own"
+    (tree / ".git").mkdir()
+    (tree / ".git" / "index").write_bytes(os.urandom(8))
+    assert files.tree_digest(tree, skip={".git"}) == first != files.tree_digest(tree)
 
 
 def members(wheel: Path) -> dict[str, bytes]:
@@ -66,6 +71,33 @@ def test_a_wheel_is_reused_for_the_same_files_and_rebuilt_for_others(tmp_path: P
     changed, reused = frontend.cached_build(tree, work)
     assert not reused and changed != wheel and members(changed) == {"tiny/__init__.py": b"X = 2\n"}
     assert not list((work / "frontend" / "wheels").glob("*.partial"))
+
+
+def git(cwd: Path, *args: str) -> str:
+    return subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=cwd, check=True,
+                          capture_output=True, text=True).stdout.strip()
+
+
+def test_an_export_of_the_same_commit_is_reused_and_another_commit_is_built(tmp_path: Path) -> None:
+    """Each export is a fresh clone, whose .git differs in every run; what a build can read from it (the
+    commit, its date, the nearest tag) is part of the key instead."""
+    repo = make_tree(tmp_path / "repo")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "one")
+    work = tmp_path / "work"
+    first, _ = sources.export(repo, tmp_path / "export")
+    wheel, reused = frontend.cached_build(first, work)
+    assert not reused
+    again, _ = sources.export(repo, tmp_path / "export")  # a new clone of the same commit
+    assert frontend.cached_build(again, work) == (wheel, True)
+    git(repo, "commit", "-q", "--allow-empty", "-m", "two")  # the same files, another commit
+    other, _ = sources.export(repo, tmp_path / "export")
+    assert frontend.cached_build(other, work)[1] is False
+    git(repo, "tag", "v1.0")  # the same commit, tagged since: setuptools-scm would version it anew
+    tagged, _ = sources.export(repo, tmp_path / "export")
+    assert frontend.cached_build(tagged, work)[1] is False
+    assert frontend.cached_build(sources.export(repo, tmp_path / "export")[0], work)[1] is True
 
 
 def test_only_the_newest_wheels_are_kept_and_a_failed_build_leaves_nothing(tmp_path: Path) -> None:
