@@ -152,6 +152,11 @@ def markdown(matrix: Matrix, results: Sequence[CellResult], *, complete: bool = 
         lines += ["", "## Which API works on which release", "", text.markdown_table(
             ("test", *(f"`{r.cell.id}`" for r in tested)),
             [(f"`{test}`", *(_mark(r.outcomes.get(test)) for r in tested)) for test in tests])]
+        narrowed = [r for r in tested if r.cpu_suite_in]
+        if narrowed:
+            lines += ["", "– in " + ", ".join(f"`{r.cell.id}`" for r in narrowed) + ": not run there; the frontend "
+                      "saw only CPU devices, so only the plugin tests ran (the rest ran in "
+                      + ", ".join(sorted({f"`{r.cpu_suite_in}`" for r in narrowed})) + ")."]
     failed = [(r, f) for r in results for f in r.failures]
     if failed:
         lines += ["", "## Failed tests", "", text.markdown_table(

@@ -1013,6 +1013,10 @@ def test_report_markdown(results: list[runner.CellResult]) -> None:
     assert f"- `{NEWER.id}`: expected refused, the guard accepted it" in text
     assert "INCOMPLETE" not in text
     assert text.endswith("\n")
+    assert "only the plugin tests ran" not in text
+    results[2].cpu_suite_in = ADMITTED.id
+    assert (f"– in `{PLUGINS.id}`: not run there; the frontend saw only CPU devices, so only the plugin tests ran "
+            f"(the rest ran in `{ADMITTED.id}`).") in report.markdown(matrix(ADMITTED, BELOW, PLUGINS, NEWER), results)
 
 
 def test_report_of_a_run_that_stopped_is_marked_incomplete(results: list[runner.CellResult], tmp_path: Path) -> None:
