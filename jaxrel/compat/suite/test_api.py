@@ -586,20 +586,16 @@ def check_factor_keywords(mesh, rule: str, printed: str, **keywords) -> None:
         jax.config.update("jax_use_shardy_partitioner", before)
 
 
-@api("custom_partitioning.def_partition(reduction_factors=)", since="0.7.2", jaxlib_sensitive=FACTORS)
-def check_reduction_factors(mesh):
-    check_factor_keywords(mesh, "i k, k j -> i j", "{i=4, j=16, k=3} reduction={j}", reduction_factors=("k",))
+def factor_kind_check(kind: str) -> Callable[..., None]:
+    def check(mesh) -> None:  # the contracting factor k declared of this kind; Shardy prints it as j
+        check_factor_keywords(mesh, "i k, k j -> i j", f"{{i=4, j=16, k=3}} {kind}={{j}}", **{f"{kind}_factors": ("k",)})
+
+    return check
 
 
-@api("custom_partitioning.def_partition(need_replication_factors=)", since="0.7.2", jaxlib_sensitive=FACTORS)
-def check_need_replication_factors(mesh):
-    check_factor_keywords(mesh, "i k, k j -> i j", "{i=4, j=16, k=3} need_replication={j}",
-                          need_replication_factors=("k",))
-
-
-@api("custom_partitioning.def_partition(permutation_factors=)", since="0.7.2", jaxlib_sensitive=FACTORS)
-def check_permutation_factors(mesh):
-    check_factor_keywords(mesh, "i k, k j -> i j", "{i=4, j=16, k=3} permutation={j}", permutation_factors=("k",))
+for _kind in ("reduction", "need_replication", "permutation"):
+    api(f"custom_partitioning.def_partition({_kind}_factors=)", since="0.7.2",
+        jaxlib_sensitive=FACTORS)(factor_kind_check(_kind))
 
 
 @api("custom_partitioning.def_partition(**factor_sizes) (compound factors)", since="0.7.2", jaxlib_sensitive=FACTORS)
