@@ -146,9 +146,9 @@ def export(source: Path, dest: Path, ref: str | None = None, *, skip: Path | Non
 
 
 def git_identity(tree: Path) -> str:
-    """What a build of an exported ``tree`` may read from its git metadata, as text: the commit checked out, its
-    date, and ``git describe`` (the nearest tag, as setuptools-scm asks); ``""`` outside git."""
-    if not (tree / ".git").exists():
+    """What a build of an exported ``tree`` (or of a directory in it) may read from git, as text: the commit
+    checked out, its date, and ``git describe`` (the nearest tag, as setuptools-scm asks); ``""`` outside git."""
+    if git_toplevel(tree) is None:
         return ""
     commit = _git(tree, "show", "-s", "--format=%H %ct", "HEAD", check=False).stdout.strip()
     described = _git(tree, "describe", "--tags", "--long", "--always", "--dirty", check=False).stdout.strip()

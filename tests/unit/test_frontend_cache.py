@@ -100,6 +100,21 @@ def test_an_export_of_the_same_commit_is_reused_and_another_commit_is_built(tmp_
     assert frontend.cached_build(sources.export(repo, tmp_path / "export")[0], work)[1] is True
 
 
+def test_a_project_below_the_top_of_its_checkout_is_keyed_by_the_commit_too(tmp_path: Path) -> None:
+    repo = tmp_path / "repo"
+    make_tree(repo / "frontend")
+    git(repo, "init", "-q")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-qm", "one")
+    work = tmp_path / "work"
+    first, _ = sources.export(repo / "frontend", tmp_path / "export")
+    assert first.name == "frontend" and not (first / ".git").exists()
+    wheel, _ = frontend.cached_build(first, work)
+    assert frontend.cached_build(sources.export(repo / "frontend", tmp_path / "export")[0], work) == (wheel, True)
+    git(repo, "commit", "-q", "--allow-empty", "-m", "two")
+    assert frontend.cached_build(sources.export(repo / "frontend", tmp_path / "export")[0], work)[1] is False
+
+
 def test_only_the_newest_wheels_are_kept_and_a_failed_build_leaves_nothing(tmp_path: Path) -> None:
     work = tmp_path / "work"
     tree = make_tree(tmp_path / "src")

@@ -588,7 +588,8 @@ def check_factor_keywords(mesh, rule: str, printed: str, **keywords) -> None:
 
 def factor_kind_check(kind: str) -> Callable[..., None]:
     def check(mesh) -> None:  # the contracting factor k declared of this kind; Shardy prints it as j
-        check_factor_keywords(mesh, "i k, k j -> i j", f"{{i=4, j=16, k=3}} {kind}={{j}}", **{f"{kind}_factors": ("k",)})
+        printed = f"{{i=4, j=16, k=3}} {kind}={{j}}"
+        check_factor_keywords(mesh, "i k, k j -> i j", printed, **{f"{kind}_factors": ("k",)})
 
     return check
 
