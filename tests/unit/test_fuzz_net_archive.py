@@ -15,7 +15,6 @@ import gzip
 import json
 import shutil
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -45,13 +44,6 @@ def fuzz(ci: int = CI_EXAMPLES) -> Any:
     return settings(max_examples=examples(ci), deadline=None, derandomize=examples(ci) == ci,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                            HealthCheck.data_too_large])
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LoopbackIndex]:
-    index = LoopbackIndex()
-    yield index
-    index.close()
 
 
 @pytest.fixture

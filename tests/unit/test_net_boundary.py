@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -28,13 +27,6 @@ REPO = Path(__file__).resolve().parents[2]
 SPLITFAM = REPO / "tests" / "data" / "splitfam"
 JSON = "application/vnd.pypi.simple.v1+json"
 SHA = "ab" * 32
-
-
-@pytest.fixture(scope="module")
-def server() -> Iterator[LoopbackIndex]:
-    index = LoopbackIndex()
-    yield index
-    index.close()
 
 
 @pytest.fixture
