@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel._util.text import PASSWORD_ENV
+from jaxrel.dist.urls import WEB, parse_url
 from jaxrel.errors import BadInput, EnvironmentFailure
 
 OIDC_URL_ENV = "ACTIONS_ID_TOKEN_REQUEST_URL"
@@ -108,11 +109,11 @@ def choose(environ: Mapping[str, str], *, trusted_publishing: bool = False) -> A
 
 
 def index_base(upload_url: str) -> str:
-    """``scheme://host[:port]`` of the upload URL: where the index serves ``/_/oidc/…``."""
-    parts = urllib.parse.urlsplit(upload_url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise BadInput(f"upload URL {upload_url!r} is not an http(s) URL; trusted publishing needs the index's URL")
-    return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}"
+    """``scheme://host[:port]`` of the upload URL (checked by :func:`jaxrel.dist.urls.parse_url`): where the
+    index serves ``/_/oidc/…``; credentials written into the URL are left out."""
+    url = parse_url(upload_url, "the upload URL (trusted publishing needs the index's)", WEB)
+    host = f"[{url.host}]" if ":" in url.host else url.host
+    return f"{url.scheme}://{host}" + (f":{url.port}" if url.port else "")
 
 
 def _where(url: str) -> str:

@@ -182,9 +182,14 @@ def test_an_unreachable_index_and_a_bad_upload_url(unused_port: int) -> None:
     with pytest.raises(auth.AuthError, match=r"^trusted publishing \(audience\): cannot reach "
                                              rf"http://127.0.0.1:{unused_port}/_/oidc/audience \("):
         auth.audience(f"http://127.0.0.1:{unused_port}")
-    with pytest.raises(auth.BadInput, match="is not an http"):
+    with pytest.raises(auth.BadInput, match=r"^the upload URL .*'file:///srv/index' is not a usable URL "
+                                             r"\(the scheme file:// is not supported\); expected an absolute http:// "
+                                             r"or https:// URL"):
         auth.index_base("file:///srv/index")
+    with pytest.raises(auth.BadInput, match=r"its port is not a number"):
+        auth.index_base("https://index.example:99999/legacy/")
     assert auth.index_base("https://user:pw@index.example:8443/legacy/") == "https://index.example:8443"
+    assert auth.index_base("http://[::1]:8080/") == "http://[::1]:8080"
 
 
 @pytest.fixture
