@@ -38,6 +38,22 @@ class IndexClientError(EnvironmentFailure):
     """An index cannot be read, a file cannot be fetched, or a hash does not match (exit 3)."""
 
 
+class TooSlow(IndexClientError):
+    """No complete answer within the deadline, or a stall longer than the connect timeout."""
+
+
+class TooBig(IndexClientError):
+    """An answer larger than the cap."""
+
+
+class Unreachable(IndexClientError):
+    """No connection, or a broken HTTP answer; ``reason`` is the cause in a few words."""
+
+    def __init__(self, message: str, reason: str) -> None:
+        super().__init__(message)
+        self.reason = reason
+
+
 @dataclass(frozen=True)
 class Limits:
     """How long and how much one network read may take.
@@ -218,13 +234,13 @@ def request_for(url: str, accept: str | None = None) -> urllib.request.Request:
 
 
 def _shown(url: str) -> str:
-    """``url`` without credentials, for messages."""
+    """``url`` without credentials or query (a token endpoint's parameters), for messages."""
     parts = urllib.parse.urlsplit(url)
     if parts.username is None:
-        return url
+        return urllib.parse.urlunsplit(parts._replace(query=""))
     host = parts.hostname or ""
     netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port else "")
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query=""))
 
 
 def _decoder(encoding: str, url: str) -> Any:
@@ -239,11 +255,14 @@ def _decoder(encoding: str, url: str) -> Any:
 
 
 def fetch(request: urllib.request.Request, *, limits: Limits, cafile: str | None = None, download: bool = False,
-          sink: IO[bytes] | None = None, max_bytes: int | None = None) -> Response:
-    """GET ``request`` whole within the deadline and the cap (``download`` picks the file limits).
+          sink: IO[bytes] | None = None, max_bytes: int | None = None, http_errors: bool = False) -> Response:
+    """Send ``request`` (a GET, or a POST when it carries data) and read the answer whole within the deadline and
+    the cap (``download`` picks the file limits).
 
     The body is returned, or written to ``sink`` (then ``Response.body`` is empty). A 404 is
-    returned as a response with that status; any other failure raises :class:`IndexClientError`.
+    returned as a response with that status, and with ``http_errors`` every HTTP error status, its
+    body read within the same limits (for protocols that explain refusals in the body). Any other
+    failure raises :class:`IndexClientError`: :class:`TooSlow`, :class:`TooBig`, :class:`Unreachable`.
     """
     url = _shown(request.full_url)
     deadline = limits.download_deadline if download else limits.deadline
@@ -253,7 +272,7 @@ def fetch(request: urllib.request.Request, *, limits: Limits, cafile: str | None
     watchdog = _Watchdog(deadline)
 
     def late() -> IndexClientError:
-        return IndexClientError(
+        return TooSlow(
             f"{url}: no complete answer within {deadline:g} s (the server stalls, trickles or never answers); "
             f"check the network and the index, or raise {knob}")
 
@@ -268,19 +287,22 @@ def fetch(request: urllib.request.Request, *, limits: Limits, cafile: str | None
         try:
             response = opener.open(request, timeout=min(limits.connect, deadline))
         except urllib.error.HTTPError as error:
-            error.close()
-            if error.code == 404:
-                return Response(error.geturl() or request.full_url, 404, "", None, b"")
-            why = (str(error.reason).strip().splitlines() or [""])[0][:80]
-            raise IndexClientError(f"{url}: the index answered HTTP {error.code} {why}; "
-                                   "check the URL and credentials (pip config list), or pass --index-url") from None
+            if not http_errors:
+                error.close()
+                if error.code == 404:
+                    return Response(error.geturl() or request.full_url, 404, "", None, b"")
+                why = (str(error.reason).strip().splitlines() or [""])[0][:80]
+                raise IndexClientError(f"{url}: the index answered HTTP {error.code} {why}; check the URL and "
+                                       "credentials (pip config list), or pass --index-url") from None
+            response = error  # an answer like any other: its body is read below
         with response:
             body = _read_body(response, url, cap, download, sink, lambda: watchdog.expired or
                               time.monotonic() - started > deadline, late)
             media, _, params = (response.headers.get("Content-Type") or "").partition(";")
             charset = next((p.split("=", 1)[1].strip().strip('"').lower() for p in params.split(";")
                             if p.strip().lower().startswith("charset=")), None)
-            return Response(response.geturl(), response.status, media.strip().lower(), charset, body)
+            status = response.code if isinstance(response, urllib.error.HTTPError) else response.status
+            return Response(response.geturl(), status, media.strip().lower(), charset, body)
     except IndexClientError:
         raise
     except zlib.error as error:
@@ -291,15 +313,14 @@ def fetch(request: urllib.request.Request, *, limits: Limits, cafile: str | None
             raise late() from None
         reason = getattr(error, "reason", None) or error
         if isinstance(reason, TimeoutError):
-            raise IndexClientError(f"{url}: no answer for {min(limits.connect, deadline):g} s (connecting, or "
-                                   "stalled mid-answer); check the network and the index, or raise "
-                                   "JAXREL_NET_TIMEOUT") from None
+            raise TooSlow(f"{url}: no answer for {min(limits.connect, deadline):g} s (connecting, or stalled "
+                          "mid-answer); check the network and the index, or raise JAXREL_NET_TIMEOUT") from None
         text = str(reason).strip().splitlines()[0][:160] if str(reason).strip() else type(reason).__name__
         if isinstance(reason, BaseException):
             text = f"{type(reason).__name__}: {text}"
         what = "a broken HTTP answer" if isinstance(error, http.client.HTTPException) else "unreachable"
-        raise IndexClientError(f"{url}: {what} ({text}); check the network and the "
-                               "index (pip config list), or pass --index-url") from None
+        raise Unreachable(f"{url}: {what} ({text}); check the network and the "
+                          "index (pip config list), or pass --index-url", text) from None
     finally:
         watchdog.cancel()
 
@@ -341,8 +362,8 @@ def _read_body(response: http.client.HTTPResponse, url: str, cap: int, download:
 def _too_big(url: str, cap: int, download: bool) -> IndexClientError:
     knob = "JAXREL_MAX_DOWNLOAD_MIB" if download else "JAXREL_MAX_PAGE_MIB"
     size = f"{cap // MIB} MiB" if cap >= MIB else f"{cap} bytes"
-    return IndexClientError(f"{url}: the answer is larger than {size}, more than the index lists or sends; "
-                            f"check the index, or raise {knob}")
+    return TooBig(f"{url}: the answer is larger than {size}, more than the index lists or sends; "
+                  f"check the index, or raise {knob}")
 
 
 def read_local(path: Path, cap: int, what: str) -> bytes:

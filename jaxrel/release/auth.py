@@ -21,10 +21,10 @@ https; doing it here works for every index (a loopback one in the tests included
 
 from __future__ import annotations
 
+import http
 import json
 import tempfile
 import time
-import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Mapping
@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel._util.text import PASSWORD_ENV
+from jaxrel.dist import transport
 from jaxrel.dist.urls import WEB, parse_url
 from jaxrel.errors import BadInput, EnvironmentFailure
 
@@ -122,20 +123,6 @@ def _where(url: str) -> str:
     return f"{parts.scheme}://{parts.netloc.rpartition('@')[2]}{parts.path}"
 
 
-def _read(response: Any, url: str, deadline: float) -> bytes:
-    body = bytearray()
-    read = getattr(response, "read1", response.read)  # what has arrived, so a trickle meets the deadline
-    while chunk := read(65536):
-        body += chunk
-        if len(body) > MAX_ANSWER:
-            raise AuthError(f"trusted publishing: {_where(url)} answered more than {MAX_ANSWER} bytes; "
-                            "expected a small JSON object. Fix: check the index URL")
-        if time.monotonic() > deadline:
-            raise AuthError(f"trusted publishing: {_where(url)} did not finish answering within {DEADLINE:g} s; "
-                            "nothing was uploaded. Fix: rerun when the service answers")
-    return bytes(body)
-
-
 def _json_object(body: bytes, url: str, step: str) -> dict[str, Any]:
     try:
         data = json.loads(body)
@@ -149,27 +136,33 @@ def _json_object(body: bytes, url: str, step: str) -> dict[str, Any]:
 
 
 def _call(request: urllib.request.Request, step: str) -> dict[str, Any]:
-    """One request of the exchange under :data:`DEADLINE`; an HTTP error's JSON body is returned with ``_status``."""
+    """One request of the exchange through :func:`jaxrel.dist.transport.fetch`, whole within :data:`DEADLINE`
+    and :data:`MAX_ANSWER`; an HTTP error's JSON body is returned with ``_status`` and ``_reason``."""
     url = request.full_url
-    deadline = time.monotonic() + DEADLINE
+    limits = transport.Limits(connect=DEADLINE, deadline=DEADLINE, max_page=MAX_ANSWER)
     try:
-        with urllib.request.urlopen(request, timeout=DEADLINE) as response:
-            return _json_object(_read(response, url, deadline), url, step)
-    except urllib.error.HTTPError as error:
-        try:
-            body = _read(error, url, deadline)
-        except OSError:
-            body = b""
-        try:
-            answer = json.loads(body)
-        except (ValueError, RecursionError):
-            answer = None
-        details = answer if isinstance(answer, dict) else {}
-        return {**details, "_status": error.code, "_reason": str(error.reason)}
-    except (urllib.error.URLError, OSError, ValueError) as error:
-        reason = getattr(error, "reason", error)
+        answer = transport.fetch(request, limits=limits, http_errors=True)
+    except transport.TooSlow:
+        raise AuthError(f"trusted publishing ({step}): {_where(url)} did not finish answering within {DEADLINE:g} s; "
+                        "nothing was uploaded. Fix: rerun when the service answers") from None
+    except transport.TooBig:
+        raise AuthError(f"trusted publishing ({step}): {_where(url)} answered more than {MAX_ANSWER} bytes; "
+                        "expected a small JSON object; nothing was uploaded. Fix: check the index URL") from None
+    except transport.IndexClientError as error:  # no connection, a broken answer, an unknown compression
+        reason = error.reason if isinstance(error, transport.Unreachable) else str(error).partition(": ")[2]
         raise AuthError(f"trusted publishing ({step}): cannot reach {_where(url)} ({reason}); nothing was uploaded. "
                         "Fix: check the network and the index URL, then rerun") from None
+    if answer.status < 400:
+        return _json_object(answer.body, url, step)
+    try:
+        details = json.loads(answer.body)
+    except (ValueError, RecursionError):
+        details = None
+    try:
+        phrase = http.HTTPStatus(answer.status).phrase
+    except ValueError:
+        phrase = ""
+    return {**(details if isinstance(details, dict) else {}), "_status": answer.status, "_reason": phrase}
 
 
 def _string(answer: dict[str, Any], key: str, url: str, step: str) -> str:

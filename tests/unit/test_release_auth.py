@@ -155,6 +155,9 @@ def test_the_exchange_asks_in_order_and_hands_twine_the_minted_token(loopback: C
      "trusted publishing (mint-token): {url}/_/oidc/mint-token answered no 'token' string"),
     ("/_/oidc/mint-token", reply(200, b"[" * 100000 + b"]" * 100000),
      "trusted publishing (mint-token): {url}/_/oidc/mint-token did not answer a JSON object"),
+    ("/_/oidc/mint-token", reply(200, b" " * (auth.MAX_ANSWER + 1)),
+     "trusted publishing (mint-token): {url}/_/oidc/mint-token answered more than 1048576 bytes; expected a small "
+     "JSON object; nothing was uploaded. Fix: check the index URL"),
 ])
 def test_each_failed_step_is_one_line_naming_it_and_the_fix(
     loopback: Callable[..., Loopback], route: str, answer: Route, expected: str
@@ -199,3 +202,21 @@ def unused_port() -> int:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         return int(probe.getsockname()[1])
+
+
+def test_the_transport_returns_error_answers_whole_when_asked_and_never_shows_a_query(
+    loopback: Callable[..., Loopback], unused_port: int
+) -> None:
+    from jaxrel.dist import transport
+
+    server = loopback({"/refused": reply(422, {"errors": [{"code": "x"}]})})
+    limits = transport.Limits(connect=5, deadline=5, max_page=1000)
+    request = transport.request_for(f"{server.url}/refused?secret=1")
+    answer = transport.fetch(request, limits=limits, http_errors=True)
+    assert (answer.status, json.loads(answer.body)) == (422, {"errors": [{"code": "x"}]})
+    with pytest.raises(transport.IndexClientError, match=r"answered HTTP 422") as raised:
+        transport.fetch(request, limits=limits)
+    assert "secret" not in str(raised.value)
+    with pytest.raises(transport.Unreachable) as unreachable:
+        transport.fetch(transport.request_for(f"http://127.0.0.1:{unused_port}/x?secret=1"), limits=limits)
+    assert "secret" not in str(unreachable.value) and "Connection refused" in unreachable.value.reason
