@@ -1,10 +1,12 @@
 """What a run may reuse, and only when nothing changed: the frontend's wheel (:func:`files.tree_digest`,
-:func:`frontend.cached_build`, a real build of a tiny project) and a file's sha256 (:func:`files.sha256_of`)."""
+:func:`frontend.cached_build`, a real build of a tiny project), a file's sha256 (:func:`files.sha256_of`) and
+the bytecode of a cell's interpreters (:class:`envs.Env`)."""
 
 from __future__ import annotations
 
 import os
 import subprocess
+import sys
 import time
 import zipfile
 from pathlib import Path
@@ -147,3 +149,21 @@ def test_a_file_is_hashed_again_after_any_change(tmp_path: Path, monkeypatch: py
         handle.write(b"c")
     os.utime(wheel, ns=(before.st_atime_ns, before.st_mtime_ns))
     assert files.sha256_of(wheel) != seen, "the status change time moved"
+
+
+def test_an_environment_with_a_bytecode_cache_keeps_what_its_interpreters_compile(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Even where PYTHONDONTWRITEBYTECODE is set (as on the machines this runs on), and only in the cache."""
+    from jaxrel.dist import envs
+
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
+    (tmp_path / "site").mkdir()
+    (tmp_path / "site" / "mod.py").write_text("X = 1\n")
+    code = "import sys; sys.path.insert(0, sys.argv[1]); import mod; print(mod.X)"
+    plain = envs.Env(tmp_path / "env")
+    assert plain.run(sys.executable, "-c", code, str(tmp_path / "site")).stdout.strip() == "1"
+    assert not list(tmp_path.rglob("*.pyc")), "without a cache: as the environment says"
+    cached = envs.Env(tmp_path / "env", tmp_path / "pycache")
+    assert cached.run(sys.executable, "-c", code, str(tmp_path / "site")).stdout.strip() == "1"
+    assert [p.name for p in (tmp_path / "pycache").rglob("mod.*.pyc")] == [f"mod.{sys.implementation.cache_tag}.pyc"]
+    assert not (tmp_path / "site" / "__pycache__").exists(), "nothing written beside the sources"
