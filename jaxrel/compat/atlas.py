@@ -10,7 +10,7 @@ interpreter (:mod:`jaxrel.compat.celldriver`, as compat's cells); cells run two 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,7 +32,7 @@ __all__ = ["OLDEST", "AtlasCell", "choose_frontends", "plan", "run"]
 
 OLDEST = "0.4.30"  # the oldest jax the compat suite's API tests are written for (the atlas's default start)
 
-Progress = Callable[[str], None]
+Progress = runner.Progress
 
 
 

@@ -113,7 +113,7 @@ class Options:
     extensions: bool = True  # build the workspace's Bazel wheels (e.g. an XLA FFI extension) and add them to cells
     workspace: Path | None = None  # the user's Bazel workspace (None: none, extensions are skipped with a reason)
     index: Index | None = None  # install the backend and plugins from files verified against it (else by name)
-    progress: Progress = field(default=lambda message: say(message))
+    progress: Progress = field(default=say)
     checkpoint: Callable[[list[CellResult]], None] | None = None  # after each cell: the results so far
     cells_at_once: int | None = None  # cells run side by side; None: see cells_at_once()
     exclude_newer: str | None = None  # resolve the environments' requirements as of this time (uv only)
