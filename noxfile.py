@@ -2,7 +2,7 @@
 bench, lint, docs.
 
 Environments are built with uv when it is installed beside nox (fallback: virtualenv),
-with pip's index configuration passed to uv (``jaxrel.dist.pipconfig``); wheels land in
+with pip's index configuration passed to uv (``jaxrel.distributions.pipconfig``); wheels land in
 uv's shared cache, so sessions and the tests download each wheel once per machine.
 """
 
@@ -15,9 +15,9 @@ from pathlib import Path
 import nox
 
 ROOT = Path(__file__).parent
-sys.path.insert(0, str(ROOT))  # jaxrel.dist.pipconfig is standard library only
+sys.path.insert(0, str(ROOT))  # jaxrel.distributions.pipconfig is standard library only
 
-from jaxrel.dist.pipconfig import pip_index_config  # noqa: E402
+from jaxrel.distributions.pipconfig import pip_index_config  # noqa: E402
 
 nox.options.default_venv_backend = "uv|virtualenv"
 nox.options.sessions = ["tests"]

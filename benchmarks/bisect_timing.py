@@ -54,8 +54,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from jaxrel.dist.pipconfig import pip_index_config  # noqa: E402
-from jaxrel.dist.pythons import python_for  # noqa: E402
+from jaxrel.distributions.pipconfig import pip_index_config  # noqa: E402
+from jaxrel.distributions.pythons import python_for  # noqa: E402
 
 WORK = ROOT / "build" / "bench" / "bisect"
 BUILD_PATHS = ("jax", "setup.py", "pyproject.toml", "README.md")

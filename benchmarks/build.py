@@ -8,7 +8,7 @@ Everything happens in a throwaway copy of the workspace in a temporary directory
 this checkout's, so the same bazelisk runs), so this checkout's Bazel state is not touched. A
 fresh workspace path is a fresh Bazel output base, so the first build there is truly cold:
 server start, fetch of ``@xla`` (the pinned jaxlib wheel, through pip and its cache),
-compile, link and wheel. Each build is :func:`jaxrel.dist.bazel.build` on the copy, as ``jaxrel
+compile, link and wheel. Each build is :func:`jaxrel.distributions.bazel.build` on the copy, as ``jaxrel
 build`` runs it (``bazel build //...``, the wheels among its outputs copied to ``dist/``),
 timed by ``perf_counter`` around the call (wall) and by the driver around ``bazel build``
 alone (bazel):
@@ -47,7 +47,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from jaxrel.dist.bazel import BuildError, BuildResult, build, find_launcher, host_python  # noqa: E402
+from jaxrel.distributions.bazel import BuildError, BuildResult, build, find_launcher, host_python  # noqa: E402
 
 EDITED = Path("rmsnorm/cc/rms_norm.cc")
 TOOLS = Path("build/tools")
@@ -126,7 +126,7 @@ def wheel_contents(wheel: Path) -> dict[str, Any]:
 
 
 def timed_build(copy: Path, label: str) -> dict[str, Any]:
-    """One :func:`jaxrel.dist.bazel.build` of every wheel in ``copy``: wall and bazel seconds, the wheels."""
+    """One :func:`jaxrel.distributions.bazel.build` of every wheel in ``copy``: wall and bazel seconds, the wheels."""
     print(f"{label} ...", end="", file=sys.stderr, flush=True)
     start = time.perf_counter()
     try:
@@ -246,7 +246,7 @@ def report(summary: dict[str, Any], version: dict[str, str], python: str, rounds
         wall, bazel = summary[f"{kind}_s"], summary[f"{kind}_bazel_s"]
         print(f"{label:<36}{len(wall['all']):>5}{wall['median']:>10.2f}{wall['min']:>10.2f}"
               f"{bazel['median']:>13.2f}  s")
-    print("(median, min: wall time of jaxrel.dist.bazel.build: bazel build + copying the wheel;"
+    print("(median, min: wall time of jaxrel.distributions.bazel.build: bazel build + copying the wheel;"
           " bazel build: median of bazel build alone)")
     for kind, what in (("noop", "no-op"), ("edit", "edit")):
         times = ", ".join(f"{value:.2f}" for value in summary[f"{kind}_s"]["all"])

@@ -5,7 +5,7 @@ Run (from any directory): ``python benchmarks/compat_setup.py [--requirements RE
 
 A cell environment is what the compat runner builds for one matrix cell: a fresh virtual environment
 holding a real frontend, a real backend and pytest (default: ``jax==0.10.2 jaxlib==0.10.2 pytest`` on
-this interpreter). Both ways go through :func:`jaxrel.dist.envs.create`, the code the runner uses:
+this interpreter). Both ways go through :func:`jaxrel.distributions.envs.create`, the code the runner uses:
 ``uv venv`` + ``uv pip install`` with pip's index configuration, or ``python -m venv`` + ``pip install``.
 
 One warm-up build each way (fills uv's cache and pip's http cache; reported apart), then N pairs
@@ -34,8 +34,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from jaxrel.dist import envs  # noqa: E402
-from jaxrel.dist.pipconfig import pip_index_config  # noqa: E402
+from jaxrel.distributions import envs  # noqa: E402
+from jaxrel.distributions.pipconfig import pip_index_config  # noqa: E402
 
 REQUIREMENTS = ["jax==0.10.2", "jaxlib==0.10.2", "pytest"]
 TARGET = 5.0  # pip / uv, medians of paired ratios
@@ -118,7 +118,8 @@ def link_mode(usage: dict[str, Any]) -> str:
 
 
 def build(tool: str, label: str, python: str, requirements: list[str]) -> dict[str, Any]:
-    """Time one :func:`jaxrel.dist.envs.create` in a fresh directory; probe and size it (untimed), then delete it."""
+    """Time one :func:`jaxrel.distributions.envs.create` in a fresh directory; probe and size it (untimed),
+    then delete it."""
     root = WORK / f"{tool}-{label}"
     shutil.rmtree(root, ignore_errors=True)
     print(f"  {label:<8} {tool:<3} ...", end="", file=sys.stderr, flush=True)

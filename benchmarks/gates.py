@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT))
 from packaging.version import Version  # noqa: E402
 
 from jaxrel import policy
-from jaxrel.dist.index import Index  # noqa: E402
+from jaxrel.distributions.index import Index  # noqa: E402
 from jaxrel.family import jax_profile  # noqa: E402
 from jaxrel.gates import find as gatefind
 from jaxrel.gates import judge as gates  # noqa: E402

@@ -36,7 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from packaging.version import Version
 
-from jaxrel.dist.pythons import python_for
+from jaxrel.distributions.pythons import python_for
 from jaxrel.family import jax_profile
 from jaxrel.gates import judge as gates
 

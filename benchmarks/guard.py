@@ -3,7 +3,7 @@
 Run (from any directory): ``python benchmarks/guard.py [--python 3.12] [--env DIR] [--repeat N] [--json]``.
 An environment of Python ``--python`` (3.12 when this machine has it, else the running
 interpreter) with the newest jax and jaxlib installable there and this checkout of jaxrel (not
-editable) is made with :func:`jaxrel.dist.envs.create` (``build/bench/guard-env-3.12``;
+editable) is made with :func:`jaxrel.distributions.envs.create` (``build/bench/guard-env-3.12``;
 reused while its ``jaxrel/guard.py`` is this checkout's). Each measurement is a fresh process
 of that Python, timed by ``perf_counter_ns`` inside:
 
@@ -32,8 +32,8 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from jaxrel.dist import envs  # noqa: E402
-from jaxrel.dist.pythons import PythonNotFound, python_for  # noqa: E402
+from jaxrel.distributions import envs  # noqa: E402
+from jaxrel.distributions.pythons import PythonNotFound, python_for  # noqa: E402
 from jaxrel.family import jax_profile  # noqa: E402
 from jaxrel.guard import read_assignment, read_version_file  # noqa: E402
 

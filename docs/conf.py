@@ -6,6 +6,7 @@ Build: ``nox -s docs`` or ``sphinx-build -W --keep-going -b html docs build/docs
 from __future__ import annotations
 
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -25,3 +26,15 @@ exclude_patterns = ["_build"]
 myst_heading_anchors = 3
 html_theme = "furo"
 html_title = f"jaxrel {__version__}"
+
+# The API atlas page (atlas.md) carries the standalone page's table as raw HTML; the site gets the
+# same styling, wide enough for its release columns, and the filter box's script, written here from
+# jaxrel.atlas.table at build time (one source for both pages).
+from jaxrel.atlas.table import DOCS_STYLE, SCRIPT  # noqa: E402
+
+_STATIC = Path(tempfile.mkdtemp(prefix="jaxrel-docs-static-"))
+(_STATIC / "atlas.css").write_text(DOCS_STYLE, encoding="utf-8")
+(_STATIC / "atlas.js").write_text(SCRIPT, encoding="utf-8")
+html_static_path = [str(_STATIC)]
+html_css_files = ["atlas.css"]
+html_js_files = [("atlas.js", {"defer": "defer"})]

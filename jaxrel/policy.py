@@ -42,8 +42,8 @@ from jaxrel._util.text import shorten
 from jaxrel.errors import BadInput
 
 __all__ = [
-    "Pin", "Rule", "Verdict", "VersionError", "Violation", "check_release", "is_final", "parse_version",
-    "release_key", "release_text", "verdict",
+    "MAX_VERSION_LENGTH", "Pin", "Rule", "Verdict", "VersionError", "Violation", "check_release", "is_final",
+    "parse_version", "release_key", "release_text", "verdict", "versions_or_specifier",
 ]
 
 
@@ -119,8 +119,13 @@ class Verdict:
         }
 
 
+MAX_VERSION_LENGTH = 200  # longer than any real release's version, local label included; bounds packaging's work
+
+
 def parse_version(text: str, what: str = "version") -> Version:
-    """Parse ``text`` as PEP 440, refusing epochs; errors name ``what``."""
+    """Parse ``text`` as PEP 440, refusing epochs and text over :data:`MAX_VERSION_LENGTH`; errors name ``what``."""
+    if not isinstance(text, str) or len(text) > MAX_VERSION_LENGTH:
+        raise VersionError(f"{what} {shorten(str(text))!r} is not a PEP 440 version (expected e.g. 0.4.30)")
     try:
         version = Version(text)
     except (InvalidVersion, ValueError):  # ValueError: a number over Python's 4300-digit limit
@@ -130,6 +135,30 @@ def parse_version(text: str, what: str = "version") -> Version:
             f"{what} {shorten(text)!r} has an epoch, which jax's version check cannot compare; drop the epoch"
         )
     return version
+
+
+def versions_or_specifier(given: str, what: str, example: str = ">=0.4.30",
+                          name: str = "") -> list[Version] | SpecifierSet:
+    """An option that takes released versions (``0.4.30,0.12.0.1``) or a PEP 440 specifier (``>=0.4.30``),
+    optionally after the distribution's ``name`` (``jax>=0.4.30``).
+
+    Each comma-separated item a version: the versions; else the whole text a specifier. Anything
+    else, or text over a bounded length, is one :class:`VersionError` naming ``what``.
+    """
+    text = given.strip()
+    if name and text.lower().startswith(name.lower()):
+        text = text[len(name):].strip()
+    items = [item.strip() for item in text.split(",") if item.strip()]
+    if len(text) <= MAX_VERSION_LENGTH * 8:
+        try:
+            return [parse_version(item) for item in items] if items else SpecifierSet(text)
+        except (VersionError, InvalidSpecifier):
+            pass
+        try:
+            return SpecifierSet(text)
+        except (InvalidSpecifier, ValueError):
+            pass
+    raise VersionError(f"{what} {shorten(given)!r}: expected a specifier ({example}) or versions (0.4.30,0.12.0.1)")
 
 
 def release_key(version: Version) -> tuple[int, ...]:

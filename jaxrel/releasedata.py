@@ -13,6 +13,8 @@ from typing import Any
 
 from jaxrel._util import localfiles
 
+__all__ = ["api_numbers", "builtin", "first_release_with_ffi_api", "numbers", "xla_commits"]
+
 _DATA = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 
 

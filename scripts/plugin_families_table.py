@@ -1,6 +1,6 @@
 """Measure the hardware plugin families of every jax release since 0.4.30, from its METADATA.
 
-For each final jax release: its extras that bring a plugin or runtime (jaxrel.dist.extras),
+For each final jax release: its extras that bring a plugin or runtime (jaxrel.distributions.extras),
 their pins, and whether the index pip uses satisfies them today. METADATA is read from the
 index's PEP 658 ``.metadata`` file where offered, else from the (small, pure) wheel.
 
@@ -20,8 +20,8 @@ sys.path.insert(0, str(ROOT))
 
 from packaging.version import Version  # noqa: E402
 
-from jaxrel.dist.extras import extras_of, plugin_families, unsatisfied_extras  # noqa: E402
-from jaxrel.dist.index import Index, IndexFile  # noqa: E402
+from jaxrel.distributions.extras import extras_of, plugin_families, unsatisfied_extras  # noqa: E402
+from jaxrel.distributions.index import Index, IndexFile  # noqa: E402
 from jaxrel.family import jax_profile  # noqa: E402
 
 FIRST = Version("0.4.30")

@@ -20,7 +20,7 @@ sys.path.insert(0, str(ROOT))
 
 from packaging.version import Version  # noqa: E402
 
-from jaxrel.dist.index import Index  # noqa: E402
+from jaxrel.distributions.index import Index  # noqa: E402
 
 PROJECTS = ("jaxlib", "jax-cuda12-plugin", "jax-cuda12-pjrt")
 # other plugin families: project -> the oldest release kept

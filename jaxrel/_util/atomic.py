@@ -11,6 +11,9 @@ from pathlib import Path
 
 from jaxrel._util import localfiles
 
+__all__ = ["copy_atomically", "read_exactly", "unwritable", "write_all_atomically", "write_atomically",
+    "write_bytes_atomically"]
+
 
 def read_exactly(path: Path) -> str:
     """``path`` as UTF-8 text with its line ends as they are (``read_text`` would turn CRLF into LF),

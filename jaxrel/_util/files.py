@@ -11,6 +11,8 @@ from pathlib import Path
 
 from jaxrel.errors import BadInput
 
+__all__ = ["cache_root", "sha256_of", "tree_digest"]
+
 
 def cache_root() -> Path:
     """jaxrel's download/inspection cache: ``$JAXREL_CACHE_DIR``, else ``$XDG_CACHE_HOME/jaxrel``.

@@ -11,6 +11,9 @@ import ast
 from jaxrel._util import localfiles
 from jaxrel.errors import JaxrelError
 
+__all__ = ["VERSION_VARIABLES", "assigned_int", "assigned_string", "ffi_api_in", "line_starts", "module_literals",
+    "read_assignment", "read_ffi_api", "read_text", "read_version_file", "span"]
+
 
 def line_starts(source: bytes) -> list[int]:
     """The byte offset at which each line of ``source`` starts (index 0 is line 1)."""

@@ -14,6 +14,8 @@ from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 
+__all__ = ["Item", "Result", "map_forked", "workers"]
+
 Item = TypeVar("Item")
 Result = TypeVar("Result")
 

@@ -20,6 +20,8 @@ from typing import Any
 
 from jaxrel.errors import BadInput
 
+__all__ = ["REQUIRED", "Shape", "found", "is_name", "is_relative_path", "printable"]
+
 _NAME = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._-]*[A-Za-z0-9])?")
 _WILDCARD_NAME = re.compile(r"[A-Za-z0-9*]([A-Za-z0-9._*-]*[A-Za-z0-9*])?")
 REQUIRED: Any = object()  # a default meaning "the key must be there"

@@ -15,6 +15,8 @@ import os
 import tarfile
 from pathlib import Path
 
+__all__ = ["HAS_DATA_FILTER", "UnsafeMember", "extract_all", "safe_member"]
+
 HAS_DATA_FILTER = hasattr(tarfile, "data_filter")
 
 

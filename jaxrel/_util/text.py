@@ -6,6 +6,8 @@ import os
 import re
 from collections.abc import Sequence
 
+__all__ = ["PASSWORD_ENV", "markdown_table", "redact", "shorten", "table", "tail"]
+
 PASSWORD_ENV = "TWINE_PASSWORD"
 
 

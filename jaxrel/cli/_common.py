@@ -1,23 +1,20 @@
-"""What every verb shares: the family and JSON options, progress on stderr, pin and version parsing."""
+"""What the verbs share: the family, JSON, index and ``--env`` options, progress on stderr, pin parsing."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import sys
 from typing import Any
 
-from jaxrel._util.text import redact, shorten
+from jaxrel._util.progress import say
+from jaxrel._util.text import shorten
 from jaxrel.errors import BadInput
+
+__all__ = ["UsageError", "add_common", "add_env_option", "emit", "env_pairs", "index_options", "parse_pin", "say"]
 
 
 class UsageError(BadInput):
     """Bad command-line input; reported as one line with exit code 2."""
-
-
-def say(message: str) -> None:
-    """A progress or warning line on stderr (credentials redacted)."""
-    print(redact(message), file=sys.stderr, flush=True)
 
 
 def emit(args: argparse.Namespace, data: dict[str, Any], text: str) -> None:
@@ -46,3 +43,20 @@ def index_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--index-url", metavar="URL", help="use only this index (default: pip's configuration)")
     sub.add_argument("--wheelhouse", action="append", default=[], metavar="DIR", help="also list wheels in DIR")
     sub.add_argument("--refresh", action="store_true", help="re-read index listings instead of the cache")
+
+
+def env_pairs(items: list[str]) -> tuple[tuple[str, str], ...]:
+    """``--env KEY=VALUE`` options as pairs; :class:`UsageError` for one without ``=`` or a key."""
+    pairs = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip() or any(c.isspace() for c in key):
+            raise UsageError(f"--env {item!r}: expected KEY=VALUE (e.g. JAX_ENABLE_X64=1)")
+        pairs.append((key, value))
+    return tuple(pairs)
+
+
+def add_env_option(sub: argparse.ArgumentParser) -> None:
+    """``--env KEY=VALUE`` (repeatable), shared with ``jaxrel compat``."""
+    sub.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
+                     help="set an environment variable for the tests (repeatable), e.g. JAX_ENABLE_X64=1")

@@ -7,14 +7,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from packaging.specifiers import InvalidSpecifier, SpecifierSet
-from packaging.version import InvalidVersion, Version
-
+from jaxrel import policy
+from jaxrel.cells import frontend as frontends
+from jaxrel.cells.matrix import BackendFilter, Matrix, known_plugin_sets
+from jaxrel.cells.planning import matrix_for
 from jaxrel.cli._common import UsageError, index_options, say
-from jaxrel.compat import frontend as frontends
-from jaxrel.compat.matrix import BackendFilter, Matrix, known_plugin_sets
-from jaxrel.compat.planning import matrix_for
-from jaxrel.dist.index import Index
+from jaxrel.distributions.index import Index
 from jaxrel.family import Family, resolve_family
 
 
@@ -49,15 +47,8 @@ def backend_filter(text: str | None) -> BackendFilter | None:
     """``--backends``: a specifier (``>=0.11.2``) or comma-separated versions (``0.12.0,0.11.2``)."""
     if not text:
         return None
-    items = [item.strip() for item in text.split(",") if item.strip()]
-    try:
-        return {Version(item) for item in items}
-    except InvalidVersion:
-        pass
-    try:
-        return SpecifierSet(text)
-    except InvalidSpecifier:
-        raise UsageError(f"--backends {text!r}: expected a specifier (>=0.11.2) or versions (0.12.0,0.11.2)") from None
+    found = policy.versions_or_specifier(text, "--backends", ">=0.11.2")
+    return set(found) if isinstance(found, list) else found
 
 
 def plugin_sets(known: Sequence[str], text: str | None, family: str = "") -> list[str]:

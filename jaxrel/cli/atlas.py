@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel._util.atomic import write_all_atomically
+from jaxrel.atlas import measure, table
 from jaxrel.cli._common import UsageError, add_common, index_options, say
-from jaxrel.compat import atlas, atlastable
-from jaxrel.dist.index import Index
+from jaxrel.distributions.index import Index
 from jaxrel.family import resolve_family
 
 HELP = ("The API atlas: the compat suite for many jax releases, each on its oldest and newest admitted jaxlib; "
@@ -22,7 +22,7 @@ HELP = ("The API atlas: the compat suite for many jax releases, each on its olde
 def add(verbs: Any) -> None:
     sub = add_common(verbs.add_parser("atlas", help=HELP, description=HELP))
     sub.add_argument("--frontends", metavar="SPEC", help=f"jax releases: a specifier ('jax>=0.4.30') or versions "
-                     f"(0.4.30,0.12.0.1); default: {atlas.OLDEST}, then the newest of each minor series")
+                     f"(0.4.30,0.12.0.1); default: {measure.OLDEST}, then the newest of each minor series")
     sub.add_argument("--backends", choices=("ends", "newest"), default="ends",
                      help="per jax release: its oldest and newest admitted jaxlib (default), or the newest only")
     sub.add_argument("--python", default="3.12", metavar="3.N", help="the cells' interpreter (default 3.12: "
@@ -41,35 +41,35 @@ def run(args: argparse.Namespace) -> int:
     if args.cells_at_once < 1:
         raise UsageError(f"--cells-at-once {args.cells_at_once}: expected 1 or more")
     if args.frontends:
-        atlas.parse_frontends(args.frontends)  # bad input is reported before the index is asked
+        measure.parse_frontends(args.frontends)  # bad input is reported before the index is asked
     family = resolve_family(args.family)
     if not family.compat_suite:
         raise UsageError(f"family {family.name}: the atlas measures the compat suite, which only the jax profile has")
     workdir = Path(args.workdir).resolve()
     index = Index.from_pip(args.index_url, args.wheelhouse, refresh=args.refresh, progress=say)
     versions = [str(v) for v in index.listing(family.frontend.distribution).versions()]
-    frontends = atlas.choose_frontends(versions, args.frontends)
+    frontends = measure.choose_frontends(versions, args.frontends)
     if not frontends:
         raise UsageError(f"--frontends {args.frontends!r} selects no released {family.frontend.distribution}")
     say(f"atlas: {family.frontend.distribution} {', '.join(frontends)} (Python {args.python})")
     start, load = datetime.datetime.now(datetime.UTC), os.getloadavg()[0]
-    found = atlas.plan(family, index, frontends, workdir, python=args.python, backends=args.backends)
+    found = measure.plan(family, index, frontends, workdir, python=args.python, backends=args.backends)
     say(f"atlas: {len(found.cells)} cells, {args.cells_at_once} at a time")
-    runs = atlas.run(found.cells, family, index, workdir, at_once=args.cells_at_once) + found.problems
+    runs = measure.run(found.cells, family, index, workdir, at_once=args.cells_at_once) + found.problems
     seconds = (datetime.datetime.now(datetime.UTC) - start).total_seconds()
     note = " ".join(filter(None, [
         f"{len(frontends)} jax releases, {len(found.cells)} cells, Python {args.python}, CPU; whole run "
         f"{seconds / 60:.1f} min with {args.cells_at_once} cells at a time on {os.cpu_count()} cores "
         f"(load average {load:.1f} at the start, {os.getloadavg()[0]:.1f} at the end).", args.note]))
-    table = atlastable.build(runs, start.strftime("%Y-%m-%d"), note)
-    text = atlastable.markdown(table)
-    outputs = {workdir / "atlas.md": text, workdir / "atlas.json": atlastable.dumps(table),
-               workdir / "atlas.html": atlastable.html_page(table)}
+    atlas = table.build(runs, start.strftime("%Y-%m-%d"), note)
+    text = table.markdown(atlas)
+    outputs = {workdir / "atlas.md": text, workdir / "atlas.json": table.dumps(atlas),
+               workdir / "atlas.html": table.html_page(atlas)}
     if args.markdown:
         outputs[Path(args.markdown).resolve()] = text
     write_all_atomically(outputs)
     if args.json:
-        print(json.dumps(atlastable.to_json(table), indent=2, ensure_ascii=False))
+        print(json.dumps(table.to_json(atlas), indent=2, ensure_ascii=False))
     else:
         print(text)
         print("reports: " + ", ".join(str(path) for path in outputs))

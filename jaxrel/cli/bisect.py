@@ -8,28 +8,19 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel._util import localfiles
-from jaxrel.cli._common import UsageError, add_common, index_options, parse_pin, say
-from jaxrel.compat import bisect, bisectreport
+from jaxrel.bisect import report, search
+from jaxrel.cli._common import (
+    UsageError,
+    add_common,
+    add_env_option,
+    env_pairs,
+    index_options,
+    parse_pin,
+    say,
+)
 from jaxrel.family import resolve_family
 
 HELP = "Find the first frontend commit that broke a cell: git bisect over builds of each revision, in one environment."
-
-
-def env_pairs(items: list[str]) -> tuple[tuple[str, str], ...]:
-    """``--env KEY=VALUE`` options as pairs; :class:`UsageError` for one without ``=`` or a key."""
-    pairs = []
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip() or any(c.isspace() for c in key):
-            raise UsageError(f"--env {item!r}: expected KEY=VALUE (e.g. JAX_ENABLE_X64=1)")
-        pairs.append((key, value))
-    return tuple(pairs)
-
-
-def add_env_option(sub: argparse.ArgumentParser) -> None:
-    """``--env KEY=VALUE`` (repeatable), shared with ``jaxrel compat``."""
-    sub.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
-                     help="set an environment variable for the tests (repeatable), e.g. JAX_ENABLE_X64=1")
 
 
 def add(verbs: Any) -> None:
@@ -92,7 +83,7 @@ def run(args: argparse.Namespace) -> int:
         name, backend = parse_pin(args.backend)
         if name != family.backend.distribution:
             raise UsageError(f"--backend {args.backend}: the backend of {family.name} is {family.backend.distribution}")
-    request = bisect.Request(
+    request = search.Request(
         source=Path(args.frontend_src), goods=tuple(goods), bad=args.bad, workdir=Path(args.workdir),
         cell=args.cell, backend=backend, python=args.python, plugins=args.plugins,
         tests=tuple(args.frontend_tests), keyword=args.k, test_env=env_pairs(args.env), reruns=args.reruns,
@@ -100,16 +91,16 @@ def run(args: argparse.Namespace) -> int:
         wheelhouses=tuple(args.wheelhouse), use_uv=False if args.no_uv else None, refresh=args.refresh)
     workdir = Path(args.workdir).resolve()
     try:
-        result = bisect.run(request, family, say)
-    except bisect.BisectRefused as refused:
-        bisectreport.write(workdir, refused.result)
+        result = search.run(request, family, say)
+    except search.BisectRefused as refused:
+        report.write(workdir, refused.result)
         if args.json:
-            print(json.dumps(bisectreport.to_json(refused.result), indent=2))
+            print(json.dumps(report.to_json(refused.result), indent=2))
         raise
-    json_path, md_path = bisectreport.write(workdir, result)
+    json_path, md_path = report.write(workdir, result)
     if args.json:
-        print(json.dumps(bisectreport.to_json(result), indent=2))
+        print(json.dumps(report.to_json(result), indent=2))
     else:
-        print(bisectreport.text(result))
+        print(report.text(result))
         print(f"reports: {json_path}, {md_path}")
     return 0

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel.cli._common import UsageError, add_common, emit, say
-from jaxrel.dist.bazel import build
-from jaxrel.dist.pythons import python_for
+from jaxrel.distributions.bazel import build
+from jaxrel.distributions.pythons import python_for
 
 HELP = "Build the workspace's wheels with Bazel (bazelisk, else bazel) into --output."
 

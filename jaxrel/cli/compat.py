@@ -7,11 +7,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+from jaxrel.bisect import command
+from jaxrel.cells import owntests, records
+from jaxrel.cells.suites import DEFAULT_SUITE
 from jaxrel.cli import _matrix
-from jaxrel.cli._common import UsageError, add_common, say
-from jaxrel.cli.bisect import add_env_option, env_pairs
-from jaxrel.compat import bisectcommand, cellrecord, owntests, report, runner
-from jaxrel.dist.bazel import find_workspace
+from jaxrel.cli._common import UsageError, add_common, add_env_option, env_pairs, say
+from jaxrel.compat import report
+from jaxrel.compat.cell import CellResult
+from jaxrel.compat.options import Options
+from jaxrel.compat.run import run as run_matrix
+from jaxrel.distributions.bazel import find_workspace
 from jaxrel.family import Family
 
 HELP = "Run the compat matrix: an environment per cell, the guard, the compat suite, the frontend's tests; reports."
@@ -67,7 +72,7 @@ def _shard(text: str | None) -> str | None:
     if text is None:
         return None
     try:
-        index, count = cellrecord.parse_shard(text)
+        index, count = records.parse_shard(text)
     except ValueError:
         raise UsageError(f"--shard {text!r}: expected I/N with 1 <= I <= N (e.g. 2/4)") from None
     return f"{index}/{count}"
@@ -84,7 +89,7 @@ def _count(option: str, text: str) -> int | None:
 
 def _suite(args: argparse.Namespace, family: Family) -> Path | None:
     if args.suite is None:
-        return runner.DEFAULT_SUITE if family.compat_suite else None
+        return DEFAULT_SUITE if family.compat_suite else None
     suite = Path(args.suite).resolve()
     if not (suite / "pytest.ini").is_file():
         raise UsageError(f"--suite {args.suite}: no pytest.ini there; pass a compat suite directory")
@@ -99,14 +104,14 @@ def _request(args: argparse.Namespace) -> owntests.Request:
 
 
 def _bisect_commands(args: argparse.Namespace, family: Family, commit: str | None,
-                     results: list[runner.CellResult], test_env: tuple[tuple[str, str], ...]) -> list[str]:
+                     results: list[CellResult], test_env: tuple[tuple[str, str], ...]) -> list[str]:
     """A ``jaxrel bisect`` command per cell whose own tests show a compat regression (``--frontend-src`` only)."""
     if not args.frontend_src:
         return []
     regressed = {r.cell.id: [f.test for f in r.failures if f.verdict == "compat regression" and f.suite == "own tests"]
                  for r in results}
     regressed = {cell: tests for cell, tests in regressed.items() if tests}
-    return bisectcommand.suggested_commands(args.frontend_src, family.frontend.distribution, commit, regressed,
+    return command.suggested_commands(args.frontend_src, family.frontend.distribution, commit, regressed,
                                             good=args.good, keyword=args.k, test_env=test_env)
 
 
@@ -130,16 +135,16 @@ def run(args: argparse.Namespace) -> int:
 
     recorded = {"commit": front.commit, "dirty": front.dirty, "source": front.spec.source} if front.commit else {}
 
-    def checkpoint(results: list[runner.CellResult]) -> None:
+    def checkpoint(results: list[CellResult]) -> None:
         report.write(workdir, matrix, results, complete=False, frontend_build_seconds=front.build_seconds,
                      frontend=recorded)
 
-    options = runner.Options(workdir=workdir, suite=_suite(args, found.family), own=own, shard=shard, jobs=jobs,
+    options = Options(workdir=workdir, suite=_suite(args, found.family), own=own, shard=shard, jobs=jobs,
                              cells_at_once=at_once,
                              use_uv=False if args.no_uv else None, extensions=not args.no_extension,
                              workspace=workspace, index=found.index, checkpoint=checkpoint, test_env=test_env,
                              full_plugin_cells=args.full_plugin_cells)
-    results = runner.run(matrix, found.family, front, options)
+    results = run_matrix(matrix, found.family, front, options)
     commands = _bisect_commands(args, found.family, front.commit, results, test_env)
     json_path, md_path = report.write(workdir, matrix, results, frontend_build_seconds=front.build_seconds,
                                       frontend=recorded, bisect=commands)

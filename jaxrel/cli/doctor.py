@@ -7,6 +7,7 @@ from typing import Any
 
 from jaxrel import doctor
 from jaxrel.cli._common import add_common, emit
+from jaxrel.distributions import installed
 from jaxrel.family import resolve_family
 
 HELP = "Inspect an environment's frontend, backend and plugins without importing the backend."
@@ -20,7 +21,7 @@ def add(verbs: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     family = resolve_family(args.family)
-    env = doctor.read_environment(family, args.python)
+    env = installed.read_environment(family, args.python)
     result = doctor.diagnose(family, env)
     emit(args, doctor.to_json(family, env, result), doctor.render(family, env, result))
     return 0 if result.compatible else 1

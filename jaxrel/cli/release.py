@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel.cli._common import UsageError, emit, say
-from jaxrel.dist.index import Index, IndexClientError
+from jaxrel.distributions.index import Index, IndexClientError
 from jaxrel.errors import ExitCode
 from jaxrel.release import attest, auth, builder, bump, check, plan, publish, verify
 from jaxrel.release.project import open_project

@@ -10,8 +10,8 @@ from typing import Any
 from jaxrel import policy
 from jaxrel._util.text import table
 from jaxrel.cli._common import add_common, emit, index_options, say
-from jaxrel.dist.index import Index
-from jaxrel.dist.pythons import supported_tags
+from jaxrel.distributions.index import Index
+from jaxrel.distributions.pythons import supported_tags
 from jaxrel.extension import xla
 from jaxrel.family import resolve_family
 

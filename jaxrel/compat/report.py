@@ -15,9 +15,12 @@ from typing import Any
 
 from jaxrel._util import text
 from jaxrel._util.atomic import write_all_atomically
-from jaxrel.compat.matrix import Matrix
-from jaxrel.compat.runner import CellResult
+from jaxrel.cells.matrix import Matrix
+from jaxrel.compat.cell import CellResult
 from jaxrel.compat.triage import FATAL, VERDICTS, counted
+
+__all__ = ["EXTENSION_TESTS", "HEADERS", "REPORTS", "clear", "extension_outcome", "headers", "markdown", "rows",
+    "summary", "table", "to_json", "verdict_counts", "write"]
 
 HEADERS = ("cell", "expected", "observed", "passed", "failed", "skipped", "extension", "time", "result")
 EXTENSION_TESTS = "test_extension"  # the compat suite's module that exercises the built extension wheel

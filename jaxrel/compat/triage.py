@@ -20,8 +20,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from jaxrel.compat.matrix import Cell
-from jaxrel.compat.suites import Suite, SuiteRun
+from jaxrel.cells.matrix import Cell
+from jaxrel.cells.suites import Suite, SuiteRun
 
 __all__ = ["FATAL", "VERDICTS", "Failure", "Rerun", "classify", "counted", "summary", "write_verdicts"]
 

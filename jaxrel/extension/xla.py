@@ -24,8 +24,11 @@ from jaxrel._util import localfiles
 from jaxrel._util.atomic import read_exactly, write_atomically
 from jaxrel._util.literals import line_starts, span
 from jaxrel._util.shape import is_name
-from jaxrel.dist.index import IndexFile, Listing
+from jaxrel.distributions.index import IndexFile, Listing
 from jaxrel.errors import BadInput
+
+__all__ = ["FIELDS", "PinError", "RULE", "XlaPin", "checked_pin", "choose_wheel", "pin_facts", "pin_for", "read_pin",
+    "rewrite", "write_pin"]
 
 RULE = "xla_ffi"
 FIELDS = ("commit", "backend", "backend_version", "wheel", "sha256")

@@ -16,6 +16,8 @@ from jaxrel._util.shape import Shape
 from jaxrel.errors import BadInput
 from jaxrel.gates.judge import GateVerdict, Judgement, Releases, evaluate
 
+__all__ = ["Coverage", "cover", "matrix_cells"]
+
 
 @dataclass(frozen=True)
 class Coverage:

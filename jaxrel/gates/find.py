@@ -30,6 +30,9 @@ from typing import Any
 from jaxrel._util import parallel
 from jaxrel.gates import names as qualnames
 
+__all__ = ["Names", "Prefilter", "Release", "SKIPPED_DIRECTORIES", "Segments", "comparisons_in", "find_in_source",
+    "main", "python_files", "scan"]
+
 _OPS: dict[type, str] = {ast.GtE: ">=", ast.LtE: "<=", ast.Gt: ">", ast.Lt: "<", ast.Eq: "==", ast.NotEq: "!="}
 _FLIP = {">=": "<=", "<=": ">=", ">": "<", "<": ">", "==": "==", "!=": "!="}
 _SKIP_DECORATORS = {"skipIf": True, "skipif": True, "skipUnless": False}  # name -> skips when the condition holds

@@ -20,6 +20,8 @@ from jaxrel.errors import JaxrelError
 from jaxrel.gates import find as gatefind
 from jaxrel.gates import names as qualnames
 
+__all__ = ["TreeIndex", "bound_by_import", "exported", "import_statements", "removable"]
+
 _NOQA_F401 = re.compile(r"#\s*noqa(?!\s*:)|#\s*noqa\s*:[^#\n]*\bF401\b", re.IGNORECASE)
 
 

@@ -36,10 +36,13 @@ from packaging.version import Version
 
 from jaxrel import policy
 from jaxrel._util import localfiles
-from jaxrel.dist.pythons import find_pythons
+from jaxrel.distributions.pythons import find_pythons
 from jaxrel.errors import BadInput
 from jaxrel.family import Family
 from jaxrel.gates import find as gatefind
+
+__all__ = ["Comparison", "Condition", "Gate", "GateVerdict", "Judgement", "Releases", "VERDICTS", "Value", "evaluate",
+    "find_gates", "judge", "judge_all", "release_spellings", "release_tuple"]
 
 
 class GateVerdict(StrEnum):

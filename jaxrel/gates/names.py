@@ -14,6 +14,9 @@ import os
 import re
 from collections.abc import Callable, Iterable, Sequence
 
+__all__ = ["Imports", "TooComplex", "import_statements", "is_package", "module_name", "package_prefix", "parse",
+    "parse_around", "parse_lines", "resolve_from", "top_level_chunks", "walk_around"]
+
 
 def package_prefix(root: str) -> str:
     """The dotted package ``root`` itself is part of ('' for a checkout holding the packages).

@@ -14,6 +14,8 @@ from jaxrel.errors import BadInput
 from jaxrel.family import Family
 from jaxrel.gates.judge import VERDICTS, Judgement
 
+__all__ = ["MinimumNotFound", "counts", "declared_minimum", "markdown", "one_line", "text", "to_json"]
+
 
 class MinimumNotFound(BadInput):
     """The tree declares no minimum backend; the message names the fix."""

@@ -29,6 +29,8 @@ from libcst.metadata import ParentNodeProvider, PositionProvider
 
 from jaxrel.gates.judge import Condition, GateVerdict, Judgement
 
+__all__ = ["DECIDED", "DropImports", "Rewriter", "char_col", "refusal"]
+
 DECIDED: dict[str, bool] = {GateVerdict.ALWAYS_TRUE: True, GateVerdict.ALWAYS_FALSE: False}
 
 

@@ -18,6 +18,9 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+__all__ = ["Blocks", "DEEPEST", "Removed", "Slice", "TooDeep", "Transform", "expression_slice", "nesting",
+    "parse_cst", "rewrite_expression", "rewrite_slice", "splice", "split_lines", "statement_start"]
+
 _COMMENT_OR_BLANK = re.compile(r"[ \t\f]*(?:#.*)?$")
 
 

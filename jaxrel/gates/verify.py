@@ -11,10 +11,12 @@ import subprocess
 from collections.abc import Mapping
 
 from jaxrel._util import localfiles
-from jaxrel.dist.pythons import newest_python
+from jaxrel.distributions.pythons import newest_python
 from jaxrel.errors import BadInput
 from jaxrel.gates import names as qualnames
 from jaxrel.gates.imports import TreeIndex, bound_by_import
+
+__all__ = ["Compiler", "lost_imports", "top_level_names"]
 
 _DEFINITION = re.compile(r"^(?:async\s+def|def|class)\s+([A-Za-z_]\w*)", re.MULTILINE)
 

@@ -20,6 +20,9 @@ from jaxrel._util.atomic import write_all_atomically
 from jaxrel._util.files import sha256_of
 from jaxrel.errors import EnvironmentFailure, Refused
 
+__all__ = ["AttestError", "AttestRefused", "INSTALL", "STATEMENT_TYPE", "SUFFIX", "Subject", "check", "path_for",
+    "present", "publish_predicate", "read_subject", "sign", "subject_problems"]
+
 SUFFIX = ".publish.attestation"
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 INSTALL = "pip install 'jaxrel[release]' (pypi-attestations)"

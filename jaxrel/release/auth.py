@@ -34,9 +34,13 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel._util.text import PASSWORD_ENV
-from jaxrel.dist import transport
-from jaxrel.dist.urls import WEB, parse_url
+from jaxrel.distributions import transport
+from jaxrel.distributions.urls import WEB, parse_url
 from jaxrel.errors import BadInput, EnvironmentFailure
+
+__all__ = ["Auth", "AuthError", "Credentials", "DEADLINE", "MAX_ANSWER", "Method", "OIDC_TOKEN_ENV", "OIDC_URL_ENV",
+    "RENEW_AFTER", "SETUP", "TOKEN_USERNAME", "audience", "choose", "has_oidc_identity", "index_base", "mint",
+    "oidc_token", "upload_url"]
 
 OIDC_URL_ENV = "ACTIONS_ID_TOKEN_REQUEST_URL"
 OIDC_TOKEN_ENV = "ACTIONS_ID_TOKEN_REQUEST_TOKEN"
@@ -110,7 +114,7 @@ def choose(environ: Mapping[str, str], *, trusted_publishing: bool = False) -> A
 
 
 def index_base(upload_url: str) -> str:
-    """``scheme://host[:port]`` of the upload URL (checked by :func:`jaxrel.dist.urls.parse_url`): where the
+    """``scheme://host[:port]`` of the upload URL (checked by :func:`jaxrel.distributions.urls.parse_url`): where the
     index serves ``/_/oidc/…``; credentials written into the URL are left out."""
     url = parse_url(upload_url, "the upload URL (trusted publishing needs the index's)", WEB)
     host = f"[{url.host}]" if ":" in url.host else url.host
@@ -136,7 +140,7 @@ def _json_object(body: bytes, url: str, step: str) -> dict[str, Any]:
 
 
 def _call(request: urllib.request.Request, step: str) -> dict[str, Any]:
-    """One request of the exchange through :func:`jaxrel.dist.transport.fetch`, whole within :data:`DEADLINE`
+    """One request of the exchange through :func:`jaxrel.distributions.transport.fetch`, whole within :data:`DEADLINE`
     and :data:`MAX_ANSWER`; an HTTP error's JSON body is returned with ``_status`` and ``_reason``."""
     url = request.full_url
     limits = transport.Limits(connect=DEADLINE, deadline=DEADLINE, max_page=MAX_ANSWER)

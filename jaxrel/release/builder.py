@@ -1,7 +1,7 @@
 """``jaxrel release build``: every component of the release into one ``dist/`` with a manifest.
 
 Pure packages: ``python -m build`` (sdist + wheel; uv installs the build requirements when
-present). Compiled wheels: :func:`jaxrel.dist.bazel.build` (Bazel through bazelisk). Everything is
+present). Compiled wheels: :func:`jaxrel.distributions.bazel.build` (Bazel through bazelisk). Everything is
 built into a staging directory beside ``dist/`` and moved there only when every component
 built and every artifact names the right distribution and version: a failed build leaves
 ``dist/`` untouched.
@@ -21,13 +21,15 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from jaxrel._util.text import tail
-from jaxrel.dist import bazel
-from jaxrel.dist.filenames import name_and_version
+from jaxrel.distributions import bazel
+from jaxrel.distributions.filenames import name_and_version
 from jaxrel.errors import EnvironmentFailure
 from jaxrel.release.config import Component
 from jaxrel.release.manifest import Artifact, Manifest
 from jaxrel.release.plan import Plan
 from jaxrel.release.project import Project
+
+__all__ = ["Progress", "ReleaseBuildError", "build_release"]
 
 Progress = Callable[[str], None]
 

@@ -25,6 +25,8 @@ from jaxrel.release.config import Component, Location
 from jaxrel.release.pins import frontend_range
 from jaxrel.release.project import Project
 
+__all__ = ["Bump", "BumpError", "Change", "apply", "commit_date", "next_version", "plan_bump"]
+
 
 class BumpError(BadInput):
     """A bump that cannot be made; nothing was written."""

@@ -24,14 +24,16 @@ from packaging.version import Version
 from jaxrel import policy
 from jaxrel._util import localfiles
 from jaxrel._util.text import table
-from jaxrel.dist.extras import plugin_families, unsatisfied_extras
-from jaxrel.dist.index import Index, IndexClientError, IndexFile, Listing
+from jaxrel.distributions.extras import plugin_families, unsatisfied_extras
+from jaxrel.distributions.index import Index, IndexClientError, IndexFile, Listing
 from jaxrel.release import locations
 from jaxrel.release.config import Component, Location
 from jaxrel.release.pins import frontend_range, is_frontend_range, pins_exactly
 from jaxrel.release.plan import Plan
 from jaxrel.release.project import Project, Reading
 from jaxrel.release.pyprojects import ProjectTable, project_table
+
+__all__ = ["Check", "Status", "changelog_has", "render", "run_checks", "to_json"]
 
 
 class Status(StrEnum):

@@ -32,6 +32,9 @@ from packaging.utils import canonicalize_name
 from jaxrel._util.shape import Shape, found, is_name, is_relative_path, printable
 from jaxrel.family import ConfigError, Family
 
+__all__ = ["BUILDERS", "BUILTIN", "Component", "Location", "ROLES", "ReleaseConfig", "jax_release",
+    "release_from_config", "role_of", "tag_template"]
+
 BUILDERS = ("python", "bazel", "external")
 ROLES = ("backend", "plugin", "extension", "frontend")  # also the safe upload order
 _RELEASE_KEYS = {"changelog", "tag", "components"}

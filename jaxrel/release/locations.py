@@ -20,6 +20,8 @@ from jaxrel.errors import BadInput
 from jaxrel.release.config import Location
 from jaxrel.release.pyprojects import project_table
 
+__all__ = ["LocationError", "read", "read_text", "requirement_on", "rewrite", "rewrite_requirement"]
+
 
 class LocationError(BadInput):
     """A declared version location that is missing, unreadable or not a string."""

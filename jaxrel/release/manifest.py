@@ -18,6 +18,8 @@ from jaxrel._util.files import sha256_of
 from jaxrel._util.shape import Shape, found
 from jaxrel.errors import BadInput
 
+__all__ = ["Artifact", "Manifest", "ManifestError", "NAME", "SCHEMA", "parse", "read"]
+
 NAME = "manifest.json"
 SCHEMA = 1
 

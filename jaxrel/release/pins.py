@@ -9,6 +9,8 @@ from packaging.version import Version
 
 from jaxrel import policy
 
+__all__ = ["frontend_range", "is_frontend_range", "pins_exactly"]
+
 
 def frontend_range(minimum: str, frontend_version: str) -> str:
     """The specifier a frontend at ``frontend_version`` puts on the backend: ``>=minimum,<=X.Y.Z``."""

@@ -15,10 +15,12 @@ from packaging.version import Version
 
 from jaxrel import policy
 from jaxrel._util.text import table
-from jaxrel.dist.index import Index, IndexClientError
+from jaxrel.distributions.index import Index, IndexClientError
 from jaxrel.release.config import Component
 from jaxrel.release.pins import frontend_range
 from jaxrel.release.project import Project
+
+__all__ = ["Plan", "Planned", "artifacts_of", "make_plan", "render"]
 
 
 @dataclass(frozen=True)

@@ -16,11 +16,13 @@ from typing import Any
 from jaxrel import policy
 from jaxrel._util import localfiles, tarballs
 from jaxrel._util.shape import found
-from jaxrel.dist.wheels import ArtifactInfo, inspect
+from jaxrel.distributions.wheels import ArtifactInfo, inspect
 from jaxrel.errors import BadInput
 from jaxrel.family import PROFILES, ConfigError, Family, family_from_config, jaxrel_table, resolve_family
 from jaxrel.release import locations
 from jaxrel.release.config import BUILTIN, Component, Location, ReleaseConfig, release_from_config
+
+__all__ = ["Project", "Reading", "open_project"]
 
 
 @dataclass(frozen=True)

@@ -31,9 +31,9 @@ from typing import Any
 from packaging.version import Version
 
 from jaxrel._util.text import PASSWORD_ENV, redact, table, tail
-from jaxrel.dist.index import Index, IndexClientError, Listing, pip_default_index
-from jaxrel.dist.urls import WEB, parse_url
-from jaxrel.dist.wheels import inspect
+from jaxrel.distributions.index import Index, IndexClientError, Listing, pip_default_index
+from jaxrel.distributions.urls import WEB, parse_url
+from jaxrel.distributions.wheels import inspect
 from jaxrel.errors import ExitCode, Refused
 from jaxrel.family import Family
 from jaxrel.release import attest
@@ -41,6 +41,9 @@ from jaxrel.release.auth import AuthError, Credentials, Method
 from jaxrel.release.manifest import Artifact
 from jaxrel.release.pypirc import read_pypirc
 from jaxrel.release.verify import Verification, verify_dist
+
+__all__ = ["Outcome", "PublishError", "PublishResult", "Repository", "config_without_passwords", "index_hashes",
+    "publish", "pypirc_path", "render", "resolve_repository"]
 
 
 class PublishError(Refused):

@@ -16,6 +16,8 @@ from pathlib import Path
 
 from jaxrel._util import localfiles
 
+__all__ = ["Pypirc", "PypircRepository", "read_pypirc"]
+
 
 @dataclass(frozen=True)
 class PypircRepository:

@@ -19,6 +19,8 @@ from jaxrel._util import localfiles
 from jaxrel._util.shape import Shape
 from jaxrel.errors import BadInput
 
+__all__ = ["ProjectTable", "ProjectTableError", "project_table", "read_project_table"]
+
 
 class ProjectTableError(BadInput):
     """A ``[project]`` table whose fields are of the wrong type or do not parse."""

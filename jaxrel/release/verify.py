@@ -23,12 +23,14 @@ from packaging.version import Version
 
 from jaxrel._util.files import sha256_of
 from jaxrel._util.text import tail
-from jaxrel.dist.filenames import name_and_version
-from jaxrel.dist.wheels import ArtifactInfo, WheelError, inspect, verify_record
+from jaxrel.distributions.filenames import name_and_version
+from jaxrel.distributions.wheels import ArtifactInfo, WheelError, inspect, verify_record
 from jaxrel.family import Family
 from jaxrel.release import attest
 from jaxrel.release.manifest import Artifact, Manifest, read
 from jaxrel.release.pins import frontend_range, is_frontend_range, pins_exactly
+
+__all__ = ["ARTIFACT_SUFFIXES", "FileReport", "Verification", "render", "twine_check", "verify_dist", "verify_file"]
 
 ARTIFACT_SUFFIXES = (".whl", ".tar.gz", ".zip")
 

@@ -20,8 +20,8 @@ from pathlib import Path
 import pytest
 from splitfam_support import PypiServer, bazel_shutdown, make_splitfam
 
-from jaxrel.dist.bazel import BuildError, find_launcher
-from jaxrel.dist.pipconfig import pip_command
+from jaxrel.distributions.bazel import BuildError, find_launcher
+from jaxrel.distributions.pipconfig import pip_command
 
 
 @pytest.fixture

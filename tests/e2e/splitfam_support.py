@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxrel.dist.bazel import LOCAL_BAZELISK, BuildError, find_launcher
+from jaxrel.distributions.bazel import LOCAL_BAZELISK, BuildError, find_launcher
 
 REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = REPO / "tests" / "data" / "splitfam"
@@ -216,7 +216,7 @@ def core_release(repo: Path, version: str, api: int, wheelhouse: Path, extra: st
     same API (plus ``extra``, code defining new functions, re-exported): the compat runner needs
     installable core releases, not a C compiler; the release tests build the real one with Bazel.
     """
-    from jaxrel.dist.wheels import write_wheel
+    from jaxrel.distributions.wheels import write_wheel
 
     files = python_files(repo / "core", "splitfam_core")
     files["splitfam_core/version.py"] = (f'_version = "{version}"\n_api_version = {api}\n'
@@ -231,7 +231,7 @@ def core_release(repo: Path, version: str, api: int, wheelhouse: Path, extra: st
 
 def plugin_release(repo: Path, version: str, wheelhouse: Path) -> Path:
     """A ``splitfam-cpu-plugin`` wheel at ``version`` (the template's pure-Python plugin), into ``wheelhouse``."""
-    from jaxrel.dist.wheels import write_wheel
+    from jaxrel.distributions.wheels import write_wheel
 
     files = python_files(repo / "plugin", "splitfam_cpu_plugin")
     files["splitfam_cpu_plugin/version.py"] = f'_version = "{version}"\n__version__ = _version\n'.encode()

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from splitfam_support import core_release, make_splitfam, plugin_release, set_frontend_version
 
-from jaxrel.dist.pipconfig import pip_index_config
+from jaxrel.distributions.pipconfig import pip_index_config
 
 pytestmark = pytest.mark.integration
 

@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from splitfam_support import PypiServer
 
-from jaxrel.dist.bazel import BuildError, find_launcher
+from jaxrel.distributions.bazel import BuildError, find_launcher
 
 pytestmark = pytest.mark.integration
 FILES_PER_RELEASE = 5  # core wheel; plugin sdist + wheel; frontend sdist + wheel

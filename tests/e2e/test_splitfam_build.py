@@ -1,6 +1,6 @@
 """Smoke test of the splitfam template: the three wheels build, install together and pass the guard.
 
-The core is built by Bazel through :func:`jaxrel.dist.bazel.build`, the frontend and plugin by
+The core is built by Bazel through :func:`jaxrel.distributions.bazel.build`, the frontend and plugin by
 ``python -m build`` (setuptools from the package index, through pip's configuration). A
 fresh environment installs all three from the built files only; ``import splitfam`` runs the
 vendored guard, which accepts them, and refuses a plugin whose version differs from the core's.
@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxrel.dist.bazel import BuildError, build, find_launcher, host_python
-from jaxrel.dist.pipconfig import pip_index_config
+from jaxrel.distributions.bazel import BuildError, build, find_launcher, host_python
+from jaxrel.distributions.pipconfig import pip_index_config
 
 pytestmark = pytest.mark.integration
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxrel.dist.bazel import BuildError, find_launcher
-from jaxrel.dist.pipconfig import pip_command
+from jaxrel.distributions.bazel import BuildError, find_launcher
+from jaxrel.distributions.pipconfig import pip_command
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -24,9 +24,9 @@ from packaging.tags import sys_tags
 import jaxrel
 from jaxrel import releasedata
 from jaxrel.cli import main
-from jaxrel.dist import envs
-from jaxrel.dist.bazel import BuildError, build, find_launcher
-from jaxrel.dist.wheels import verify_record
+from jaxrel.distributions import envs
+from jaxrel.distributions.bazel import BuildError, build, find_launcher
+from jaxrel.distributions.wheels import verify_record
 from jaxrel.extension import xla
 
 pytestmark = pytest.mark.integration
@@ -203,7 +203,7 @@ def test_wrong_sha256_fails_the_build_naming_the_pin(workspace_copy: Path, capsy
 @pytest.fixture(scope="module")
 def old_xla_tree(index_reachable: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """An XLA source-tree layout holding older FFI headers: jaxlib 0.5.3's (FFI API 0.1)."""
-    from jaxrel.dist.index import Index
+    from jaxrel.distributions.index import Index
 
     index = Index.from_pip()
     chosen = xla.choose_wheel(index.listing("jaxlib").files_for(OLD_JAXLIB), list(sys_tags()))

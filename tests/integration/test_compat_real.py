@@ -87,8 +87,8 @@ def test_a_cell_whose_observation_differs_fails_the_run(run, tmp_path):
 def test_frontend_source_tree_with_its_own_tests(index_reachable, tmp_path):
     """--frontend-src: the tree is built out of tree as the frontend, and its own tests (selected by path and -k)
     run against the wheel installed in the cell, not the tree."""
-    from jaxrel.compat.frontend import _unpack_sdist
-    from jaxrel.dist.index import Index
+    from jaxrel.cells.frontend import _unpack_sdist
+    from jaxrel.distributions.index import Index
 
     index = Index.from_pip()
     sdist = index.download(index.listing("jax").sdist("0.10.2"))  # type: ignore[arg-type]

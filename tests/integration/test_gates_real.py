@@ -17,8 +17,8 @@ import pytest
 
 from jaxrel import policy
 from jaxrel.cli import main
-from jaxrel.dist.index import Index
-from jaxrel.dist.pythons import find_pythons
+from jaxrel.distributions.index import Index
+from jaxrel.distributions.pythons import find_pythons
 from jaxrel.gates.judge import VERDICTS
 
 pytestmark = pytest.mark.integration

@@ -15,11 +15,11 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from jaxrel import releasedata
-from jaxrel.compat.matrix import FrontendSpec, installable_versions
-from jaxrel.compat.planning import matrix_for
-from jaxrel.dist.index import Index, IndexClientError, sha256_of
-from jaxrel.dist.pythons import find_pythons, supported_tags
-from jaxrel.dist.wheels import WheelError, inspect
+from jaxrel.cells.matrix import FrontendSpec, installable_versions
+from jaxrel.cells.planning import matrix_for
+from jaxrel.distributions.index import Index, IndexClientError, sha256_of
+from jaxrel.distributions.pythons import find_pythons, supported_tags
+from jaxrel.distributions.wheels import WheelError, inspect
 from jaxrel.family import jax_profile
 
 pytestmark = pytest.mark.integration

@@ -9,8 +9,8 @@ import pytest
 from packaging.version import Version
 
 from jaxrel import policy
-from jaxrel.dist.extras import plugin_families
-from jaxrel.dist.index import Index
+from jaxrel.distributions.extras import plugin_families
+from jaxrel.distributions.index import Index
 from jaxrel.family import jax_profile
 
 FAMILY = jax_profile()
@@ -70,8 +70,8 @@ def test_jax_runs_on_cpu_with_another_libtpu_and_doctor_warns(index, tmp_path):
     import json
     import subprocess
 
-    from jaxrel.dist import envs
-    from jaxrel.dist.pythons import PythonNotFound, python_for
+    from jaxrel.distributions import envs
+    from jaxrel.distributions.pythons import PythonNotFound, python_for
 
     try:
         python = python_for("3.12").executable  # jax 0.12 needs Python 3.12

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxrel.dist import envs
+from jaxrel.distributions import envs
 
 pytestmark = pytest.mark.integration
 

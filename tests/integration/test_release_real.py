@@ -10,7 +10,7 @@ import pytest
 
 from jaxrel import policy
 from jaxrel.cli import main
-from jaxrel.dist.index import Index
+from jaxrel.distributions.index import Index
 
 pytestmark = pytest.mark.integration
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxrel.dist.envs import find_uv
+from jaxrel.distributions.envs import find_uv
 
 pytestmark = pytest.mark.integration
 
@@ -56,7 +56,7 @@ def jaxrel(installed: tuple[Path, Path], *args: str, timeout: float = 300) -> su
 
 def test_the_package_comes_from_the_environment_not_the_checkout(installed: tuple[Path, Path]) -> None:
     bin_dir, cwd = installed
-    done = subprocess.run([str(bin_dir / "python"), "-c", "import jaxrel, jaxrel.compat.runner as r; "
+    done = subprocess.run([str(bin_dir / "python"), "-c", "import jaxrel, jaxrel.cells.suites as r; "
                            "print(jaxrel.__file__); print(r.DEFAULT_SUITE)"],
                           cwd=cwd, capture_output=True, text=True, timeout=60, check=True)
     package, suite = done.stdout.split()

@@ -16,7 +16,7 @@ import archive_kit as kit
 import pytest
 from boundary_cli import run, tree_digests
 
-from jaxrel.dist import wheels
+from jaxrel.distributions import archives, wheels
 from jaxrel.family import jax_profile
 
 REPO = Path(__file__).resolve().parents[2]
@@ -121,7 +121,7 @@ def test_release_verify_reports_a_damaged_wheel_as_its_problem(sandbox: Path, ca
 def test_an_archive_unpacking_past_the_total_cap_is_refused_before_reading(sandbox: Path,
                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
     wheel = kit.write(sandbox / "house", kit.FILENAME, kit.wheel_bytes(extra={"jax/zeros.bin": b"\0" * (3 << 20)}))
-    monkeypatch.setattr(wheels, "MAX_UNPACKED", 2 << 20)
+    monkeypatch.setattr(archives, "MAX_UNPACKED", 2 << 20)
     with pytest.raises(wheels.WheelError, match=r"unpacking to 3 MiB, more than a wheel has .*2 MiB"):
         wheels.verify_record(wheel)
 
@@ -138,7 +138,7 @@ def test_an_sdist_inflating_past_its_cap_is_refused_while_listed(sandbox: Path,
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
     sdist = kit.write(sandbox / "house", "jax-0.9.9.tar.gz", buffer.getvalue())
-    monkeypatch.setattr(wheels, "MAX_SDIST", 2 << 20)
+    monkeypatch.setattr(archives, "MAX_SDIST", 2 << 20)
     with pytest.raises(wheels.WheelError, match="more than an sdist has"):
         wheels.inspect(sdist, jax_profile())
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from jaxrel.compat import atlastable
-from jaxrel.compat.atlastable import CellRun
+from jaxrel.atlas import table as atlastable
+from jaxrel.atlas.table import CellRun
 
 BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(BROWSER is None, reason="no chromium on PATH: run scripts/install_build_tools.sh "

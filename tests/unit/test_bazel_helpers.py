@@ -1,4 +1,4 @@
-"""The helpers behind the Bazel build: bazel/wheel_builder.py, bazel/xla_ffi_fetch.py and jaxrel.dist.bazel."""
+"""The helpers behind the Bazel build: bazel/wheel_builder.py, bazel/xla_ffi_fetch.py and jaxrel.distributions.bazel."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from types import ModuleType
 import pytest
 
 from jaxrel import guard, releasedata
-from jaxrel.dist import bazel as build
-from jaxrel.dist.wheels import inspect, verify_record
+from jaxrel.distributions import bazel as build
+from jaxrel.distributions.wheels import inspect, verify_record
 from jaxrel.family import jax_profile
 
 REPO = Path(__file__).resolve().parents[2]

@@ -10,12 +10,12 @@ from pathlib import Path
 
 import pytest
 
+from jaxrel.bisect import command, report, search
+from jaxrel.bisect.git import Commit, Repo, locate, parse_outcome
+from jaxrel.bisect.step import StepRecord
+from jaxrel.cells.frontend import build_python, declared_requires_python
+from jaxrel.cli import _common, main
 from jaxrel.cli import bisect as cli_bisect
-from jaxrel.cli import main
-from jaxrel.compat import bisect, bisectcommand, bisectreport
-from jaxrel.compat.bisectgit import Commit, Repo, locate, parse_outcome
-from jaxrel.compat.bisectstep import StepRecord
-from jaxrel.compat.frontend import build_python, declared_requires_python
 from jaxrel.errors import BadInput
 from jaxrel.family import resolve_family
 
@@ -118,13 +118,13 @@ def test_a_directory_outside_git_is_bad_input(tmp_path: Path, monkeypatch: pytes
 
 def test_the_release_tag_is_the_newest_release_the_commit_contains(repo: Path) -> None:
     head = _git(repo, "rev-parse", "HEAD")
-    assert bisectcommand.release_tag(repo / "front", "front", head) == "front-v1.1.0"  # named for the distribution
-    assert bisectcommand.release_tag(repo / "front", "other", _git(repo, "rev-parse", "HEAD~8")) == "v1.0.0"
-    commands = bisectcommand.suggested_commands(str(repo / "front"), "front", head,
+    assert command.release_tag(repo / "front", "front", head) == "front-v1.1.0"  # named for the distribution
+    assert command.release_tag(repo / "front", "other", _git(repo, "rev-parse", "HEAD~8")) == "v1.0.0"
+    commands = command.suggested_commands(str(repo / "front"), "front", head,
                                                 {"py3.12-core0.1.0": ["tests/a.py::t"]}, test_env=[("X", "1")])
     assert commands == [f"jaxrel bisect --frontend-src {repo / 'front'} --good front-v1.1.0 --bad {head} "
                         "--cell py3.12-core0.1.0 --env X=1 --frontend-tests tests/a.py::t"]
-    assert bisectcommand.suggested_commands("x", "front", None, {"c": ["t"]}) == []
+    assert command.suggested_commands("x", "front", None, {"c": ["t"]}) == []
 
 
 @pytest.mark.parametrize(("request_args", "expected"), [
@@ -133,31 +133,31 @@ def test_the_release_tag_is_the_newest_release_the_commit_contains(repo: Path) -
     ({"backend": "0.10.2", "python": "3.12", "plugins": "tpu"}, ("3.12", "0.10.2", "tpu")),
 ])
 def test_cells_from_the_command_line(request_args: dict[str, str], expected: tuple[str, ...]) -> None:
-    request = bisect.Request(Path("."), ("a",), "b", Path("w"), **request_args)  # type: ignore[arg-type]
-    assert bisect.cell_parts(request, resolve_family("jax")) == expected
+    request = search.Request(Path("."), ("a",), "b", Path("w"), **request_args)  # type: ignore[arg-type]
+    assert search.cell_parts(request, resolve_family("jax")) == expected
 
 
 @pytest.mark.parametrize("cell", ["jaxlib0.11.0", "py3.12-splitfam-core0.1.0", "py3.12-jaxlibnext"])
 def test_a_malformed_cell_is_bad_input(cell: str) -> None:
     with pytest.raises(BadInput, match="jaxlib"):
-        bisect.cell_parts(bisect.Request(Path("."), ("a",), "b", Path("w"), cell=cell), resolve_family("jax"))
+        search.cell_parts(search.Request(Path("."), ("a",), "b", Path("w"), cell=cell), resolve_family("jax"))
 
 
 def test_deps_as_of() -> None:
-    request = bisect.Request(Path("."), ("a",), "b", Path("w"))
-    assert bisect.exclude_newer(request, "2026-08-07T08:14:48-07:00") == "2026-08-07T15:14:48Z"
-    now = bisect.Request(Path("."), ("a",), "b", Path("w"), deps_as_of="now")
-    assert bisect.exclude_newer(now, "2026-08-07T08:14:48-07:00") is None
+    request = search.Request(Path("."), ("a",), "b", Path("w"))
+    assert search.exclude_newer(request, "2026-08-07T08:14:48-07:00") == "2026-08-07T15:14:48Z"
+    now = search.Request(Path("."), ("a",), "b", Path("w"), deps_as_of="now")
+    assert search.exclude_newer(now, "2026-08-07T08:14:48-07:00") is None
     with pytest.raises(BadInput, match="--deps-as-of 'yesterday'"):
-        bisect.exclude_newer(bisect.Request(Path("."), ("a",), "b", Path("w"), deps_as_of="yesterday"), "")
+        search.exclude_newer(search.Request(Path("."), ("a",), "b", Path("w"), deps_as_of="yesterday"), "")
 
 
 def test_env_pairs() -> None:
-    assert cli_bisect.env_pairs(["JAX_ENABLE_X64=1", "EMPTY=", "A=b=c"]) == (
+    assert _common.env_pairs(["JAX_ENABLE_X64=1", "EMPTY=", "A=b=c"]) == (
         ("JAX_ENABLE_X64", "1"), ("EMPTY", ""), ("A", "b=c"))
     for bad in ("NOVALUE", "=1", "A B=1"):
         with pytest.raises(BadInput, match="expected KEY=VALUE"):
-            cli_bisect.env_pairs([bad])
+            _common.env_pairs([bad])
 
 
 def test_good_report(tmp_path: Path) -> None:
@@ -194,20 +194,20 @@ def test_the_report_says_a_merge_is_a_merge_and_lists_candidates(tmp_path: Path)
                      failing=["tests/a.py::t"], first_error="ValueError: x",
                      seconds={"export": 0.2, "build+install": 3.1, "tests": 2.0})
     good = StepRecord("0" * 40, "before", "good", "3 passed", role="parent")
-    merge = bisect.Result("found", "py3.12-jaxlib0.11.0", "f" * 40, ["0" * 40], 7, _commit("c", "Merge #1", 2),
+    merge = search.Result("found", "py3.12-jaxlib0.11.0", "f" * 40, ["0" * 40], 7, _commit("c", "Merge #1", 2),
                           merge_brings=[_commit("d", "use the new API")], at_culprit=bad, at_parent=good,
                           steps=[bad, good], message="first bad commit")
-    text = bisectreport.text(merge)
+    text = report.text(merge)
     assert "a merge: it brings in 1 commits:" in text and "dddddddddddd use the new API" in text
     assert "first error: ValueError: x" in text and "at its parent: good (3 passed)" in text
     assert "7 commits in range · 1 bisection steps" in text
-    json_path, md_path = bisectreport.write(tmp_path, merge)
+    json_path, md_path = report.write(tmp_path, merge)
     data = json.loads(json_path.read_text())
     assert data["first_bad"]["merge"] is True and data["merge_brings"][0]["subject"] == "use the new API"
     assert "(a merge)" in md_path.read_text()
-    several = bisect.Result("candidates", "cell", "f" * 40, ["0" * 40], 9,
+    several = search.Result("candidates", "cell", "f" * 40, ["0" * 40], 9,
                             candidates=[_commit("a", "one"), _commit("b", "two")])
-    markdown = bisectreport.markdown(several)
+    markdown = report.markdown(several)
     assert "## Candidates" in markdown and "- `aaaaaaaaaaaa` one" in markdown and "- `bbbbbbbbbbbb` two" in markdown
 
 
@@ -234,16 +234,17 @@ def test_compat_refuses_a_bad_env_or_a_good_without_a_checkout(tmp_path: Path, c
 def test_env_reaches_every_suite_and_its_pytest_run(tmp_path: Path) -> None:
     import sys
 
-    from jaxrel.compat import runner, suites
-    from jaxrel.compat.owntests import OwnTests
-    from jaxrel.dist.envs import Env
+    from jaxrel.cells import suites
+    from jaxrel.cells.owntests import OwnTests
+    from jaxrel.compat.options import Options
+    from jaxrel.distributions.envs import Env
 
     (tmp_path / "tests").mkdir()
     (tmp_path / "tests" / "test_env.py").write_text(
         "import os\n\ndef test_flag():\n    assert os.environ.get('JAXREL_TEST_FLAG') == 'on'\n")
     own = suites.Suite("own tests", "own", tmp_path, ("tests",))
-    options = runner.Options(workdir=tmp_path / "w", suite=None, own=OwnTests(own, None),
-                             test_env=(("JAXREL_TEST_FLAG", "on"),))
+    options = Options(workdir=tmp_path / "w", suite=None, own=OwnTests(own, None),
+                      test_env=(("JAXREL_TEST_FLAG", "on"),))
     (staged,) = options.suites()
     assert staged.env == (("JAXREL_TEST_FLAG", "on"),)
     env = Env(Path(sys.prefix))  # this interpreter's environment: pytest and jaxrel's cell plugin are there

@@ -394,7 +394,7 @@ def test_a_version_file_symlinked_out_of_the_tree_is_not_read(tmp_path: Path,
 @pytest.mark.parametrize("answer", [b"5", b"[1, 2, 3]", b'["a", "3.12.1", "x"]', b'["a", "banana", []]',
                                     b"\xff\xfe", b"[" * 100_000, b'["a", "3.12.1", [1]]', b""])
 def test_an_interpreter_answer_of_the_wrong_shape_is_bad_input(answer: bytes) -> None:
-    from jaxrel.doctor import InterpreterError, parse_interpreter_answer
+    from jaxrel.distributions.installed import InterpreterError, parse_interpreter_answer
 
     with pytest.raises(InterpreterError, match="did not answer as a Python interpreter does"):
         parse_interpreter_answer(answer, "/x/python")
@@ -402,7 +402,7 @@ def test_an_interpreter_answer_of_the_wrong_shape_is_bad_input(answer: bytes) ->
 
 
 def test_the_interpreter_probe_accepts_only_a_version() -> None:
-    from jaxrel.dist.pythons import probe_answer
+    from jaxrel.distributions.pythons import probe_answer
 
     assert probe_answer(b"3.12\n") == "3.12"
     assert [probe_answer(b) for b in (b"\xff", b"3.12\n3.13", b"banana", b"", b"3." + b"9" * 5000)] == [None] * 5
@@ -475,14 +475,15 @@ def test_hostile_local_files_are_one_line_exit_2(hostile: Path, capsys: pytest.C
 BOUNDARIES = {
     "jaxrel/_util/localfiles.py": "every local file: TOML, JSON, INI (BadInput, exit 2)",
     "jaxrel/release/pypirc.py": "~/.pypirc (configparser only writes the copy without passwords)",
-    "jaxrel/dist/index.py": "index responses and jaxrel's index cache (EnvironmentFailure, exit 3)",
-    "jaxrel/dist/pages.py": "PEP 691 JSON and PEP 503 HTML index pages into typed files (EnvironmentFailure, exit 3)",
-    "jaxrel/dist/listcache.py": "jaxrel's cache of index listings (a damaged entry is a miss)",
+    "jaxrel/distributions/index.py": "index responses and jaxrel's index cache (EnvironmentFailure, exit 3)",
+    "jaxrel/distributions/pages.py":
+        "PEP 691 JSON and PEP 503 HTML index pages into typed files (EnvironmentFailure, exit 3)",
+    "jaxrel/distributions/listcache.py": "jaxrel's cache of index listings (a damaged entry is a miss)",
     "jaxrel/release/attest.py": "PEP 740 attestation files and their statements (a mismatch is exit 1)",
     "jaxrel/release/auth.py": "the CI's and the index's answers in the trusted-publishing exchange (exit 3)",
-    "jaxrel/dist/urls.py": "URLs from anywhere",
-    "jaxrel/dist/wheels.py": "wheel and sdist METADATA / RECORD / WHEEL, the inspection cache",
-    "jaxrel/dist/pipconfig.py": "pip's configuration",
+    "jaxrel/distributions/urls.py": "URLs from anywhere",
+    "jaxrel/distributions/wheels.py": "wheel and sdist METADATA / RECORD / WHEEL, the inspection cache",
+    "jaxrel/distributions/pipconfig.py": "pip's configuration",
     "jaxrel/gates/find.py": "its subprocess entry reads the request jaxrel itself wrote (runs in another Python)",
 }
 RAW = {("json", "load"), ("json", "loads"), ("tomllib", "load"), ("tomllib", "loads")}
@@ -507,7 +508,7 @@ def test_no_module_outside_the_boundaries_parses_raw_json_toml_or_ini() -> None:
     offenders = {}
     for path in sorted((REPO / "jaxrel").rglob("*.py")):
         relative = path.relative_to(REPO).as_posix()
-        if relative in BOUNDARIES or relative.startswith("jaxrel/compat/suite/"):  # runs in cell environments
+        if relative in BOUNDARIES or relative.startswith("jaxrel/cells/suite/"):  # runs in cell environments
             continue
         if found := _raw_parsing(path):
             offenders[relative] = found

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from jaxrel.compat import cellrecord, owntests, suites
-from jaxrel.dist import envs
+from jaxrel.cells import owntests, records, suites
+from jaxrel.distributions import envs
 from jaxrel.errors import BadInput
 from jaxrel.family import jax_profile
 
@@ -165,16 +165,16 @@ def test_shards_split_the_tests_between_them(suite: suites.Suite) -> None:
 
 
 def test_parse_shard() -> None:
-    assert cellrecord.parse_shard("2/4") == (2, 4)
+    assert records.parse_shard("2/4") == (2, 4)
     for bad in ("0/4", "5/4", "x", "1/0"):
         with pytest.raises(ValueError):
-            cellrecord.parse_shard(bad)
+            records.parse_shard(bad)
 
 
 def test_first_error() -> None:
     text = "def test():\n>   assert f()\nE   AssertionError: first\nE   assert 1 == 2\n\nfile.py:3: AssertionError\n"
-    assert cellrecord.first_error(text) == "AssertionError: first"
-    assert cellrecord.first_error("ImportError while importing\nE   ModuleNotFoundError: x\n") == \
+    assert records.first_error(text) == "AssertionError: first"
+    assert records.first_error("ImportError while importing\nE   ModuleNotFoundError: x\n") == \
         "ModuleNotFoundError: x"
-    assert cellrecord.first_error("just a line\n") == "just a line" and cellrecord.first_error("") == ""
-    assert json.dumps(cellrecord.first_error("E " + "x" * 900)).count("x") == 500
+    assert records.first_error("just a line\n") == "just a line" and records.first_error("") == ""
+    assert json.dumps(records.first_error("E " + "x" * 900)).count("x") == 500

@@ -23,16 +23,20 @@ from typing import Any
 import pytest
 
 import jaxrel
-from jaxrel import doctor
 from jaxrel._util import atomic
-from jaxrel.compat import celldriver, cellrecord, probes, report, runner, suites
-from jaxrel.compat.frontend import CompatError, PreparedFrontend
-from jaxrel.compat.matrix import Cell, FrontendSpec, Matrix
-from jaxrel.compat.owntests import OwnTests
-from jaxrel.dist import bazel, envs
-from jaxrel.dist.index import IndexClientError
-from jaxrel.dist.pythons import Python
-from jaxrel.dist.wheels import ArtifactInfo
+from jaxrel.cells import driver, probes, records, suites
+from jaxrel.cells import environment as cell_environment
+from jaxrel.cells.frontend import CompatError, PreparedFrontend
+from jaxrel.cells.matrix import Cell, FrontendSpec, Matrix
+from jaxrel.cells.owntests import OwnTests
+from jaxrel.compat import cell as compat_cell
+from jaxrel.compat import report
+from jaxrel.compat import run as compat_run
+from jaxrel.compat.options import Options
+from jaxrel.distributions import bazel, envs, installed
+from jaxrel.distributions.index import IndexClientError
+from jaxrel.distributions.pythons import Python
+from jaxrel.distributions.wheels import ArtifactInfo
 from jaxrel.family import jax_profile
 
 FAMILY = jax_profile()
@@ -53,7 +57,7 @@ REFUSED = json.dumps({"accepted": False, "message": f"jaxlib is version 0.10.0; 
 IMPORTED = json.dumps({"version": "0.10.2", "sum": 3.0, "devices": ["TFRT_CPU_0"], "warnings": []})
 PASSING = [("test_ffi.py", "test_call", "passed"), ("test_extension.py", "test_rmsnorm", "passed"),
            ("test_plugins.py", "test_cuda", "skipped: no GPU | none found")]
-REAL_INSPECT: Callable[..., doctor.Environment] = doctor.read_environment  # before the harness replaces it
+REAL_INSPECT: Callable[..., installed.Environment] = installed.read_environment  # before the harness replaces it
 PYTEST_FAILED = ("..F.E\n\n=== short test summary info ===\nFAILED test_ffi.py::test_call - assert 1 == 2\n"
                  "ERROR test_shard_map.py::test_mesh - RuntimeError\n\n1 failed, 2 passed, 1 error in 0.52s\n")
 
@@ -86,7 +90,7 @@ def write_junit(path: Path, cases: list[Case]) -> None:
 
 
 def write_record(directory: Path, cases: list[Case], frontend_file: str | None) -> None:
-    """What jaxrel's cell plugin records at the end of a pytest run (see jaxrel.compat.cellplugin)."""
+    """What jaxrel's cell plugin records at the end of a pytest run (see jaxrel.cells.pytest_plugin)."""
     outcomes = {}
     for case in cases:
         outcome, _, message = case[2].partition(":")  # "failed", "failed: why", "skipped: why", "error: collection: …"
@@ -126,20 +130,20 @@ class FakeEnv(envs.Env):
     def run(self, *args: str, env: dict[str, str] | None = None, timeout: float = 600,
             cwd: str | None = None) -> subprocess.CompletedProcess[str]:
         self.calls.append((args, cwd))
-        if args[1:3] == ("-c", celldriver.DRIVER):
+        if args[1:3] == ("-c", driver.DRIVER):
             return self.drive(args, env or {}, timeout, cwd)
         if args[1] == "-c":
             if self.script.site is not None:
                 path = os.pathsep.join([*self.script.site, str(Path(jaxrel.__file__).parents[1])])
                 return subprocess.run([sys.executable, *args[1:]], capture_output=True, text=True, timeout=timeout,
                                       env={**os.environ, "PYTHONPATH": path, "JAXREL_SKIP_GUARD": ""})
-            return completed(args, *(self.script.guard if args[2] == runner.GUARD_PROBE else self.script.probe))
+            return completed(args, *(self.script.guard if args[2] == probes.GUARD_PROBE else self.script.probe))
         assert args[1:3] == ("-m", "pytest") and env is not None and cwd is not None, args
         return self.pytest(args, env, cwd)
 
     def drive(self, args: tuple[str, ...], env: dict[str, str], timeout: float,
               cwd: str | None) -> subprocess.CompletedProcess[str]:
-        """The cell's driver (jaxrel.compat.celldriver): the guard, the import, then pytest in one interpreter.
+        """The cell's driver (jaxrel.cells.driver): the guard, the import, then pytest in one interpreter.
 
         Real with ``script.site``; else it answers from the script: the guard's JSON (no JSON: the interpreter
         died before writing a result), the import probe's, and pytest's run as the subprocess would."""
@@ -167,8 +171,8 @@ class FakeEnv(envs.Env):
         if spec["cpu_only_pytest"] and (imported or {}).get("platforms") == ["cpu"]:
             chosen, result["cpu_only"] = spec["cpu_only_pytest"], True
         pytest_args = (args[0], "-m", "pytest", *chosen)
-        done = self.pytest(pytest_args, {**spec["env"], cellrecord.RECORD: spec["record"],
-                                         cellrecord.PACKAGE: spec["package"]}, cwd or "")
+        done = self.pytest(pytest_args, {**spec["env"], records.RECORD: spec["record"],
+                                         records.PACKAGE: spec["package"]}, cwd or "")
         if self.script.recorded:
             result["returncode"] = done.returncode
             result["timings"]["suite"] = 1.0
@@ -178,10 +182,10 @@ class FakeEnv(envs.Env):
     def pytest(self, args: tuple[str, ...], env: dict[str, str], cwd: str) -> subprocess.CompletedProcess[str]:
         self.suite_runs.append((args, cwd))
         self.variables.append(env)
-        own = cwd != str(runner.DEFAULT_SUITE)
+        own = cwd != str(suites.DEFAULT_SUITE)
         cases = self.script.own_cases if own else self.script.cases
-        if cellrecord.ONLY in env:  # a rerun of chosen tests
-            wanted = Path(env[cellrecord.ONLY]).read_text().split()
+        if records.ONLY in env:  # a rerun of chosen tests
+            wanted = Path(env[records.ONLY]).read_text().split()
             cases = [(f, n, self.script.rerun.get(node((f, n, o)), o)) for f, n, o in cases
                      if node((f, n, o)) in wanted]
             answer = (1 if any(o.startswith(("failed", "error")) for _, _, o in cases) else 0, "rerun\n")
@@ -192,7 +196,7 @@ class FakeEnv(envs.Env):
         if self.script.recorded:
             where = (str(self.root / "lib" / "python3.11" / "site-packages" / "jax" / "__init__.py")
                      if self.script.frontend_file == IN_ENV else self.script.frontend_file)
-            write_record(Path(env[cellrecord.RECORD]), cases, where if own else None)
+            write_record(Path(env[records.RECORD]), cases, where if own else None)
         return completed(args, *answer)
 
 
@@ -208,8 +212,8 @@ class Harness:
     envs: dict[str, FakeEnv] = field(default_factory=dict)
     progress: list[str] = field(default_factory=list)
 
-    def options(self, **changes: Any) -> runner.Options:
-        return runner.Options(**{"workdir": self.workdir, "extensions": False, "progress": self.progress.append,
+    def options(self, **changes: Any) -> Options:
+        return Options(**{"workdir": self.workdir, "extensions": False, "progress": self.progress.append,
                                  "cells_at_once": 1, **changes})
 
     def own(self, tmp_path: Path, requirements: Path | None = None, options: tuple[str, ...] = (),
@@ -218,14 +222,15 @@ class Harness:
         return OwnTests(suites.Suite("own tests", "own", tmp_path / "staged", ("tests/api_test.py",), options,
                                      parallel=True, test_files=test_files), requirements)
 
-    def run_cell(self, cell: Cell, extensions: list[Path] | str | None = None, **changes: Any) -> runner.CellResult:
+    def run_cell(self, cell: Cell, extensions: list[Path] | str | None = None,
+                 **changes: Any) -> compat_cell.CellResult:
         for wheel in [self.front.wheel, self.workdir / "jaxrel-0.1-py3-none-any.whl",
                       *(extensions if isinstance(extensions, list) else [])]:
             assert wheel is not None
             wheel.parent.mkdir(parents=True, exist_ok=True)
             wheel.write_bytes(wheel.name.encode())  # the runner records each installed file's sha256
         twin = changes.pop("cpu_twin", None)
-        return runner.run_cell(cell, FAMILY, self.front, self.workdir / "jaxrel-0.1-py3-none-any.whl",
+        return compat_cell.run_cell(cell, FAMILY, self.front, self.workdir / "jaxrel-0.1-py3-none-any.whl",
                                self.options(**changes), extensions, twin)
 
     def junit(self, cell: Cell) -> ElementTree.Element:
@@ -258,9 +263,9 @@ def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Harness:
         world.envs[cell] = FakeEnv(root, script=world.scripts.get(cell, Script()))
         return world.envs[cell]
 
-    def inspect(family: Any, python: str | None = None, path: list[str] | None = None) -> doctor.Environment:
+    def inspect(family: Any, python: str | None = None, path: list[str] | None = None) -> installed.Environment:
         assert python is not None and python.endswith("bin/python")
-        return doctor.Environment(python, "3.11.7", api_numbers={"jaxlib_extension_version": 467,
+        return installed.Environment(python, "3.11.7", api_numbers={"jaxlib_extension_version": 467,
                                                                   "ifrt_version": None}, xla_ffi_api="0.3")
 
     def existing(root: Path, bytecode: Path | None = None) -> envs.Env:
@@ -268,8 +273,8 @@ def harness(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Harness:
 
     monkeypatch.setattr(envs, "create", create)
     monkeypatch.setattr(envs, "existing", existing)
-    monkeypatch.setattr(runner, "python_for", lambda version: Python(version, sys.executable))
-    monkeypatch.setattr(doctor, "read_environment", inspect)
+    monkeypatch.setattr(cell_environment, "python_for", lambda version: Python(version, sys.executable))
+    monkeypatch.setattr(installed, "read_environment", inspect)
     return world
 
 
@@ -296,18 +301,18 @@ def test_an_accepted_positive_cell_with_a_passing_suite_is_ok(harness: Harness) 
                                   "jax-cuda12-plugin==0.10.2", "jax-cuda12-pjrt==0.10.2", str(wheel)]
     # one interpreter: the guard called as the frontend calls it, the import with the smoke code, the compat suite
     ((call, cwd),) = harness.envs[PLUGINS.id].calls
-    assert call[1:3] == ("-c", celldriver.DRIVER) and cwd == str(runner.DEFAULT_SUITE)
+    assert call[1:3] == ("-c", driver.DRIVER) and cwd == str(suites.DEFAULT_SUITE)
     spec = json.loads(call[3])
     arguments = spec["guard"]
     assert arguments["frontend_version"] == "0.10.2" and arguments["minimum_backend"] == "0.10.1"
     assert ["jax-cuda12-plugin", True] in arguments["plugins"]
     assert spec["package"] == "jax" and spec["smoke"] == FAMILY.frontend.smoke
-    assert spec["pytest"][0] == str(runner.DEFAULT_SUITE) and "--junitxml" in spec["pytest"]
+    assert spec["pytest"][0] == str(suites.DEFAULT_SUITE) and "--junitxml" in spec["pytest"]
     # every pytest run loads the cell plugin, which records outcomes and where the frontend came from
-    assert "jaxrel.compat.cellplugin" in spec["pytest"]
+    assert "jaxrel.cells.pytest_plugin" in spec["pytest"]
     assert spec["env"] == {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}, "the suite needs no plugin but the cell's"
     (variables,) = harness.envs[PLUGINS.id].variables
-    assert variables[cellrecord.PACKAGE] == "jax" and cellrecord.SHARD not in variables
+    assert variables[records.PACKAGE] == "jax" and records.SHARD not in variables
     assert set(result.timings) == {"environment", "probes", "compat suite", *PROBE_PARTS}
     # the junit file is pytest's own
     assert len(harness.junit(PLUGINS).findall(".//testcase")) == 3
@@ -328,7 +333,7 @@ def test_a_failing_suite_fails_the_cell_with_each_failure_and_its_error(harness:
     assert [(f.suite, f.test, f.outcome, f.message, f.verdict) for f in result.failures] == [
         ("compat suite", "test_ffi.py::test_bad", "failed", "assert 1 == 2", "unclassified"),
         ("compat suite", "test_shard_map.py::test_mesh", "error", "RuntimeError", "unclassified")]
-    assert runner._cell_line(result).endswith(
+    assert compat_cell.cell_line(result).endswith(
         "FAILED: 2 unclassified (compat suite test_ffi.py::test_bad: assert 1 == 2)")
     assert result.extension is None
 
@@ -336,7 +341,7 @@ def test_a_failing_suite_fails_the_cell_with_each_failure_and_its_error(harness:
 def test_a_suite_that_crashes_without_its_record_fails_too(harness: Harness) -> None:
     harness.scripts[ADMITTED.id] = Script(suite=(4, "ERROR: usage: pytest [options]\n"), cases=[], recorded=False)
     result = harness.run_cell(ADMITTED)
-    assert not result.ok and result.tests == runner.TestCounts()
+    assert not result.ok and result.tests == suites.TestCounts()
     assert result.problems == ["compat suite: pytest exited 4 without results: ERROR: usage: pytest [options]"]
 
 
@@ -352,7 +357,7 @@ def test_env_reaches_the_compat_suite_run_in_the_driver(harness: Harness) -> Non
     ((call, _),) = harness.envs[ADMITTED.id].calls
     assert json.loads(call[3])["env"]["JAX_ENABLE_X64"] == "1"
     (variables,) = harness.envs[ADMITTED.id].variables
-    assert variables["JAX_ENABLE_X64"] == "1" and variables[cellrecord.RECORD]
+    assert variables["JAX_ENABLE_X64"] == "1" and variables[records.RECORD]
 
 
 def test_no_tests_collected_is_not_a_failure(harness: Harness) -> None:
@@ -456,7 +461,7 @@ def test_the_frontends_own_tests_run_outside_its_source_tree(harness: Harness, t
                                           own_cases=[("tests/api_test.py", "test_jit", "failed: AssertionError: 1"),
                                                      ("tests/api_test.py", "test_grad", "passed")])
     result = harness.run_cell(ADMITTED, own=own)
-    assert result.frontend_tests == runner.TestCounts(passed=1, failed=1)
+    assert result.frontend_tests == suites.TestCounts(passed=1, failed=1)
     assert result.problems == [] and not result.ok
     assert [(f.suite, f.test, f.message) for f in result.failures] == [
         ("own tests", "tests/api_test.py::test_jit", "AssertionError: 1")]
@@ -481,7 +486,7 @@ def test_a_plugin_cell_without_its_device_leaves_the_own_tests_to_device_runners
     result = harness.run_cell(PLUGINS, own=harness.own(tmp_path))
     assert result.ok and result.frontend_tests is None and result.tests.passed == 2
     assert result.own_tests_not_run == "no gpu here (only cpu devices); they run on gpu runners"
-    assert [args[3] for args, _ in harness.pytest_runs(PLUGINS)] == [str(runner.DEFAULT_SUITE)]
+    assert [args[3] for args, _ in harness.pytest_runs(PLUGINS)] == [str(suites.DEFAULT_SUITE)]
     assert "not run: no gpu here" in report.table([result])
     # with its device, and on a cell without plugins, the own tests run
     gpu = json.dumps({"version": "0.10.2", "sum": 3.0, "devices": ["cuda:0"], "platforms": ["gpu"], "warnings": []})
@@ -502,8 +507,9 @@ def test_a_plugin_cell_without_its_device_runs_the_plugin_tests_when_its_plain_t
     result = harness.run_cell(PLUGINS, cpu_twin=ADMITTED.id)
     assert result.ok and result.cpu_suite_in == ADMITTED.id
     [(argv, _)] = harness.pytest_runs(PLUGINS)
-    assert argv[3] == str(runner.DEFAULT_SUITE / runner.PLUGIN_TESTS) and "--junitxml" in argv
-    assert "test_plugins.py only: no gpu here, the CPU suite runs in py3.11-jaxlib0.10.2" in runner._cell_line(result)
+    assert argv[3] == str(suites.DEFAULT_SUITE / suites.PLUGIN_TESTS) and "--junitxml" in argv
+    line = compat_cell.cell_line(result)
+    assert "test_plugins.py only: no gpu here, the CPU suite runs in py3.11-jaxlib0.10.2" in line
     assert "plugin tests only (" in report.summary([result]) and PLUGINS.id in report.summary([result])
     assert report.to_json(matrix(PLUGINS), [result])["cells"][0]["cpu_suite_in"] == ADMITTED.id
     for script, twin in [(Script(), ADMITTED.id),  # its device is here (the script's platforms)
@@ -511,7 +517,7 @@ def test_a_plugin_cell_without_its_device_runs_the_plugin_tests_when_its_plain_t
         harness.scripts[PLUGINS.id] = script
         again = harness.run_cell(PLUGINS, cpu_twin=twin)
         assert again.cpu_suite_in is None and again.tests.passed == 2
-        assert [args[3] for args, _ in harness.pytest_runs(PLUGINS)] == [str(runner.DEFAULT_SUITE)]
+        assert [args[3] for args, _ in harness.pytest_runs(PLUGINS)] == [str(suites.DEFAULT_SUITE)]
 
 
 def test_plugin_cells_have_a_cpu_twin_only_beside_a_plain_positive_cell_of_their_python_and_backend(
@@ -519,10 +525,11 @@ def test_plugin_cells_have_a_cpu_twin_only_beside_a_plain_positive_cell_of_their
     cuda_older = Cell("py3.11-jaxlib0.10.1-cuda12", "3.11", "0.10.1", (("jax-cuda12-plugin", "0.10.1"),),
                       "plugins", "accepted")
     cells = [ADMITTED, PLUGINS, cuda_older, BELOW]
-    assert runner.cpu_twins(cells, harness.options()) == {PLUGINS.id: ADMITTED.id}
-    assert runner.cpu_twins([*cells, OLDER], harness.options()) == {PLUGINS.id: ADMITTED.id, cuda_older.id: OLDER.id}
-    assert runner.cpu_twins(cells, harness.options(full_plugin_cells=True)) == {}
-    assert runner.cpu_twins([PLUGINS], harness.options()) == {}, "rerun alone (--cell): the whole suite"
+    assert compat_cell.cpu_twins(cells, harness.options()) == {PLUGINS.id: ADMITTED.id}
+    twins = compat_cell.cpu_twins([*cells, OLDER], harness.options())
+    assert twins == {PLUGINS.id: ADMITTED.id, cuda_older.id: OLDER.id}
+    assert compat_cell.cpu_twins(cells, harness.options(full_plugin_cells=True)) == {}
+    assert compat_cell.cpu_twins([PLUGINS], harness.options()) == {}, "rerun alone (--cell): the whole suite"
 
 
 def test_negative_cells_install_no_test_requirements(harness: Harness, tmp_path: Path) -> None:
@@ -535,7 +542,7 @@ def test_negative_cells_install_no_test_requirements(harness: Harness, tmp_path:
 def test_own_tests_that_imported_the_frontend_from_elsewhere_fail_the_cell(harness: Harness, tmp_path: Path) -> None:
     harness.scripts[ADMITTED.id] = Script(frontend_file=str(tmp_path / "jax-src" / "jax" / "__init__.py"))
     result = harness.run_cell(ADMITTED, own=harness.own(tmp_path))
-    assert not result.ok and result.frontend_tests == runner.TestCounts(passed=1)
+    assert not result.ok and result.frontend_tests == suites.TestCounts(passed=1)
     assert result.problems == [
         f"the own tests imported jax from {tmp_path / 'jax-src' / 'jax' / '__init__.py'}, not from the cell's "
         f"environment {harness.workdir / 'envs' / ADMITTED.id}: they did not test the installed wheel"]
@@ -556,10 +563,10 @@ def test_a_collection_error_is_an_error_with_its_cause(harness: Harness, tmp_pat
                                           own_cases=[("tests/api_test.py", "", f"error: collection: {cause}")])
     result = harness.run_cell(ADMITTED, own=harness.own(tmp_path))
     assert result.problems == [], "exit status 2 is explained by the collection error"
-    assert result.frontend_tests == runner.TestCounts(errors=1) and not result.ok
+    assert result.frontend_tests == suites.TestCounts(errors=1) and not result.ok
     (failure,) = result.failures
     assert (failure.test, failure.outcome, failure.message) == ("tests/api_test.py", "error", f"collection: {cause}")
-    assert runner._cell_line(result).endswith(f"FAILED: 1 unclassified (own tests tests/api_test.py: {cause})")
+    assert compat_cell.cell_line(result).endswith(f"FAILED: 1 unclassified (own tests tests/api_test.py: {cause})")
 
 
 def test_xdist_and_shards(harness: Harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -568,11 +575,11 @@ def test_xdist_and_shards(harness: Harness, tmp_path: Path, monkeypatch: pytest.
     xdist = harness.workdir / "envs" / ADMITTED.id / "lib" / "python3.11" / "site-packages" / "xdist"
     xdist.mkdir(parents=True)
     (xdist / "__init__.py").write_text("")
-    monkeypatch.setattr(runner.os, "cpu_count", lambda: 2)
+    monkeypatch.setattr(compat_cell.os, "cpu_count", lambda: 2)
     harness.run_cell(ADMITTED, own=harness.own(tmp_path, test_files=4), shard="2/3")
     suite, own = (args for args, _ in harness.pytest_runs(ADMITTED))
     assert "-n" not in suite and own[own.index("-n") + 1] == "2"
-    assert [v[cellrecord.SHARD] for v in harness.envs[ADMITTED.id].variables] == ["2/3", "2/3"]
+    assert [v[records.SHARD] for v in harness.envs[ADMITTED.id].variables] == ["2/3", "2/3"]
     for own_tests, changes in ((harness.own(tmp_path, test_files=3), {}), (harness.own(tmp_path, test_files=4),
                                                                              {"jobs": 1})):
         harness.run_cell(ADMITTED, own=own_tests, **changes)
@@ -580,7 +587,7 @@ def test_xdist_and_shards(harness: Harness, tmp_path: Path, monkeypatch: pytest.
     harness.run_cell(ADMITTED, own=harness.own(tmp_path, test_files=4), jobs=3)
     own = harness.pytest_runs(ADMITTED)[1][0]
     assert own[own.index("-n") + 1] == "3", "--jobs decides"
-    monkeypatch.setattr(runner.os, "cpu_count", lambda: 1)
+    monkeypatch.setattr(compat_cell.os, "cpu_count", lambda: 1)
     harness.run_cell(ADMITTED, own=harness.own(tmp_path, test_files=40))
     assert "-n" not in harness.pytest_runs(ADMITTED)[1][0]
 
@@ -592,14 +599,14 @@ def test_without_own_tests_only_the_compat_suite_runs(harness: Harness) -> None:
 
 def test_without_a_compat_suite_only_the_own_tests_run(harness: Harness, tmp_path: Path) -> None:
     result = harness.run_cell(ADMITTED, suite=None, own=harness.own(tmp_path))
-    assert result.ok and result.tests == runner.TestCounts() and result.frontend_tests == runner.TestCounts(passed=1)
+    assert result.ok and result.tests == suites.TestCounts() and result.frontend_tests == suites.TestCounts(passed=1)
     ((args, cwd),) = harness.pytest_runs(ADMITTED)
     assert cwd == str(tmp_path / "staged")
 
 
 def test_options_make_paths_absolute(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    options = runner.Options(workdir=Path("build/compat"), suite=Path("suite"))
+    options = Options(workdir=Path("build/compat"), suite=Path("suite"))
     assert options.workdir == tmp_path / "build" / "compat" and options.suite == tmp_path / "suite"
 
 
@@ -620,7 +627,7 @@ def test_the_real_probes_against_a_fake_site(harness: Harness, site: Any, monkey
     (harness.workdir / "envs").mkdir(parents=True)
     for cell in (BELOW, ADMITTED):  # the cells' environments are the fake site (the probe's file lies inside)
         (harness.workdir / "envs" / cell.id).symlink_to(site.root)
-    monkeypatch.setattr(doctor, "read_environment", lambda family, python=None: REAL_INSPECT(family, path=site.path))
+    monkeypatch.setattr(installed, "read_environment", lambda family, python=None: REAL_INSPECT(family, path=site.path))
     for cell in (BELOW, ADMITTED):
         harness.scripts[cell.id] = Script(site=site.path)
     refused = harness.run_cell(BELOW)
@@ -656,11 +663,11 @@ def test_the_real_driver_runs_the_plugin_tests_alone_when_it_sees_only_the_cpu(
     suite = tmp_path / "suite"
     suite.mkdir()
     (suite / "pytest.ini").write_text("[pytest]\n")
-    (suite / runner.PLUGIN_TESTS).write_text("def test_plugin():\n    pass\n")
+    (suite / suites.PLUGIN_TESTS).write_text("def test_plugin():\n    pass\n")
     (suite / "test_other.py").write_text("def test_other():\n    pass\n")
     (harness.workdir / "envs").mkdir(parents=True)
     (harness.workdir / "envs" / PLUGINS.id).symlink_to(site.root)
-    monkeypatch.setattr(doctor, "read_environment", lambda family, python=None: REAL_INSPECT(family, path=site.path))
+    monkeypatch.setattr(installed, "read_environment", lambda family, python=None: REAL_INSPECT(family, path=site.path))
     harness.scripts[PLUGINS.id] = Script(site=site.path)
     alone = harness.run_cell(PLUGINS, suite=suite, cpu_twin=ADMITTED.id)
     assert alone.ok and alone.cpu_suite_in == ADMITTED.id, alone.problems
@@ -735,7 +742,7 @@ def matrix(*cells: Cell) -> Matrix:
 def test_run_goes_through_every_cell_with_progress(harness: Harness) -> None:
     harness.scripts[BELOW.id] = Script(guard=(0, REFUSED, ""))
     harness.failures[PLUGINS.id] = IndexClientError("jax-cuda12-plugin 0.10.2: no wheel for Python 3.11")
-    results = runner.run(matrix(ADMITTED, BELOW, PLUGINS, NEWER), FAMILY, harness.front, harness.options())
+    results = compat_run.run(matrix(ADMITTED, BELOW, PLUGINS, NEWER), FAMILY, harness.front, harness.options())
     assert [(r.cell.id, r.observed, r.ok) for r in results] == [
         (ADMITTED.id, "accepted", True), (BELOW.id, "refused", True), (PLUGINS.id, "install-failed", False),
         (NEWER.id, "accepted", False)]
@@ -752,12 +759,12 @@ def test_run_goes_through_every_cell_with_progress(harness: Harness) -> None:
 
 def test_run_needs_a_suite(harness: Harness, tmp_path: Path) -> None:
     with pytest.raises(CompatError, match="no compat suite"):
-        runner.run(matrix(ADMITTED), FAMILY, harness.front, harness.options(suite=tmp_path))
+        compat_run.run(matrix(ADMITTED), FAMILY, harness.front, harness.options(suite=tmp_path))
 
 
 def test_run_checkpoints_after_each_cell(harness: Harness) -> None:
     seen: list[list[str]] = []
-    runner.run(matrix(ADMITTED, BELOW), FAMILY, harness.front,
+    compat_run.run(matrix(ADMITTED, BELOW), FAMILY, harness.front,
                harness.options(checkpoint=lambda results: seen.append([r.cell.id for r in results])))
     assert seen == [[ADMITTED.id], [ADMITTED.id, BELOW.id]]
 
@@ -780,7 +787,7 @@ def test_cells_run_side_by_side_and_come_back_in_the_matrixs_order(harness: Harn
     harness.scripts[BELOW.id] = Script(guard=(0, REFUSED, ""))
     seen: list[list[str]] = []
     order = [ADMITTED.id, BELOW.id, OLDER.id]
-    results = runner.run(matrix(ADMITTED, BELOW, OLDER), FAMILY, harness.front,
+    results = compat_run.run(matrix(ADMITTED, BELOW, OLDER), FAMILY, harness.front,
                          harness.options(cells_at_once=2, checkpoint=lambda rs: seen.append([r.cell.id for r in rs])))
     assert [r.cell.id for r in results] == order and all(r.ok for r in results)
     assert results[0].tests.passed == results[2].tests.passed == 2 and results[1].observed == "refused"
@@ -790,18 +797,18 @@ def test_cells_run_side_by_side_and_come_back_in_the_matrixs_order(harness: Harn
 
 def test_one_cell_at_a_time_when_own_tests_use_the_cores(harness: Harness, tmp_path: Path,
                                                           monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(runner, "workers", lambda: 2)
-    assert runner.cells_at_once(harness.options(cells_at_once=None)) == 2
-    assert runner.cells_at_once(harness.options(cells_at_once=None, own=harness.own(tmp_path))) == 1
-    assert runner.cells_at_once(harness.options(cells_at_once=3, own=harness.own(tmp_path))) == 3
-    monkeypatch.setattr(runner, "workers", lambda: 1)
-    assert runner.cells_at_once(harness.options(cells_at_once=None)) == 1
+    monkeypatch.setattr(compat_run, "workers", lambda: 2)
+    assert compat_run.cells_at_once(harness.options(cells_at_once=None)) == 2
+    assert compat_run.cells_at_once(harness.options(cells_at_once=None, own=harness.own(tmp_path))) == 1
+    assert compat_run.cells_at_once(harness.options(cells_at_once=3, own=harness.own(tmp_path))) == 3
+    monkeypatch.setattr(compat_run, "workers", lambda: 1)
+    assert compat_run.cells_at_once(harness.options(cells_at_once=None)) == 1
 
 
 def test_side_by_side_cells_install_wheels_downloaded_before_they_start(harness: Harness, tmp_path: Path) -> None:
     """With cells side by side, every backend file not yet here is fetched and verified first, one at a time;
     files already here are verified by the cells that install them."""
-    from jaxrel.dist.index import Index
+    from jaxrel.distributions.index import Index
 
     house = tmp_path / "wheelhouse"
     house.mkdir()
@@ -812,13 +819,13 @@ def test_side_by_side_cells_install_wheels_downloaded_before_they_start(harness:
     original = index.download
     index.download = lambda file: fetched.append(file.filename) or original(file)  # type: ignore[method-assign]
     cells = matrix(ADMITTED, OLDER)
-    results = runner.run(cells, FAMILY, harness.front, harness.options(cells_at_once=2, index=index))
+    results = compat_run.run(cells, FAMILY, harness.front, harness.options(cells_at_once=2, index=index))
     assert sorted(fetched) == ["jaxlib-0.10.1-py3-none-any.whl", "jaxlib-0.10.2-py3-none-any.whl"], \
         "both here already: each verified once, by its cell"
     assert [r.cell.id for r in results] == [ADMITTED.id, OLDER.id] and all(r.ok for r in results)
     fetched.clear()
     index.has = lambda file: False  # type: ignore[method-assign]  # as with an empty cache
-    runner.run(cells, FAMILY, harness.front, harness.options(cells_at_once=2, index=index))
+    compat_run.run(cells, FAMILY, harness.front, harness.options(cells_at_once=2, index=index))
     assert fetched[:2] == ["jaxlib-0.10.1-py3-none-any.whl", "jaxlib-0.10.2-py3-none-any.whl"], "in order, first"
     assert len(fetched) == 4
 
@@ -835,7 +842,7 @@ def two_cells(harness: Harness, older: list[Case], newest: list[Case], rerun: di
                                           own_cases=newest)
 
 
-def verdicts(result: runner.CellResult) -> dict[str, tuple[str, str]]:
+def verdicts(result: compat_cell.CellResult) -> dict[str, tuple[str, str]]:
     return {f.test: (f.verdict, f.detail) for f in result.failures}
 
 
@@ -847,7 +854,7 @@ def test_triage_tells_regressions_frontend_failures_and_flaky_tests_apart(harnes
               newest=[(OWN, "test_new_api", "passed"), (OWN, "test_flaky", "passed"),
                       (OWN, "test_broken", "failed: assert 2 == 3"), (OWN, "test_fine", "passed")],
               rerun={f"{OWN}::test_flaky": "passed"})
-    older, newest = runner.run(matrix(OLDER, ADMITTED), FAMILY, harness.front,
+    older, newest = compat_run.run(matrix(OLDER, ADMITTED), FAMILY, harness.front,
                                harness.options(suite=None, own=harness.own(tmp_path)))
     assert verdicts(older) == {
         f"{OWN}::test_new_api": ("compat regression", "passes on jaxlib 0.10.2, fails on jaxlib 0.10.1"),
@@ -858,11 +865,11 @@ def test_triage_tells_regressions_frontend_failures_and_flaky_tests_apart(harnes
     assert not older.ok and newest.ok, "a compat regression fails the cell; a frontend failure does not"
     assert older.problems == [] and older.verdicts() == {"compat regression": 1, "flaky": 1, "frontend failure": 1}
     # reruns: the three failures on their own cell, the two confirmed ones on the newest backend, only those
-    reruns = [v for v in harness.envs[OLDER.id].variables if cellrecord.ONLY in v]
-    assert len(reruns) == 1 and Path(reruns[0][cellrecord.ONLY]).read_text().split() == [
+    reruns = [v for v in harness.envs[OLDER.id].variables if records.ONLY in v]
+    assert len(reruns) == 1 and Path(reruns[0][records.ONLY]).read_text().split() == [
         f"{OWN}::test_new_api", f"{OWN}::test_flaky", f"{OWN}::test_broken"]
-    there = [Path(v[cellrecord.ONLY]).read_text().split() for v in harness.envs[ADMITTED.id].variables
-             if cellrecord.ONLY in v]
+    there = [Path(v[records.ONLY]).read_text().split() for v in harness.envs[ADMITTED.id].variables
+             if records.ONLY in v]
     assert there == [[f"{OWN}::test_broken"], [f"{OWN}::test_broken", f"{OWN}::test_new_api"]]
     assert "triage" in older.timings
     assert (f"triage: {OLDER.id}: 1 compat regression (own tests {OWN}::test_new_api: AttributeError: jaxlib has "
@@ -880,7 +887,7 @@ def test_triage_tells_regressions_frontend_failures_and_flaky_tests_apart(harnes
 def test_a_collection_error_everywhere_fails_the_run_with_its_cause(harness: Harness, tmp_path: Path) -> None:
     missing = "error: collection: ModuleNotFoundError: No module named 'absl'"
     two_cells(harness, older=[(OWN, "", missing)], newest=[(OWN, "", missing)])
-    older, newest = runner.run(matrix(OLDER, ADMITTED), FAMILY, harness.front,
+    older, newest = compat_run.run(matrix(OLDER, ADMITTED), FAMILY, harness.front,
                                harness.options(suite=None, own=harness.own(tmp_path)))
     for result in (older, newest):
         assert not result.ok and [f.verdict for f in result.failures] == ["collection error"]
@@ -891,7 +898,7 @@ def test_a_collection_error_everywhere_fails_the_run_with_its_cause(harness: Har
 
 def test_the_reference_cell_is_built_when_the_run_did_not_select_it(harness: Harness, tmp_path: Path) -> None:
     two_cells(harness, older=[(OWN, "test_new_api", "failed")], newest=[(OWN, "test_new_api", "passed")])
-    (older,) = runner.run(matrix(OLDER, ADMITTED).select([OLDER.id]), FAMILY, harness.front,
+    (older,) = compat_run.run(matrix(OLDER, ADMITTED).select([OLDER.id]), FAMILY, harness.front,
                           harness.options(suite=None, own=harness.own(tmp_path, tmp_path / "reqs.txt")))
     assert verdicts(older) == {f"{OWN}::test_new_api": (
         "compat regression", "passes on jaxlib 0.10.2, fails on jaxlib 0.10.1")}
@@ -902,7 +909,7 @@ def test_the_reference_cell_is_built_when_the_run_did_not_select_it(harness: Har
 def test_a_failure_that_cannot_be_compared_stays_unclassified(harness: Harness, tmp_path: Path) -> None:
     two_cells(harness, older=[(OWN, "test_new_api", "failed")], newest=[])
     harness.failures[ADMITTED.id] = envs.EnvError("installing jaxlib==0.10.2 failed (exit 1): gone")
-    (older,) = runner.run(matrix(OLDER, ADMITTED).select([OLDER.id]), FAMILY, harness.front,
+    (older,) = compat_run.run(matrix(OLDER, ADMITTED).select([OLDER.id]), FAMILY, harness.front,
                           harness.options(suite=None, own=harness.own(tmp_path)))
     assert verdicts(older) == {f"{OWN}::test_new_api": (
         "unclassified", "could not run it on jaxlib 0.10.2: installing jaxlib==0.10.2 failed (exit 1): gone")}
@@ -912,7 +919,7 @@ def test_a_failure_that_cannot_be_compared_stays_unclassified(harness: Harness, 
 def test_a_failure_the_newest_backend_skips_stays_unclassified(harness: Harness, tmp_path: Path) -> None:
     """e.g. a test needing the CUDA plugin fails on the plugin cell; the plain newest cell skips it."""
     two_cells(harness, older=[(OWN, "test_plugin", "failed")], newest=[(OWN, "test_plugin", "skipped: no plugin")])
-    older, newest = runner.run(matrix(OLDER, ADMITTED), FAMILY, harness.front,
+    older, newest = compat_run.run(matrix(OLDER, ADMITTED), FAMILY, harness.front,
                                harness.options(suite=None, own=harness.own(tmp_path)))
     assert verdicts(older) == {f"{OWN}::test_plugin": (
         "unclassified", "skipped on jaxlib 0.10.2 (no plugin), so it cannot be compared")}
@@ -927,8 +934,8 @@ def test_reference_for_is_the_newest_admitted_cell_of_the_same_python() -> None:
 
 
 def test_extension_wheels_per_python(harness: Harness, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    assert runner.extension_wheels(["3.11"], harness.options()) == {"3.11": "not requested (--no-extension)"}
-    assert "no Bazel workspace" in str(runner.extension_wheels(["3.11"], harness.options(extensions=True))["3.11"])
+    assert compat_run.extension_wheels(["3.11"], harness.options()) == {"3.11": "not requested (--no-extension)"}
+    assert "no Bazel workspace" in str(compat_run.extension_wheels(["3.11"], harness.options(extensions=True))["3.11"])
     built = tmp_path / "rmsnorm-0.1-cp311-cp311-linux_x86_64.whl"
 
     def build(workspace: Path, *, python: str, output: Path) -> bazel.BuildResult:
@@ -936,9 +943,9 @@ def test_extension_wheels_per_python(harness: Harness, tmp_path: Path, monkeypat
             raise bazel.BuildError("bazel build failed: no toolchain")
         return bazel.BuildResult(wheels=[built], seconds=1.5, command=["bazel"])
 
-    monkeypatch.setattr(runner, "python_for", lambda version: Python(version, f"/usr/bin/python{version}"))
+    monkeypatch.setattr(compat_run, "python_for", lambda version: Python(version, f"/usr/bin/python{version}"))
     monkeypatch.setattr(bazel, "build", build)
-    found = runner.extension_wheels(["3.11", "3.12"], harness.options(extensions=True, workspace=tmp_path))
+    found = compat_run.extension_wheels(["3.11", "3.12"], harness.options(extensions=True, workspace=tmp_path))
     assert found == {"3.11": [built], "3.12": "not built: bazel build failed: no toolchain"}
     assert f"extension: {built.name} (1.5 s)" in harness.progress
     assert "extension: not built: bazel build failed: no toolchain" in harness.progress
@@ -948,7 +955,7 @@ def test_extension_wheels_per_python(harness: Harness, tmp_path: Path, monkeypat
 
 
 @pytest.fixture
-def results(harness: Harness, tmp_path: Path) -> list[runner.CellResult]:
+def results(harness: Harness, tmp_path: Path) -> list[compat_cell.CellResult]:
     """Four cells as a run leaves them: green, refused as expected, failed suite (triaged), wrong verdict."""
     harness.scripts[BELOW.id] = Script(guard=(0, REFUSED, ""), probe=(1, "", "RuntimeError: jaxlib version too old\n"))
     harness.scripts[PLUGINS.id] = Script(suite=(1, PYTEST_FAILED),
@@ -959,12 +966,12 @@ def results(harness: Harness, tmp_path: Path) -> list[runner.CellResult]:
     own = harness.own(tmp_path)
     results = [harness.run_cell(ADMITTED, extension, own=own), harness.run_cell(BELOW, "not requested", own=own),
                harness.run_cell(PLUGINS, extension, own=own), harness.run_cell(NEWER, own=own)]
-    runner.triage(matrix(ADMITTED, BELOW, PLUGINS, NEWER), FAMILY, harness.front, tmp_path / "jaxrel.whl",
+    compat_run.triage(matrix(ADMITTED, BELOW, PLUGINS, NEWER), FAMILY, harness.front, tmp_path / "jaxrel.whl",
                   harness.options(own=own), {}, results)
     return results
 
 
-def test_report_table_and_summary(results: list[runner.CellResult]) -> None:
+def test_report_table_and_summary(results: list[compat_cell.CellResult]) -> None:
     lines = report.table(results).splitlines()
     assert lines[0].split() == ["cell", "expected", "observed", "passed", "failed", "skipped", "own", "tests",
                                 "failed", "tests", "extension", "time", "result"]
@@ -987,7 +994,7 @@ def test_report_table_and_summary(results: list[runner.CellResult]) -> None:
     assert "failed tests" not in report.table(results[1:2]), "the column only when a cell has failed tests"
 
 
-def test_report_markdown(results: list[runner.CellResult]) -> None:
+def test_report_markdown(results: list[compat_cell.CellResult]) -> None:
     text = report.markdown(matrix(ADMITTED, BELOW, PLUGINS, NEWER), results)
     assert text.startswith("# compat: jax 0.10.2\n\nFrontend: wheel jax-0.10.2-py3-none-any.whl; minimum jaxlib "
                            "0.10.1; declared range >=0.10.1,<=0.10.2.\n")
@@ -1019,7 +1026,8 @@ def test_report_markdown(results: list[runner.CellResult]) -> None:
             f"(the rest ran in `{ADMITTED.id}`).") in report.markdown(matrix(ADMITTED, BELOW, PLUGINS, NEWER), results)
 
 
-def test_report_of_a_run_that_stopped_is_marked_incomplete(results: list[runner.CellResult], tmp_path: Path) -> None:
+def test_report_of_a_run_that_stopped_is_marked_incomplete(results: list[compat_cell.CellResult],
+                                                           tmp_path: Path) -> None:
     the_matrix = matrix(ADMITTED, BELOW, PLUGINS, NEWER)
     json_path, md_path = report.write(tmp_path, the_matrix, results[:2], complete=False)
     data = json.loads(json_path.read_text())
@@ -1037,7 +1045,7 @@ def test_report_clear_removes_an_earlier_runs_reports(tmp_path: Path) -> None:
     report.clear(tmp_path / "nothing-here")
 
 
-def test_report_json_and_write(results: list[runner.CellResult], tmp_path: Path) -> None:
+def test_report_json_and_write(results: list[compat_cell.CellResult], tmp_path: Path) -> None:
     the_matrix = matrix(ADMITTED, BELOW, PLUGINS, NEWER)
     data = report.to_json(the_matrix, results)
     assert data["ok"] is False and data["summary"] == report.summary(results)
@@ -1053,7 +1061,7 @@ def test_report_json_and_write(results: list[runner.CellResult], tmp_path: Path)
     assert sorted(p.name for p in out.iterdir()) == ["report.json", "report.md"]
 
 
-def test_report_write_is_all_or_nothing(results: list[runner.CellResult], tmp_path: Path,
+def test_report_write_is_all_or_nothing(results: list[compat_cell.CellResult], tmp_path: Path,
                                         monkeypatch: pytest.MonkeyPatch) -> None:
     out = tmp_path / "reports"
     out.mkdir()
@@ -1077,7 +1085,7 @@ def test_report_write_is_all_or_nothing(results: list[runner.CellResult], tmp_pa
 
 def test_a_cell_installs_the_verified_files_and_records_their_sha256(harness: Harness, tmp_path: Path) -> None:
     from jaxrel._util.files import sha256_of
-    from jaxrel.dist.index import Index
+    from jaxrel.distributions.index import Index
 
     house = tmp_path / "wheelhouse"
     house.mkdir()
@@ -1101,7 +1109,7 @@ def test_a_wheel_rewritten_in_place_with_its_mtime_reset_is_refused(harness: Har
     import hashlib
     import os
 
-    from jaxrel.dist.index import Index
+    from jaxrel.distributions.index import Index
 
     original = b"the original bytes"
     served = tmp_path / "served"
@@ -1131,7 +1139,7 @@ def test_a_wheel_rewritten_in_place_with_its_mtime_reset_is_refused(harness: Har
 
 @pytest.mark.parametrize("text", ["", "{", "[1, 2]", '{"a": 1, "a": 2}', "[" * 100_000])
 def test_a_damaged_driver_answer_is_dropped_not_trusted(tmp_path: Path, text: str) -> None:
-    from jaxrel.compat.celldriver import _answer
+    from jaxrel.cells.driver import _answer
     answer = tmp_path / "out.json"
     answer.write_text(text)
     assert _answer(answer) is None

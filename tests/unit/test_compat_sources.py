@@ -1,4 +1,4 @@
-"""The frontend's sources exported out of the user's tree (jaxrel.dist.sources): git and plain trees."""
+"""The frontend's sources exported out of the user's tree (jaxrel.distributions.sources): git and plain trees."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxrel.dist.sources import SourceError, export, is_build_output
+from jaxrel.distributions.sources import SourceError, export, is_build_output
 
 
 def git(repo: Path, *args: str) -> str:

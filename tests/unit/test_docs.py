@@ -65,10 +65,28 @@ def test_cli_page_is_generated_for_every_verb(site: Path) -> None:
     assert not missing, f"the CLI page does not show: {missing}"
 
 
-def test_readme_is_short_and_opens_with_the_two_commands() -> None:
+def test_readme_opens_with_the_name_one_line_then_the_two_commands() -> None:
     text = README.read_text(encoding="utf-8")
     assert len(text) <= 8000, f"README.md is {len(text)} characters; the reference belongs in docs/"
-    assert text.startswith(COMMANDS)
+    title, blank, line, blank2, rest = text.split("\n", 4)
+    assert title == "# jaxrel" and blank == blank2 == "" and line and not line.startswith(("#", "`"))
+    assert rest.startswith(COMMANDS), "the two commands come right after the one line"
+
+
+def test_readme_holds_no_dated_timings() -> None:
+    """Measured numbers and their dates live in docs/benchmarks.md; the README links there."""
+    dates = re.findall(r"20\d\d-\d\d-\d\d", README.read_text(encoding="utf-8"))
+    assert not dates, f"README.md has dated numbers ({dates}); move them to docs/benchmarks.md"
+
+
+def test_architecture_names_every_module() -> None:
+    """docs/architecture.md's module table has a row for every module of the package."""
+    text = (DOCS / "architecture.md").read_text(encoding="utf-8")
+    rows = set(re.findall(r"^\| `(jaxrel/[^`]+\.py)` \|", text, re.M))
+    modules = {path.relative_to(ROOT).as_posix() for path in (ROOT / "jaxrel").rglob("*.py")
+               if "suite" not in path.parts}
+    assert not modules - rows, f"docs/architecture.md does not name: {sorted(modules - rows)}"
+    assert not rows - modules, f"docs/architecture.md names modules that are gone: {sorted(rows - modules)}"
 
 
 @pytest.mark.parametrize("document", _documents(), ids=lambda p: str(p.relative_to(ROOT)))

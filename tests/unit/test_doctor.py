@@ -5,12 +5,13 @@ from __future__ import annotations
 import sys
 
 from jaxrel import doctor
+from jaxrel.distributions import installed
 from jaxrel.family import jax_profile
 
 
 def diagnose(site):
     family = jax_profile()
-    env = doctor.read_environment(family, path=site.path)
+    env = installed.read_environment(family, path=site.path)
     return env, doctor.diagnose(family, env)
 
 

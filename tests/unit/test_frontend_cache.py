@@ -15,8 +15,8 @@ from types import SimpleNamespace
 import pytest
 
 from jaxrel._util import files
-from jaxrel.compat import frontend
-from jaxrel.dist import sources
+from jaxrel.cells import frontend
+from jaxrel.distributions import sources
 
 
 def make_tree(root: Path, body: str = "X = 1\n") -> Path:
@@ -154,7 +154,7 @@ def test_a_file_is_hashed_again_after_any_change(tmp_path: Path, monkeypatch: py
 def test_an_environment_with_a_bytecode_cache_keeps_what_its_interpreters_compile(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Even where PYTHONDONTWRITEBYTECODE is set (as on the machines this runs on), and only in the cache."""
-    from jaxrel.dist import envs
+    from jaxrel.distributions import envs
 
     monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "1")
     (tmp_path / "site").mkdir()

@@ -25,7 +25,7 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from loopback_index import LoopbackIndex
 
-from jaxrel.dist.urls import parse_url
+from jaxrel.distributions.urls import parse_url
 from jaxrel.errors import JaxrelError
 
 REPO = Path(__file__).resolve().parents[2]

@@ -20,7 +20,7 @@ import pytest
 from packaging.version import Version
 
 from jaxrel import cli
-from jaxrel.dist.pythons import find_pythons
+from jaxrel.distributions.pythons import find_pythons
 from jaxrel.family import jax_profile
 from jaxrel.gates import find as gatefind
 from jaxrel.gates import judge as gates

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 from packaging.tags import Tag
 
-from jaxrel.dist.index import Index, IndexClientError, IndexFile, parse_html, parse_json, sha256_of
-from jaxrel.dist.wheels import WheelError, inspect, verify_record
+from jaxrel.distributions.index import Index, IndexClientError, IndexFile, parse_html, parse_json, sha256_of
+from jaxrel.distributions.wheels import WheelError, inspect, verify_record
 from jaxrel.family import jax_profile
 
 HTML = f"""<!DOCTYPE html><html><body>

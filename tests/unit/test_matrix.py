@@ -10,9 +10,9 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from jaxrel import policy
-from jaxrel.compat.matrix import FrontendSpec, MatrixError, build_matrix, installable_versions
-from jaxrel.dist.index import IndexFile, Listing
-from jaxrel.dist.pythons import supported_tags
+from jaxrel.cells.matrix import FrontendSpec, MatrixError, build_matrix, installable_versions
+from jaxrel.distributions.index import IndexFile, Listing
+from jaxrel.distributions.pythons import supported_tags
 from jaxrel.family import jax_profile
 
 DATA = Path(__file__).parents[1] / "data" / "listings.json"
@@ -198,7 +198,7 @@ TPU_LINUX = ["manylinux_2_31_x86_64", *LINUX]  # libtpu wheels are manylinux_2_3
 
 
 def test_plugin_families_come_from_the_extras():
-    from jaxrel.dist.extras import plugin_families
+    from jaxrel.distributions.extras import plugin_families
 
     families = plugin_families(FAMILY, JAX_0_12_0_1_REQUIRES)
     assert list(families) == ["tpu", "cuda12", "cuda13", "rocm7", "oneapi"]
@@ -212,7 +212,7 @@ def test_plugin_families_come_from_the_extras():
 
 
 def test_default_plugin_families_of_jax_0_12_0_1(listings):
-    from jaxrel.compat.matrix import known_plugin_sets
+    from jaxrel.cells.matrix import known_plugin_sets
 
     sets = list(known_plugin_sets(FAMILY, JAX_0_12_0_1))
     matrix = build_matrix(FAMILY, JAX_0_12_0_1, listings, {"3.12": supported_tags("3.12", TPU_LINUX)},
@@ -239,10 +239,10 @@ def test_default_plugin_families_of_jax_0_12_0_1(listings):
 
 
 def test_rocm_post_release_stands_for_its_jaxlib(listings):
-    from jaxrel.dist.extras import plugin_families
+    from jaxrel.distributions.extras import plugin_families
 
     rocm = plugin_families(FAMILY, JAX_0_12_0_1_REQUIRES)["rocm7"]
-    from jaxrel.compat.matrix import _plugin_pins
+    from jaxrel.cells.matrix import _plugin_pins
 
     pins = _plugin_pins(rocm, Version("0.11.0"), listings, "3.12", supported_tags("3.12", LINUX))
     assert pins == [("jax-rocm7-plugin", "0.11.0.post1"), ("jax-rocm7-pjrt", "0.11.0.post1")]
@@ -261,7 +261,7 @@ def test_unknown_plugin_set_names_the_families_of_the_extras(listings):
 
 
 def test_github_matrix_labels_the_device_each_plugin_cell_needs() -> None:
-    from jaxrel.compat.matrix import Cell, Matrix
+    from jaxrel.cells.matrix import Cell, Matrix
 
     cells = [Cell("a", "3.12", "0.12.0.1", (), "admitted", "accepted"),
              Cell("b", "3.12", "0.12.0.1", (("jax-cuda12-plugin", "0.12.0.1"),), "plugins", "accepted"),

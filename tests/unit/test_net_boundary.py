@@ -16,10 +16,10 @@ import pytest
 from boundary_cli import run, tree_digests
 from loopback_index import LoopbackIndex
 
-from jaxrel.dist import pipconfig
-from jaxrel.dist.index import Index, IndexClientError, IndexFile, Limits
-from jaxrel.dist.pages import PageError, parse_page
-from jaxrel.dist.urls import parse_url
+from jaxrel.distributions import pipconfig
+from jaxrel.distributions.index import Index, IndexClientError, IndexFile, Limits
+from jaxrel.distributions.pages import PageError, parse_page
+from jaxrel.distributions.urls import parse_url
 from jaxrel.errors import BadInput
 from jaxrel.release import publish
 

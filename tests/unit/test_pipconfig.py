@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from jaxrel.dist.pipconfig import parse_config_list
+from jaxrel.distributions.pipconfig import parse_config_list
 
 LISTING = """\
 global.extra-index-url='file:///srv/a/simple file:///srv/b/simple'

@@ -207,7 +207,7 @@ def unused_port() -> int:
 def test_the_transport_returns_error_answers_whole_when_asked_and_never_shows_a_query(
     loopback: Callable[..., Loopback], unused_port: int
 ) -> None:
-    from jaxrel.dist import transport
+    from jaxrel.distributions import transport
 
     server = loopback({"/refused": reply(422, {"errors": [{"code": "x"}]})})
     limits = transport.Limits(connect=5, deadline=5, max_page=1000)

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from jaxrel.dist import bazel
+from jaxrel.distributions import bazel
 from jaxrel.release import builder, manifest
 from jaxrel.release.plan import Plan, make_plan
 from jaxrel.release.project import Project, open_project

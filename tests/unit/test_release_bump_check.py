@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from jaxrel.cli import main
-from jaxrel.dist.index import Index
+from jaxrel.distributions.index import Index
 from jaxrel.release import bump, check, pins, plan
 from jaxrel.release.locations import LocationError
 from jaxrel.release.project import Project, open_project

@@ -9,7 +9,9 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def readme_commands() -> list[str]:
     text = (ROOT / "README.md").read_text()
-    assert text.startswith("```bash\n"), "README.md must open with the two commands"
+    title, _, line, _, rest = text.split("\n", 4)
+    assert title == "# jaxrel" and line, "README.md opens with the name and one line"
+    assert rest.startswith("```bash\n"), "then the two commands"
     block = text.split("```bash\n", 1)[1].split("```", 1)[0]
     return [line for line in block.splitlines() if line.strip()]
 

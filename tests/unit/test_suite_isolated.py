@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from jaxrel.compat.runner import DEFAULT_SUITE
+from jaxrel.cells.suites import DEFAULT_SUITE
 
 MODULE = '''
 import os

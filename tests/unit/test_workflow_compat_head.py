@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 import yaml
 
+from jaxrel.cells.matrix import Cell, FrontendSpec, Matrix, Outcome, Purpose
 from jaxrel.compat import report
-from jaxrel.compat.matrix import Cell, FrontendSpec, Matrix, Outcome, Purpose
-from jaxrel.compat.runner import CellResult
+from jaxrel.compat.cell import CellResult
 from jaxrel.compat.triage import Failure
 
 ROOT = Path(__file__).resolve().parents[2]

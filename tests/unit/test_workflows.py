@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
-from jaxrel.compat.matrix import Cell, FrontendSpec, Matrix
+from jaxrel.cells.matrix import Cell, FrontendSpec, Matrix
 
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS = ROOT / ".github" / "workflows"

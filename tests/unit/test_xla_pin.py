@@ -11,7 +11,7 @@ import pytest
 from packaging.tags import Tag
 
 from jaxrel import releasedata
-from jaxrel.dist.index import IndexFile, Listing
+from jaxrel.distributions.index import IndexFile, Listing
 from jaxrel.extension import xla
 
 REPO = Path(__file__).resolve().parents[2]

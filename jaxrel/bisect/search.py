@@ -1,0 +1,368 @@
+"""``jaxrel bisect``: the first frontend commit that broke a cell, found by git's own bisection.
+
+1. The revisions are resolved in the user's checkout (read only); each ``--good`` must be an
+   ancestor of ``--bad``. A private bare clone in the work directory borrows its objects
+   (:mod:`jaxrel.bisect.git`).
+2. The bad revision is built with the cell's interpreter; the cell must be one it admits.
+3. The cell's environment is built once, from the newest good revision: its wheel's
+   requirements, the verified backend and plugin wheels, its test requirements, resolved as
+   of that commit's date (``--deps-as-of`` to change it; uv's ``--exclude-newer``).
+4. The endpoints are checked (``--bad`` must fail, every ``--good`` pass), then
+   ``git bisect run`` calls :mod:`jaxrel.bisect.step` at each revision it picks.
+5. The answer (:class:`Result`): the first bad commit, or the candidates skips left, with the
+   failures there and at its parent, and every step.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+import re
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from packaging.version import InvalidVersion, Version
+
+from jaxrel._util.progress import Progress
+from jaxrel._util.text import tail
+from jaxrel.bisect import git, step
+from jaxrel.bisect.git import Commit, Repo, Source
+from jaxrel.bisect.step import BAD, GOOD, SKIP, StepConfig, StepRecord
+from jaxrel.cells.environment import EnvSettings, environment, jaxrel_wheel
+from jaxrel.cells.frontend import PreparedFrontend
+from jaxrel.cells.matrix import Cell, Outcome
+from jaxrel.cells.planning import matrix_for
+from jaxrel.distributions import envs
+from jaxrel.distributions.index import Index, IndexClientError
+from jaxrel.distributions.pythons import python_for
+from jaxrel.errors import BadInput, EnvironmentFailure, Refused
+from jaxrel.family import Family
+
+__all__ = ["BisectRefused", "Request", "Result", "run"]
+
+CELL = re.compile(r"py(?P<python>3\.\d+)-(?P<rest>.+)")
+
+
+class BisectRefused(Refused):
+    """The endpoints do not bound a regression in this cell (exit 1); the partial result is kept."""
+
+    def __init__(self, message: str, result: Result) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the command line asked for."""
+
+    source: Path
+    goods: tuple[str, ...]
+    bad: str
+    workdir: Path
+    cell: str | None = None  # --cell ID
+    backend: str | None = None  # --backend NAME==V (the version)
+    python: str | None = None
+    plugins: str | None = None  # a plugin set name
+    tests: tuple[str, ...] = ()
+    keyword: str | None = None
+    test_env: tuple[tuple[str, str], ...] = ()
+    reruns: int = 1
+    deps_as_of: str | None = None  # None: the newest good commit's date; "now"; a date or time
+    family: str | None = None
+    index_url: str | None = None
+    wheelhouses: tuple[str, ...] = ()
+    use_uv: bool | None = None
+    refresh: bool = False  # re-read the index's listings
+
+
+@dataclass
+class Result:
+    """The answer, and how it was reached."""
+
+    status: str  # found | candidates | no-regression | good-fails | endpoint-skipped
+    cell: str
+    bad: str
+    goods: list[str]
+    commits_in_range: int = 0
+    first_bad: Commit | None = None
+    merge_brings: list[Commit] = field(default_factory=list)  # a merge culprit: the commits it brought in
+    candidates: list[Commit] = field(default_factory=list)  # several commits skips left apart
+    at_culprit: StepRecord | None = None
+    at_parent: StepRecord | None = None
+    steps: list[StepRecord] = field(default_factory=list)
+    environment_seconds: float = 0.0
+    seconds: float = 0.0
+    deps_as_of: str | None = None
+    notes: list[str] = field(default_factory=list)
+    message: str = ""
+
+    @property
+    def bisect_steps(self) -> int:
+        return sum(1 for step in self.steps if step.role == "step")
+
+
+# -- checking the input ------------------------------------------------------------------------------
+
+
+def resolve(source: Source, rev: str, option: str) -> str:
+    """``rev`` as a full commit hash in the user's repository; :class:`BadInput` when it names none."""
+    done = git.git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", git_dir=source.git_dir, check=False)
+    if done.returncode != 0 or not done.stdout.strip():
+        raise BadInput(f"{option} {rev}: no such revision in {source.git_dir} (try a branch, tag or commit hash)")
+    return done.stdout.strip()
+
+
+def check_ancestry(source: Source, goods: Sequence[str], bad: str, names: Sequence[str], bad_name: str) -> None:
+    for good, name in zip(goods, names, strict=True):
+        if good == bad:
+            raise BadInput(f"--good {name} and --bad {bad_name} are the same commit; give an older good revision")
+        done = git.git("merge-base", "--is-ancestor", good, bad, git_dir=source.git_dir, check=False)
+        if done.returncode == 1:
+            raise BadInput(f"--good {name} is not an ancestor of --bad {bad_name}; give a good revision that "
+                           f"{bad_name} contains (git merge-base --is-ancestor {name} {bad_name})")
+        if done.returncode != 0:
+            raise EnvironmentFailure(f"git merge-base failed: {tail(done.stderr)}")
+
+
+def cell_parts(request: Request, family: Family) -> tuple[str, str, str | None]:
+    """(python, backend version, plugin set or None) from ``--cell`` or ``--backend/--python/--plugins``."""
+    backend = family.backend.distribution
+    if request.cell:
+        match = CELL.fullmatch(request.cell)
+        rest = match.group("rest") if match else ""
+        if not match or not rest.startswith(backend):
+            raise BadInput(f"--cell {request.cell}: expected py3.N-{backend}VERSION[-PLUGINS] as jaxrel compat "
+                           f"names cells (e.g. py3.12-{backend}0.11.0)")
+        version, _, plugins = rest.removeprefix(backend).partition("-")
+        python, plugin_set = match.group("python"), plugins or None
+    else:
+        if not request.backend or not request.python:
+            raise BadInput(f"which cell? pass --cell ID (e.g. py3.12-{backend}0.11.0) or --backend "
+                           f"{backend}==V --python 3.N [--plugins SET]")
+        version, python, plugin_set = request.backend, request.python, request.plugins
+    try:
+        Version(version)
+    except InvalidVersion:
+        raise BadInput(f"{request.cell or request.backend}: {version!r} is not a {backend} version") from None
+    return python, version, plugin_set
+
+
+def exclude_newer(request: Request, good_date: str) -> str | None:
+    """The time the environment's requirements are resolved as of: ``None`` for now."""
+    if request.deps_as_of == "now":
+        return None
+    if request.deps_as_of is None:
+        return datetime.datetime.fromisoformat(good_date).astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    try:
+        datetime.datetime.fromisoformat(request.deps_as_of)
+    except ValueError:
+        raise BadInput(f"--deps-as-of {request.deps_as_of!r}: expected a date (2025-06-01), a time "
+                       "(2025-06-01T12:00:00Z) or now") from None
+    return request.deps_as_of
+
+
+# -- the run -----------------------------------------------------------------------------------------
+
+
+def select_cell(family: Family, index: Index, bad: PreparedFrontend, python: str, version: str,
+                plugin_set: str | None, bad_name: str) -> Cell:
+    """The cell asked for, as the matrix of the bad revision forms it; :class:`BadInput` when that revision
+    does not admit it (naming the cells it does)."""
+    matrix = matrix_for(family, index, bad.spec, pythons=[python], plugin_sets=[plugin_set] if plugin_set else [],
+                        plugins_on="all")
+    wanted = f"py{python}-{family.backend.distribution}{version}" + (f"-{plugin_set}" if plugin_set else "")
+    admitted = [cell for cell in matrix.cells if cell.expected == Outcome.ACCEPTED]
+    for cell in admitted:
+        if cell.id == wanted:
+            return cell
+    spec = bad.spec
+    raise BadInput(f"cell {wanted}: {spec.name} {spec.version} at --bad {bad_name} does not admit it (minimum "
+                   f"{family.backend.distribution} {spec.minimum_backend}); cells it admits here: "
+                   + ", ".join(c.id for c in admitted))
+
+
+def _prepared(built: step.Built) -> PreparedFrontend:
+    assert built.wheel is not None and built.spec is not None and built.info is not None
+    return PreparedFrontend(built.spec, built.wheel, built.info)
+
+
+@dataclass(frozen=True)
+class _Inputs:
+    source: Source
+    bad: str
+    goods: list[str]
+    python: str
+    version: str
+    plugin_set: str | None
+    tests: tuple[str, ...]
+
+
+def _inputs(request: Request, family: Family) -> _Inputs:
+    """Everything checked before anything is built or cloned (bad input: exit 2)."""
+    source = git.locate(request.source.resolve())
+    bad = resolve(source, request.bad, "--bad")
+    goods = [resolve(source, good, "--good") for good in request.goods]
+    if not goods:
+        raise BadInput("give at least one --good REV (a revision where the cell passes)")
+    check_ancestry(source, goods, bad, request.goods, request.bad)
+    python, version, plugin_set = cell_parts(request, family)
+    tests = request.tests or family.frontend.tests
+    if not tests:
+        raise BadInput("which tests? pass --frontend-tests PATH|NODEID (the family declares no default selection)")
+    package_top = family.frontend.package.split(".")[0]
+    for test in tests:
+        if test.split("::", 1)[0].strip("/").split("/")[0] in (package_top, "..", ""):
+            raise BadInput(f"--frontend-tests {test}: give a path or node id inside the frontend's source tree and "
+                           f"outside the {family.frontend.package} package (tests there import it from the tree)")
+    return _Inputs(source, bad, goods, python, version, plugin_set, tuple(tests))
+
+
+def _endpoints(request: Request, family: Family, repo: Repo, config: StepConfig, result: Result,
+               prebuilt: dict[str, step.Built], progress: Progress) -> None:
+    """``--bad`` must fail and every ``--good`` pass in the cell; :class:`BisectRefused` otherwise."""
+    checks = [(request.bad, result.bad, BAD), *((n, g, GOOD) for n, g in zip(request.goods, result.goods,
+                                                                             strict=True))]
+    for name, rev, wanted in checks:
+        record = step.run_step(config, family, repo, repo.commit(rev), role="endpoint")
+        _charge_prebuild(record, prebuilt.get(rev))
+        step.append(config, record)
+        result.steps.append(record)
+        option = "--bad" if wanted == BAD else "--good"
+        progress(f"bisect: endpoint {option} {name}: {record.line()}")
+        if record.verdict == wanted:
+            continue
+        result.status = ("endpoint-skipped" if record.verdict == SKIP
+                         else "no-regression" if wanted == BAD else "good-fails")
+        why = {"no-regression": f"passes in cell {result.cell} ({record.reason}): no regression to bisect",
+               "good-fails": f"fails in cell {result.cell} too ({record.reason}); give an older --good",
+               "endpoint-skipped": f"cannot be tested in cell {result.cell}: {record.reason}"}[result.status]
+        result.message = f"{option} {name} ({rev[:12]}) {why}"
+        raise BisectRefused(result.message, result)
+
+
+def run(request: Request, family: Family, progress: Progress) -> Result:
+    """Bisect; the :class:`Result` (``found`` or ``candidates``). :class:`BisectRefused` when the endpoints
+    do not bound a regression; :class:`BadInput` for revisions, cells or tests that cannot be."""
+    started = time.perf_counter()
+    found = _inputs(request, family)
+    source, bad, goods, python = found.source, found.bad, found.goods, found.python
+    interpreter = python_for(python)
+    workdir = request.workdir.absolute()
+    workdir.mkdir(parents=True, exist_ok=True)
+    repo = Repo.clone(source, workdir / "repo.git")
+    repo.fetch_commits([bad, *goods])
+    use_uv = (request.use_uv is not False) and envs.find_uv() is not None
+    if not use_uv and request.deps_as_of not in (None, "now"):
+        raise BadInput("--deps-as-of needs uv (pip has no --exclude-newer): pip install uv, or drop it")
+    config = StepConfig(str(repo.git_dir), source.subdir, request.family, str(workdir),
+                        str(workdir / "envs" / "cell"), interpreter.executable, "", "",
+                        found.tests, request.keyword, request.test_env, request.reruns, use_uv)
+    index = Index.from_pip(request.index_url, list(request.wheelhouses), refresh=request.refresh, progress=progress)
+
+    # the bad revision decides the cell; the newest good one the environment
+    progress(f"bisect: building --bad {request.bad} ({bad[:12]}) with Python {python} …")
+    bad_built = step.build(config, family, repo, bad, workdir / "step", with_tests=False)
+    if bad_built.wheel is None:
+        raise Refused(f"--bad {request.bad} ({bad[:12]}) cannot be tested: it {bad_built.reason}")
+    cell = select_cell(family, index, _prepared(bad_built), python, found.version, found.plugin_set, request.bad)
+    config = replace(config, env_root=str(workdir / "envs" / cell.id), cell=cell.id,
+                     backend=f"{family.backend.distribution} {cell.backend}")
+    newest_good = sorted((repo.commit(good) for good in goods), key=lambda c: c.date)[-1]
+    result = Result("", cell.id, bad, goods, repo.count(bad, goods))
+    progress(f"bisect: {result.commits_in_range} commits between {len(goods)} good and the bad revision; "
+             f"cell {cell.id}; tests {' '.join(found.tests)}" + (f" -k {request.keyword}" if request.keyword else ""))
+    good_built = step.build(config, family, repo, newest_good.hash, workdir / "step", with_tests=False)
+    if good_built.wheel is None:
+        raise Refused(f"--good {newest_good.short} cannot be tested: it {good_built.reason}")
+    as_of = exclude_newer(request, newest_good.date) if use_uv else None
+    if not use_uv:
+        result.notes.append("uv is not installed: the test requirements were resolved as of now")
+    result.deps_as_of = as_of or "now"
+    progress(f"bisect: building the environment of {cell.id} once (requirements of {newest_good.short}, "
+             f"resolved as of {result.deps_as_of}) …")
+    env_start = time.perf_counter()
+    requirements = _test_requirements(family, repo, source, newest_good.hash, workdir)
+    settings = EnvSettings(workdir=workdir, index=index, use_uv=use_uv, exclude_newer=as_of,
+                           bytecode=workdir / "pycache", test_requirements=requirements)
+    try:
+        environment(cell, family, _prepared(good_built), jaxrel_wheel(workdir), settings)
+    except (envs.EnvError, IndexClientError) as error:
+        raise EnvironmentFailure(f"the environment of {cell.id} could not be built: {error}") from None
+    result.environment_seconds = time.perf_counter() - env_start
+    config.records.unlink(missing_ok=True)
+    config_path = workdir / "step.json"
+    config.save(config_path)
+
+    try:  # the endpoints, then git's bisection
+        _endpoints(request, family, repo, config, result, {bad: bad_built, newest_good.hash: good_built}, progress)
+        outcome = _bisect(repo, bad, goods, config_path, progress)
+        result.steps = step.read_records(config.records)
+        _conclude(result, outcome, config, family, repo)
+        repo.reset()
+    finally:
+        result.seconds = time.perf_counter() - started
+    return result
+
+
+def _charge_prebuild(record: StepRecord, built: step.Built | None) -> None:
+    """An endpoint built before the environment (to choose the cell, to fill the environment) is
+    charged that build: its step found the wheel in the cache only because this run put it there."""
+    if built is None or built.cached:
+        return
+    record.cached = False
+    record.seconds["export"] = round(record.seconds.get("export", 0.0) + built.export_seconds, 2)
+    record.seconds["build+install"] = round(record.seconds.get("build+install", 0.0) + built.build_seconds, 2)
+
+
+def _test_requirements(family: Family, repo: Repo, source: Source, rev: str, workdir: Path) -> Path | None:
+    declared = family.frontend.test_requirements
+    if declared is None:
+        return None
+    done = repo.run("show", f"{rev}:{source.path(declared)}", check=False)
+    if done.returncode != 0:
+        return None
+    path = workdir / "test-requirements.txt"
+    path.write_text(done.stdout, encoding="utf-8")
+    return path
+
+
+def _bisect(repo: Repo, bad: str, goods: Sequence[str], config_path: Path, progress: Progress) -> git.Outcome:
+    """``git bisect start`` and ``git bisect run`` of the step module in the private clone."""
+    for line in repo.start(bad, goods).splitlines():
+        if line.startswith("Bisecting:"):
+            progress(f"bisect: {line}")
+    env = {**os.environ}
+    env.pop("PYTHONPATH", None)
+    outcome = repo.bisect_run([sys.executable, "-m", "jaxrel.bisect.step", str(config_path)], env, progress)
+    if not outcome.candidates:
+        raise EnvironmentFailure(f"git bisect run ended without an answer: {tail(outcome.output, 4)}")
+    return outcome
+
+
+def _conclude(result: Result, outcome: git.Outcome, config: StepConfig, family: Family, repo: Repo) -> None:
+    records = {step.commit: step for step in result.steps}
+    if outcome.first_bad is None:
+        result.status = "candidates"
+        result.candidates = [repo.commit(c, files=True) for c in outcome.candidates]
+        result.message = (f"skipped commits leave {len(outcome.candidates)} candidates for the first bad commit: "
+                          + ", ".join(c.short for c in result.candidates))
+        return
+    result.status = "found"
+    culprit = result.first_bad = repo.commit(outcome.first_bad, files=True)
+    result.at_culprit = records.get(culprit.hash)
+    if culprit.merge:
+        listing = repo.run("rev-list", "--no-merges", "--max-count=50", f"{culprit.parents[0]}..{culprit.hash}")
+        result.merge_brings = [repo.commit(h) for h in listing.stdout.split()]
+    parent = culprit.parents[0] if culprit.parents else None
+    if parent is not None:
+        result.at_parent = records.get(parent)
+        if result.at_parent is None:  # git knew it good without testing it (an ancestor of a good one)
+            record = step.run_step(config, family, repo, repo.commit(parent), role="parent")
+            step.append(config, record)
+            result.steps.append(record)
+            result.at_parent = record
+    result.message = (f"first bad commit {culprit.short} {culprit.subject}"
+                      + (" (a merge)" if culprit.merge else ""))

@@ -1,0 +1,392 @@
+"""One bisection step: a revision exported, built (or taken from the wheel cache), installed into the
+cell's environment, and its selected tests run; the verdict good / bad / skip with its reason.
+
+``git bisect run`` calls this module (``python -m jaxrel.bisect.step CONFIG``) at each
+revision it picks; the step reads ``BISECT_HEAD`` in the private clone, appends its record to
+the run's ``steps.jsonl`` and exits 0 (good), 1 (bad) or 125 (skip). A bug exits 128, which
+makes git stop the bisection instead of taking it for a verdict.
+
+- **skip** when the revision does not build or install, when its own version rules refuse
+  the cell's backend (jaxrel's guard on its declared minimum, or the frontend's own import
+  check), when the frontend is imported from outside the environment, when the selection is
+  not in the revision or collects nothing, and when failing tests pass on a rerun (flaky).
+- **bad** when selected tests fail on every run, or the frontend fails to import otherwise.
+  (The frontend is imported alone only when the tests did not show a clean import from the
+  environment: a passing step costs no extra import.)
+- **good** when the selected tests ran and none failed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+from jaxrel._util import localfiles
+from jaxrel._util.text import tail
+from jaxrel.bisect.git import Commit, Repo, Source
+from jaxrel.cells import probes, suites
+from jaxrel.cells.environment import foreign_files
+from jaxrel.cells.frontend import CompatError, build_wheel, frontend_spec
+from jaxrel.cells.matrix import FrontendSpec
+from jaxrel.cells.owntests import CONFIG_FILES
+from jaxrel.cells.probes import GUARD_PROBE
+from jaxrel.cells.suites import Suite
+from jaxrel.distributions import envs
+from jaxrel.distributions.wheels import ArtifactInfo, inspect
+from jaxrel.errors import BadInput
+from jaxrel.family import Family, resolve_family
+
+__all__ = ["BAD", "GOOD", "SKIP", "Built", "StepConfig", "StepRecord", "build", "main", "run_step"]
+
+GOOD, BAD, SKIP = "good", "bad", "skip"
+EXIT = {GOOD: 0, BAD: 1, SKIP: 125}
+ABORT = 128  # git bisect run stops on an exit status of 128 or more
+
+
+@dataclass(frozen=True)
+class StepConfig:
+    """Everything a step needs, saved as JSON for the step processes ``git bisect run`` starts."""
+
+    git_dir: str  # the private bare clone
+    subdir: str  # the frontend's directory in the repository ("" at the top)
+    family: str | None  # --family as given (None: the default profile)
+    workdir: str
+    env_root: str  # the cell's environment, built once
+    python: str  # the cell's interpreter (builds use it, so the revision's requires-python holds)
+    cell: str  # the cell's id
+    backend: str  # "name version" as reports say it
+    tests: tuple[str, ...]  # paths and node ids, relative to the frontend's directory
+    keyword: str | None = None  # -k
+    test_env: tuple[tuple[str, str], ...] = ()  # --env KEY=VALUE
+    reruns: int = 1
+    use_uv: bool = True
+
+    @property
+    def source(self) -> Source:
+        return Source(Path(self.git_dir), self.subdir)
+
+    @property
+    def records(self) -> Path:
+        return Path(self.workdir) / "steps.jsonl"
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), indent=1), encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: Path) -> StepConfig:
+        data = localfiles.load_json(path, what="the bisect step's configuration")
+        data["tests"] = tuple(data["tests"])
+        data["test_env"] = tuple(tuple(pair) for pair in data["test_env"])
+        return cls(**data)
+
+
+@dataclass
+class StepRecord:
+    """One revision tested: its verdict, why, what failed, and where the time went."""
+
+    commit: str
+    subject: str
+    verdict: str  # good | bad | skip
+    reason: str
+    role: str = "step"  # "step" (git bisect chose it), "endpoint" (--good/--bad checked first), "parent"
+    failing: list[str] = field(default_factory=list)  # node ids failing on every run
+    first_error: str = ""  # the first line of the first failure's message
+    flaky: list[str] = field(default_factory=list)  # node ids that failed, then passed on a rerun
+    passed: int = 0
+    cached: bool = False  # the wheel came from the cache (nothing built)
+    seconds: dict[str, float] = field(default_factory=dict)  # export, build+install, tests
+
+    @property
+    def short(self) -> str:
+        return self.commit[:12]
+
+    def line(self) -> str:
+        """One progress line."""
+        times = " · ".join(f"{k} {v:.1f} s" for k, v in self.seconds.items())
+        return f"{self.short} {self.verdict}: {self.reason} · {times}"
+
+
+@dataclass
+class Built:
+    """A revision's wheel (or why there is none) and its tests' directory."""
+
+    wheel: Path | None
+    reason: str = ""
+    cached: bool = False
+    spec: FrontendSpec | None = None
+    info: ArtifactInfo | None = None
+    tests_root: Path | None = None
+    export_seconds: float = 0.0
+    build_seconds: float = 0.0
+
+
+def _tops(paths: tuple[str, ...]) -> list[str]:
+    return list(dict.fromkeys(p.split("::", 1)[0].strip("/").split("/")[0] for p in paths))
+
+
+def build(config: StepConfig, family: Family, repo: Repo, rev: str, into: Path, *,
+          with_tests: bool = True) -> Built:
+    """Export ``rev``'s build inputs (unless its wheel is cached by tree hash) and tests; build its wheel."""
+    start = time.perf_counter()
+    source = config.source
+    package_top = family.frontend.package.split(".")[0]
+    listing = repo.paths(rev, source, [package_top, *_tops(config.tests)])
+    test_tops = {source.path(top) for top in _tops(config.tests)} - {source.path(package_top)}
+    build_paths = [p for p in listing if p not in test_tops]
+    version_file = source.path(family.frontend.version_file)
+    if not any(version_file == p or version_file.startswith(p + "/") for p in build_paths):
+        return Built(None, f"no {family.frontend.version_file} in this revision")
+    key = repo.tree_key(rev, build_paths)
+    cache = Path(config.workdir) / "wheels" / f"{key}-{Path(config.python).name}"
+    built = Built(None)
+    cached = sorted(cache.glob("*.whl")) if cache.is_dir() else []
+    if cached:
+        built.wheel, built.cached = cached[0], True
+    else:
+        tree = into / "src"
+        repo.export(rev, build_paths, tree)
+        built.export_seconds = time.perf_counter() - start
+        staging = cache.with_name(cache.name + ".partial")
+        try:
+            wheel = build_wheel(tree / source.subdir if source.subdir else tree, staging, python=config.python)
+        except (envs.EnvError, CompatError) as error:
+            shutil.rmtree(staging, ignore_errors=True)
+            return Built(None, f"does not build: {error}", export_seconds=built.export_seconds,
+                         build_seconds=time.perf_counter() - start - built.export_seconds)
+        finally:
+            shutil.rmtree(tree, ignore_errors=True)
+        if cache.exists():
+            shutil.rmtree(cache)
+        staging.rename(cache)
+        built.wheel = cache / wheel.name
+        built.build_seconds = time.perf_counter() - start - built.export_seconds
+    built.info = inspect(built.wheel, family, use_cache=False)
+    try:
+        built.spec = frontend_spec(family, built.info, f"{rev[:12]}")
+    except CompatError as error:
+        built.reason, built.wheel = f"its metadata is unusable: {error}", None
+        return built
+    if with_tests:
+        exporting = time.perf_counter()
+        tests = into / "tests"
+        top_files = [p for p in listing if p not in test_tops and "/" not in p.removeprefix(source.subdir + "/")]
+        config_files = [p for p in top_files if p.rsplit("/", 1)[-1] in CONFIG_FILES]
+        repo.export(rev, sorted({*(p for p in listing if p in test_tops), *config_files}), tests)
+        built.tests_root = tests / source.subdir if source.subdir else tests
+        built.export_seconds += time.perf_counter() - exporting
+    return built
+
+
+def install(config: StepConfig, env: envs.Env, wheel: Path, name: str) -> str | None:
+    """Install ``wheel`` into ``env`` in place of the frontend there (no deps, forced); why not, or ``None``.
+
+    uv keeps a built wheel per file name: every revision's wheel has the same name, so the
+    package is reinstalled and refreshed explicitly, else uv would silently reuse the first.
+    """
+    uv = envs.find_uv() if config.use_uv else None
+    if uv:
+        command = [uv, "pip", "install", "--quiet", "--python", str(env.python), "--no-deps",
+                   "--reinstall-package", name, "--refresh-package", name, str(wheel)]
+    else:
+        command = [str(env.python), "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel)]
+    done = subprocess.run(command, capture_output=True, text=True, env=envs.uv_environment(), timeout=600)
+    return None if done.returncode == 0 else f"does not install (exit {done.returncode}): {tail(done.stderr)}"
+
+
+def refused_by_frontend(error: str, family: Family) -> bool:
+    """Whether an import error is the frontend's own version check refusing the backend (skip, not bad)."""
+    text = error.lower()
+    names = (family.backend.distribution.lower(), family.backend.package.lower())
+    return any(n in text for n in names) and any(w in text for w in ("version", "requires", "minimum", "older"))
+
+
+def _guard(config: StepConfig, family: Family, env: envs.Env, spec: FrontendSpec) -> str | None:
+    """Why the revision's own version rules refuse the cell's backend (jaxrel's guard on the minimum it
+    declares), or ``None`` when they accept it."""
+    arguments = family.guard_arguments(spec.version, spec.minimum_backend)
+    arguments["plugins"] = [[p.distribution, p.pinned] for p in arguments["plugins"]]
+    done = env.run(str(env.python), "-c", GUARD_PROBE, json.dumps(arguments))
+    guard = probes.last_json(done.stdout) if done.returncode == 0 else None
+    if guard is None:
+        return f"jaxrel's guard crashed here: {tail(done.stderr or done.stdout, 1)}"
+    if not guard["accepted"]:
+        return f"its version rules refuse {config.backend} (minimum {spec.minimum_backend}): {guard['message']}"
+    return None
+
+
+def _import(config: StepConfig, family: Family, env: envs.Env) -> tuple[str, str] | None:
+    """Import the frontend alone: a (verdict, reason) when that fails or finds another copy, else ``None``.
+
+    Run only when the tests did not show a clean import (failures, no record): a step whose
+    tests pass proved the import, from the environment, in every pytest process.
+    """
+    imported, error, _ = probes.import_frontend(env, family, smoke=False)
+    if error is not None:
+        if refused_by_frontend(error, family):
+            return SKIP, f"its own import check refuses {config.backend}: {error}"
+        return BAD, f"import {family.frontend.package} fails: {error}"
+    if foreign := foreign_files(env, [(imported or {}).get("file")]):
+        return SKIP, f"{family.frontend.package} was imported from {foreign[0]}, not from {env.root}"
+    return None
+
+
+def _first_line(message: str) -> str:
+    return next((line.strip() for line in message.splitlines() if line.strip()), "")
+
+
+def run_tests(config: StepConfig, family: Family, env: envs.Env, root: Path, work: Path, record: StepRecord) -> None:
+    """Run the selection from ``root`` (outside any source tree); set ``record``'s verdict and reason."""
+    present = [t for t in config.tests if (root / t.split("::", 1)[0]).exists()]
+    if not present:
+        record.verdict, record.reason = SKIP, f"the selection is not in this revision ({', '.join(config.tests)})"
+        return
+    suite = Suite("own tests", "own", root, tuple(present), ("-k", config.keyword) if config.keyword else (),
+                  env=config.test_env)
+    run = suites.run_suite(env, suite, work / "run", package=family.frontend.package)
+    if not run.recorded or run.bad() or not run.frontend_files:
+        ended = _import(config, family, env)
+        if ended is not None:
+            record.verdict, record.reason = ended
+            return
+    if not run.recorded:
+        record.verdict, record.reason = SKIP, f"pytest exited {run.returncode} without results: {run.output}"
+        return
+    if foreign := foreign_files(env, run.frontend_files):
+        record.verdict, record.reason = SKIP, f"the tests imported {family.frontend.package} from {foreign[0]}"
+        return
+    counts = run.counts()
+    record.passed = counts.passed
+    failing = run.bad()
+    if not failing:
+        if counts.passed == 0:
+            record.verdict = SKIP
+            record.reason = ("the selection collects nothing" if not run.outcomes
+                             else f"every selected test was skipped ({counts.skipped})")
+        else:
+            record.verdict, record.reason = GOOD, f"{counts.passed} passed"
+        return
+    messages = {test: outcome.message for test, outcome in failing.items()}
+    still = sorted(failing)
+    for attempt in range(config.reruns):
+        again = suites.run_suite(env, suite, work / f"rerun{attempt + 1}", package=family.frontend.package,
+                                 only=still)
+        if not again.recorded:
+            break
+        flipped = [t for t in still if again.passed(t)]
+        record.flaky += flipped
+        still = [t for t in still if t not in flipped]
+        messages.update({t: o.message for t, o in again.bad().items() if t in still})
+        if not still:
+            break
+    if not still:
+        record.verdict = SKIP
+        record.reason = f"flaky: {', '.join(record.flaky)} failed, then passed on a rerun"
+        return
+    record.verdict, record.failing = BAD, still
+    record.first_error = _first_line(messages.get(still[0], ""))
+    record.reason = (f"{len(still)} failing: {still[0]}" + (f" and {len(still) - 1} more" if len(still) > 1 else "")
+                     + (f" ({record.first_error})" if record.first_error else ""))
+
+
+@contextmanager
+def bytecode_written() -> Iterator[None]:
+    """Without ``PYTHONDONTWRITEBYTECODE`` for a while: the processes a step runs in the cell's environment
+    (private to the work directory) keep the bytecode they compile, so the probe, pytest and its reruns
+    do not compile the frontend again each (jax: ~1.7 s of CPU each). Reinstalling the frontend removes
+    its ``__pycache__``: nothing compiled from one revision serves another."""
+    saved = os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
+    try:
+        yield
+    finally:
+        if saved is not None:
+            os.environ["PYTHONDONTWRITEBYTECODE"] = saved
+
+
+def run_step(config: StepConfig, family: Family, repo: Repo, commit: Commit, role: str = "step") -> StepRecord:
+    """Test ``commit`` in the cell's environment: export, build (cached), install, probe, run the selection."""
+    with bytecode_written():
+        return _run_step(config, family, repo, commit, role)
+
+
+def _run_step(config: StepConfig, family: Family, repo: Repo, commit: Commit, role: str) -> StepRecord:
+    record = StepRecord(commit.hash, commit.subject, SKIP, "", role)
+    work = Path(config.workdir) / "step"
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    env = envs.existing(Path(config.env_root))
+    built = build(config, family, repo, commit.hash, work)
+    record.cached = built.cached
+    record.seconds = {"export": round(built.export_seconds, 2), "build+install": round(built.build_seconds, 2),
+                      "tests": 0.0}
+    if built.wheel is None or built.spec is None or built.tests_root is None:
+        record.reason = built.reason
+        return record
+    start = time.perf_counter()
+    problem = install(config, env, built.wheel, family.frontend.distribution)
+    refused = _guard(config, family, env, built.spec) if problem is None else problem
+    installed = time.perf_counter()
+    if refused is None:
+        run_tests(config, family, env, built.tests_root, work, record)
+    else:
+        record.verdict, record.reason = SKIP, refused
+    record.seconds["build+install"] = round(built.build_seconds + installed - start, 2)
+    record.seconds["tests"] = round(time.perf_counter() - installed, 2)
+    shutil.rmtree(work, ignore_errors=True)
+    return record
+
+
+def append(config: StepConfig, record: StepRecord) -> None:
+    """Add ``record`` to the run's ``steps.jsonl`` (one line, written at once)."""
+    with open(config.records, "a", encoding="utf-8") as out:
+        out.write(json.dumps(asdict(record)) + "\n")
+
+
+def read_records(path: Path) -> list[StepRecord]:
+    """Every record in a ``steps.jsonl``."""
+    if not path.is_file():
+        return []
+    records = []
+    for line in localfiles.read_text(path).splitlines():
+        try:  # jaxrel's own records, never trusted: a damaged line (a step killed mid-write) is dropped
+            records.append(StepRecord(**localfiles.loads_json(line, str(path))))
+        except (BadInput, TypeError):
+            continue
+    return records
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``git bisect run``'s script: test ``BISECT_HEAD``; exit 0 good, 1 bad, 125 skip, 128 on a bug."""
+    arguments = sys.argv[1:] if argv is None else argv
+    try:
+        config = StepConfig.load(Path(arguments[0]))
+        family = resolve_family(config.family)
+        repo = Repo(Path(config.git_dir))
+        commit = repo.commit(repo.head())
+        record = run_step(config, family, repo, commit)
+        append(config, record)
+        print(f"bisect: {record.line()}", file=sys.stderr, flush=True)
+        return EXIT[record.verdict]
+    except KeyboardInterrupt:
+        return 130
+    except Exception:  # a bug or a broken environment: stop the bisection, say why
+        print(f"bisect: the step failed: {traceback.format_exc()}", file=sys.stderr, flush=True)
+        return ABORT
+
+
+def _entry() -> None:
+    os.environ.pop("PYTHONPATH", None)
+    sys.exit(main())
+
+
+if __name__ == "__main__":
+    _entry()

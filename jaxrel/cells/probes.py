@@ -1,0 +1,99 @@
+"""What a cell asks its environment before any test: does the guard accept it, and does the frontend import?
+
+Each probe is a small program run by the cell's interpreter that prints one JSON object on its
+last line. The import probe imports the frontend package (recording the file it came from and
+each warning once) and runs the family's smoke code, if it declares any (jax: a sum on the
+default device); what importing printed on stderr is summed up from its tracebacks (a plugin
+that fails to load logs one and carries on).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from jaxrel._util import localfiles
+from jaxrel._util.text import tail
+from jaxrel.distributions import envs
+from jaxrel.errors import BadInput
+from jaxrel.family import Family
+
+__all__ = ["GUARD_PROBE", "IMPORT_PROBE", "import_frontend", "last_json", "traceback_summary"]
+
+GUARD_PROBE = """
+import json, sys
+from jaxrel.guard import GuardError, Plugin, check
+arguments = json.loads(sys.argv[1])
+arguments["plugins"] = tuple(Plugin(name, pinned) for name, pinned in arguments["plugins"])
+try:
+    check(**arguments)
+    print(json.dumps({"accepted": True}))
+except GuardError as error:
+    print(json.dumps({"accepted": False, "message": str(error), "fix": error.fix}))
+"""
+
+# argv: the frontend's package, then the family's smoke code (may be empty). Each warning once, as Python shows it.
+IMPORT_PROBE = """
+import importlib, json, sys, warnings
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("default")
+    frontend = importlib.import_module(sys.argv[1])
+    facts = {}
+    if sys.argv[2]:
+        exec(sys.argv[2], {"frontend": frontend, "facts": facts})
+messages = []
+for warning in caught:
+    if issubclass(warning.category, RuntimeWarning) and str(warning.message) not in messages:
+        messages.append(str(warning.message))
+print(json.dumps({"version": getattr(frontend, "__version__", None), "file": getattr(frontend, "__file__", None),
+                  **facts, "warnings": messages}))
+"""
+
+
+def last_json(output: str) -> dict[str, Any] | None:
+    """The JSON object a probe printed on its last line; ``None`` when there is none."""
+    lines = output.strip().splitlines()
+    try:
+        found = localfiles.loads_json(lines[-1], "the probe's answer") if lines else None
+    except BadInput:
+        return None
+    return found if isinstance(found, dict) else None
+
+
+TRACEBACK = "Traceback (most recent call last):"
+
+
+def traceback_summary(stderr: str) -> str | None:
+    """``<what was logged before it>: <the exception it ended with>`` for the first traceback in ``stderr``
+    (chained ones included); ``None`` when there is none."""
+    lines = [line.rstrip() for line in stderr.splitlines()]
+    if TRACEBACK not in lines:
+        return None
+    start = lines.index(TRACEBACK)
+    before = next((line.strip() for line in reversed(lines[:start]) if line.strip()
+                   and not line.startswith((" ", "\t"))), "")
+    chained = ("The above exception", "During handling of the above exception")
+    end, raised = start + 1, ""
+    while end < len(lines):
+        line = lines[end]
+        if line and not line.startswith((" ", "\t")) and line != TRACEBACK:
+            if line.startswith(chained):
+                end += 1
+                continue
+            raised = line.strip()
+            following = next((later for later in lines[end + 1:] if later.strip()), "")
+            if not following.startswith(chained):
+                break
+        end += 1
+    return f"{before}: {raised}" if before else raised or None
+
+
+def import_frontend(env: envs.Env, family: Family, *, smoke: bool = True
+                    ) -> tuple[dict[str, Any] | None, str | None, str | None]:
+    """Run the import probe: what it printed as JSON (``None`` on failure), the import error's last line, and a
+    summary of a traceback the import printed while succeeding. ``smoke=False``: import only (no device work)."""
+    probe = env.run(str(env.python), "-c", IMPORT_PROBE, family.frontend.package,
+                    (family.frontend.smoke or "") if smoke else "")
+    found = last_json(probe.stdout) if probe.returncode == 0 else None
+    if found is None:
+        return None, tail(probe.stderr or probe.stdout, 1), None
+    return found, None, traceback_summary(probe.stderr)

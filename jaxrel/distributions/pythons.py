@@ -1,0 +1,120 @@
+"""Python interpreters on this machine, by ``major.minor``, with the wheel tags each accepts.
+
+Looks at the running interpreter, ``pythonX.Y`` on ``PATH`` and pyenv's versions
+(``$PYENV_ROOT/versions/*/bin``, where pyenv shims fail unless a version is selected).
+Each candidate is run once to confirm what it is.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from packaging import tags as packaging_tags
+from packaging.tags import Tag
+
+from jaxrel.errors import EnvironmentFailure
+
+__all__ = ["Python", "PythonNotFound", "find_pythons", "newest_python", "probe_answer", "python_for", "supported_tags"]
+
+
+class PythonNotFound(EnvironmentFailure):
+    """No working interpreter for a requested version."""
+
+
+@dataclass(frozen=True)
+class Python:
+    """A working interpreter."""
+
+    version: str  # "3.12"
+    executable: str
+
+    def tags(self, platforms: list[str] | None = None) -> list[Tag]:
+        """Wheel tags this interpreter accepts, most specific first (CPython, this machine's platform)."""
+        return supported_tags(self.version, platforms)
+
+
+def supported_tags(version: str, platforms: list[str] | None = None) -> list[Tag]:
+    """The tags a CPython ``version`` accepts on ``platforms`` (default: this machine's)."""
+    major, minor = (int(part) for part in version.split("."))
+    chosen = platforms if platforms is not None else list(packaging_tags.platform_tags())
+    return [*packaging_tags.cpython_tags((major, minor), platforms=chosen),
+            *packaging_tags.compatible_tags((major, minor), f"cp{major}{minor}", platforms=chosen)]
+
+
+def _candidates() -> list[str]:
+    found = [sys.executable]
+    for minor in range(8, 20):
+        on_path = shutil.which(f"python3.{minor}")
+        if on_path:
+            found.append(on_path)
+    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    try:
+        for version_dir in sorted(root.iterdir()) if root.is_dir() else []:
+            names = (version_dir / "bin").glob("python3.*")
+            found += sorted(str(p) for p in names if re.fullmatch(r"python3\.\d+", p.name))
+    except OSError:
+        pass  # an unreadable pyenv: its interpreters are not candidates; those on PATH still are
+    return found
+
+
+def probe_answer(answer: bytes) -> str | None:
+    """``"3.N"`` when an interpreter's answer to the probe is one (bytes of any kind, checked); else ``None``."""
+    text = answer.strip()
+    return text.decode("ascii") if re.fullmatch(rb"3\.\d{1,3}", text) else None
+
+
+def _probe(executable: str) -> str | None:
+    try:
+        done = subprocess.run([executable, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                              capture_output=True, timeout=30)
+    except (OSError, ValueError, subprocess.SubprocessError):
+        return None
+    return probe_answer(done.stdout) if done.returncode == 0 else None
+
+
+@cache
+def find_pythons() -> dict[str, Python]:
+    """``"3.12"`` → the first working interpreter of that version (running interpreter first)."""
+    found: dict[str, Python] = {}
+    candidates = _candidates()
+    with ThreadPoolExecutor(max_workers=8) as pool:  # each probe is an interpreter start, mostly waiting
+        answers = list(pool.map(_probe, candidates))
+    for executable, version in zip(candidates, answers, strict=True):
+        if version and version not in found:
+            found[version] = Python(version, executable)
+    return dict(sorted(found.items(), key=lambda item: tuple(map(int, item[0].split(".")))))
+
+
+def newest_python() -> Python:
+    """The newest working interpreter here, probing from the highest ``python3.N`` down (the running
+    one when none is newer): one subprocess where :func:`find_pythons` runs one per interpreter."""
+    running = (sys.version_info[0], sys.version_info[1])
+    named = [(int(m.group(1)), c) for c in _candidates()[1:] if (m := re.search(r"python3\.(\d+)$", c))]
+    for minor, executable in sorted(named, key=lambda item: (-item[0], "/shims/" in item[1])):  # shims: last
+        if (3, minor) <= running:
+            break
+        version = _probe(executable)
+        if version and tuple(map(int, version.split("."))) > running:
+            return Python(version, executable)
+    return Python(f"{running[0]}.{running[1]}", sys.executable)
+
+
+def python_for(version: str) -> Python:
+    """The interpreter for ``version`` (``"3.12"``), or :class:`PythonNotFound` naming what exists."""
+    if not re.fullmatch(r"3\.\d+", version):
+        raise PythonNotFound(f"Python version {version!r} is not of the form 3.N (e.g. 3.12)")
+    pythons = find_pythons()
+    if version not in pythons:
+        raise PythonNotFound(
+            f"no working Python {version} interpreter on PATH or under pyenv (found: {', '.join(pythons) or 'none'}); "
+            f"install it (e.g. pyenv install {version}) or choose another --python"
+        )
+    return pythons[version]
