@@ -1,3 +1,5 @@
-from jaxrel.cli import main
+"""``python -m jaxrel``: the same command as the ``jaxrel`` script."""
 
-raise SystemExit(main())
+from jaxrel._entry import main
+
+main()

@@ -10,8 +10,9 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from jaxrel._util import localfiles
+from jaxrel._util.text import redact
 
-__all__ = ["copy_atomically", "read_exactly", "unwritable", "write_all_atomically", "write_atomically",
+__all__ = ["copy_atomically", "read_exactly", "unwritable", "write_all_atomically", "write_atomically", "write_reports",
     "write_bytes_atomically"]
 
 
@@ -113,3 +114,9 @@ def write_all_atomically(contents: Mapping[Path, str]) -> None:
         for name, _ in (*staged, *backups):
             if os.path.exists(name):
                 os.unlink(name)
+
+
+def write_reports(contents: Mapping[Path, str]) -> None:
+    """:func:`write_all_atomically` for what jaxrel reports (JSON, Markdown, HTML, JUnit): every secret jaxrel
+    knows of (:func:`jaxrel._util.text.redact`) is replaced before a byte is written."""
+    write_all_atomically({path: redact(text) for path, text in contents.items()})

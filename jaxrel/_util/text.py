@@ -1,4 +1,4 @@
-"""Text for people: credentials redacted, aligned tables, the last lines of a program's output."""
+"""Text for people: every secret jaxrel knows of redacted, aligned tables, the last lines of a program's output."""
 
 from __future__ import annotations
 
@@ -6,19 +6,53 @@ import os
 import re
 from collections.abc import Sequence
 
-__all__ = ["PASSWORD_ENV", "markdown_table", "redact", "shorten", "table", "tail"]
+__all__ = ["PASSWORD_ENV", "SECRET_ENVS", "excerpt", "markdown_table", "redact", "remember_secret", "shorten",
+           "table", "tail"]
 
 PASSWORD_ENV = "TWINE_PASSWORD"
+# secrets the environment hands jaxrel: the upload password, the CI's request token for OIDC tokens
+SECRET_ENVS = (PASSWORD_ENV, "ACTIONS_ID_TOKEN_REQUEST_TOKEN")
+_SHORT = 6  # a secret shorter than this is replaced only where it stands alone ("b" inside "unreachable" stays)
+_remembered: set[str] = set()
+_USERINFO = re.compile(r"(://)([^/\s:@]+)(:[^@\s/]*)?@")
+
+
+def remember_secret(value: str | None) -> None:
+    """Add ``value`` to the secrets :func:`redact` replaces from now on in this process (an OIDC token, a minted
+    upload token, a password from a URL or ~/.pypirc)."""
+    if value:
+        _remembered.add(value)
+
+
+def _spellings(secret: str) -> set[str]:
+    """How ``secret`` can appear in text jaxrel prints: as itself, as Python writes it in a repr (``\\r\\n``), as
+    JSON writes it in a string, percent-encoded in a URL."""
+    import json
+    import urllib.parse
+
+    return {secret, repr(secret)[1:-1], json.dumps(secret)[1:-1], urllib.parse.quote(secret, safe="")} - {""}
 
 
 def redact(text: str) -> str:
-    """``text`` without the password from the environment or any ``user:password@`` in a URL."""
-    secret = os.environ.get(PASSWORD_ENV, "")
-    if len(secret) >= 6:
-        text = text.replace(secret, "***")
-    elif secret:  # too short to replace inside words ("b" in "unreachable"): only where it stands alone
-        text = re.sub(rf"(?<![\w-]){re.escape(secret)}(?![\w-])", "***", text)
-    return re.sub(r"(://[^/\s:@]+):[^@\s/]+@", r"\1:***@", text)
+    """``text`` without any secret jaxrel knows of: the environment's (:data:`SECRET_ENVS`), every
+    :func:`remember_secret` value (in each of its spellings), and the userinfo of any URL
+    (``user:***@``; a bare ``token@`` is ``***@``)."""
+    secrets = {*_remembered, *(os.environ.get(name, "") for name in SECRET_ENVS)} - {""}
+    for secret in sorted((s for value in secrets for s in _spellings(value)), key=len, reverse=True):
+        if len(secret) >= _SHORT:
+            text = text.replace(secret, "***")
+        else:
+            text = re.sub(rf"(?<![\w-]){re.escape(secret)}(?![\w-])", "***", text)
+    return _USERINFO.sub(lambda m: f"{m[1]}{m[2]}:***@" if m[3] is not None else f"{m[1]}***@", text)
+
+
+def excerpt(body: bytes | str, width: int = 60) -> str:
+    """A short, printable, secret-free excerpt of what a server or a program answered, for an error line:
+    secrets are replaced *before* the text is cut (a cut never leaves half a token), then control
+    characters are escaped and the length bounded."""
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    clean = "".join(c if c.isprintable() else repr(c)[1:-1] for c in redact(text[: 64 * 1024]))
+    return repr(clean[:width] + ("…" if len(clean) > width else ""))
 
 
 def table(

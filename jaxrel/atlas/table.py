@@ -287,10 +287,15 @@ table#atlas { border-collapse: collapse; font-size: 13px; }
 """
 # the docs site (furo): the atlas page takes the whole width, the table scrolls inside it
 DOCS_STYLE = STYLE + """
-.content:has(#atlas) { width: auto; max-width: 100%; }
+.main:has(#atlas) { min-width: 0; }
+.main:has(#atlas) .content { width: auto; flex: 1 1 auto; min-width: 0; }
+#atlas td.api { white-space: normal; min-width: 21em; max-width: 28em; overflow-wrap: anywhere; }
+#atlas td:nth-child(2) { white-space: normal; min-width: 6em; font-size: 12px; }
+#atlas td:nth-child(3) { white-space: normal; min-width: 13em; max-width: 17em; font-size: 12px; }
 .main:has(#atlas) .toc-drawer { display: none; }
-.atlas-scroll { overflow-x: auto; }
-#atlas td, #atlas th { color: #222; }
+.atlas-scroll { overflow-x: auto; max-width: 100%; }
+table#atlas { width: auto; margin: 0; }
+#atlas td, #atlas th { color: #222; line-height: 1.3; }
 """
 SCRIPT = """
 (function () {

@@ -12,21 +12,25 @@ from __future__ import annotations
 
 import hashlib
 import io
-import os
 import re
 import shutil
-import signal
 import subprocess
 import tarfile
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jaxrel._util import procs
 from jaxrel._util.text import tail
+from jaxrel.distributions.sources import git_environment
 from jaxrel.errors import BadInput, EnvironmentFailure
 
-__all__ = ["Commit", "GitError", "Outcome", "Repo", "Source", "locate"]
+__all__ = ["MAX_ARCHIVE", "REVISION", "STOP_GRACE", "Commit", "GitError", "Outcome", "Repo", "Source", "check_revision",
+           "locate"]
 
+STOP_GRACE = 10.0  # seconds the step gets to clean up after SIGINT, before SIGKILL
+MAX_ARCHIVE = 4 << 30  # bytes of one revision exported by git archive (jax: tens of MB)
 HASH = re.compile(r"\b[0-9a-f]{40}\b")
 
 
@@ -34,11 +38,24 @@ class GitError(EnvironmentFailure):
     """A git command failed where it should not have (exit 3)."""
 
 
+REVISION = re.compile(r"[A-Za-z0-9_./@{}~^:+-]{1,256}")
+
+
+def check_revision(rev: object, option: str) -> str:
+    """``rev`` if git can take it as a revision argument and nothing else (no option, no whitespace or control
+    character, no NUL, at most 256 characters), else one :class:`BadInput` line naming ``option``."""
+    if not isinstance(rev, str) or not REVISION.fullmatch(rev) or rev.startswith("-") or ".." in rev:
+        shown = repr(rev)[:60] if isinstance(rev, str) else type(rev).__name__
+        raise BadInput(f"{option} {shown}: not a git revision (a branch, tag or commit hash such as HEAD or "
+                       "jax-v0.11.0)")
+    return rev
+
+
 def git(*args: str, cwd: Path | None = None, git_dir: Path | None = None, check: bool = True,
         timeout: float = 600) -> subprocess.CompletedProcess[str]:
     """Run git (with ``--git-dir`` when given); raise :class:`GitError` on failure when ``check``."""
     command = ["git", *(["--git-dir", str(git_dir)] if git_dir else []), *args]
-    done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    done = procs.run(command, cwd=cwd, timeout=timeout, env=git_environment())
     if check and done.returncode != 0:
         raise GitError(f"git {' '.join(args[:3])} failed (exit {done.returncode}): {tail(done.stderr or done.stdout)}")
     return done
@@ -172,8 +189,8 @@ class Repo:
         if dest.exists():
             shutil.rmtree(dest)
         dest.mkdir(parents=True)
-        done = subprocess.run(["git", "--git-dir", str(self.git_dir), "archive", "--format=tar", rev, "--", *paths],
-                              capture_output=True, timeout=600)
+        done = procs.run(["git", "--git-dir", str(self.git_dir), "archive", "--format=tar", rev, "--", *paths],
+                         timeout=600, text=False, max_output=MAX_ARCHIVE, env=git_environment())
         if done.returncode != 0:
             raise GitError(f"git archive {rev[:12]} failed (exit {done.returncode}): "
                            f"{tail(done.stderr.decode(errors='replace'))}")
@@ -200,42 +217,23 @@ class Repo:
         ``progress`` as they come. On an interrupt (or any error) git and the step it runs are stopped, whole,
         and the bisection reset before the exception goes on.
         """
-        # git runs in a session of its own (Ctrl-C reaches jaxrel, which stops git and its step whole);
-        # SIGINT waits while it starts, so an interrupt never leaves it running unseen
-        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
-        try:
-            process = subprocess.Popen(["git", "--git-dir", str(self.git_dir), "bisect", "run", *command],
-                                       stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                                       start_new_session=True)
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
-        lines: list[str] = []
+        # git runs in a session of its own (Ctrl-C reaches jaxrel, which stops git and its step whole)
+        process = procs.popen(["git", "--git-dir", str(self.git_dir), "bisect", "run", *command],
+                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
+        lines: deque[str] = deque(maxlen=100_000)  # git's own lines are few; a step that floods them is cut
         try:
             assert process.stdout is not None
             for line in process.stdout:
-                lines.append(line)
+                lines.append(line[:10_000])
                 text = line.rstrip()
                 if text.startswith(("Bisecting:", "bisect: ")):
                     progress(text if text.startswith("bisect: ") else f"bisect: {text}")
             process.wait()
         except BaseException:
-            _stop(process)
+            procs.stop(process, grace=STOP_GRACE)
             self.reset()
             raise
         return parse_outcome("".join(lines))
-
-
-def _stop(process: subprocess.Popen[str]) -> None:
-    """SIGTERM to ``process``'s session (then SIGKILL after 30 s), and wait for it."""
-    try:
-        os.killpg(process.pid, signal.SIGTERM)
-    except ProcessLookupError:
-        return
-    try:
-        process.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait()
 
 
 def parse_outcome(output: str) -> Outcome:

@@ -1,6 +1,6 @@
 """What ``jaxrel bisect`` answers: a table for the terminal, JSON, and ``bisect.json`` + ``bisect.md``.
 
-Both files are written together or not at all (:func:`jaxrel._util.atomic.write_all_atomically`).
+Both files are written together or not at all (:func:`jaxrel._util.atomic.write_reports`).
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from jaxrel._util.atomic import write_all_atomically
+from jaxrel._util.atomic import write_reports
 from jaxrel._util.text import markdown_table, table
 from jaxrel.bisect.git import Commit
 from jaxrel.bisect.search import Result
@@ -157,5 +157,5 @@ def markdown(result: Result) -> str:
 def write(workdir: Path, result: Result) -> tuple[Path, Path]:
     """``bisect.json`` and ``bisect.md`` in ``workdir``, both or neither."""
     json_path, md_path = workdir / "bisect.json", workdir / "bisect.md"
-    write_all_atomically({json_path: json.dumps(to_json(result), indent=2) + "\n", md_path: markdown(result)})
+    write_reports({json_path: json.dumps(to_json(result), indent=2) + "\n", md_path: markdown(result)})
     return json_path, md_path

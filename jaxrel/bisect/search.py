@@ -16,7 +16,6 @@
 from __future__ import annotations
 
 import datetime
-import os
 import re
 import sys
 import time
@@ -24,20 +23,22 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from packaging.version import InvalidVersion, Version
-
+from jaxrel import policy
+from jaxrel._util import workdirs
 from jaxrel._util.progress import Progress
-from jaxrel._util.text import tail
+from jaxrel._util.text import shorten, tail
 from jaxrel.bisect import git, step
 from jaxrel.bisect.git import Commit, Repo, Source
 from jaxrel.bisect.step import BAD, GOOD, SKIP, StepConfig, StepRecord
 from jaxrel.cells.environment import EnvSettings, environment, jaxrel_wheel
 from jaxrel.cells.frontend import PreparedFrontend
 from jaxrel.cells.matrix import Cell, Outcome
+from jaxrel.cells.owntests import check_test_paths
 from jaxrel.cells.planning import matrix_for
 from jaxrel.distributions import envs
 from jaxrel.distributions.index import Index, IndexClientError
 from jaxrel.distributions.pythons import python_for
+from jaxrel.distributions.sources import git_environment, git_toplevel
 from jaxrel.errors import BadInput, EnvironmentFailure, Refused
 from jaxrel.family import Family
 
@@ -109,6 +110,7 @@ class Result:
 
 def resolve(source: Source, rev: str, option: str) -> str:
     """``rev`` as a full commit hash in the user's repository; :class:`BadInput` when it names none."""
+    git.check_revision(rev, option)
     done = git.git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", git_dir=source.git_dir, check=False)
     if done.returncode != 0 or not done.stdout.strip():
         raise BadInput(f"{option} {rev}: no such revision in {source.git_dir} (try a branch, tag or commit hash)")
@@ -143,10 +145,10 @@ def cell_parts(request: Request, family: Family) -> tuple[str, str, str | None]:
             raise BadInput(f"which cell? pass --cell ID (e.g. py3.12-{backend}0.11.0) or --backend "
                            f"{backend}==V --python 3.N [--plugins SET]")
         version, python, plugin_set = request.backend, request.python, request.plugins
-    try:
-        Version(version)
-    except InvalidVersion:
-        raise BadInput(f"{request.cell or request.backend}: {version!r} is not a {backend} version") from None
+    where = shorten(request.cell or request.backend or "")
+    policy.parse_version(version, f"{where}: {backend} version")  # bounded: a 5,000-digit number is bad input
+    if not re.fullmatch(r"3\.\d{1,3}", python or ""):
+        raise BadInput(f"--python {shorten(python or '')!r}: expected a Python version such as 3.12")
     return python, version, plugin_set
 
 
@@ -212,11 +214,7 @@ def _inputs(request: Request, family: Family) -> _Inputs:
     tests = request.tests or family.frontend.tests
     if not tests:
         raise BadInput("which tests? pass --frontend-tests PATH|NODEID (the family declares no default selection)")
-    package_top = family.frontend.package.split(".")[0]
-    for test in tests:
-        if test.split("::", 1)[0].strip("/").split("/")[0] in (package_top, "..", ""):
-            raise BadInput(f"--frontend-tests {test}: give a path or node id inside the frontend's source tree and "
-                           f"outside the {family.frontend.package} package (tests there import it from the tree)")
+    check_test_paths(tests, family.frontend.package)
     return _Inputs(source, bad, goods, python, version, plugin_set, tuple(tests))
 
 
@@ -250,8 +248,9 @@ def run(request: Request, family: Family, progress: Progress) -> Result:
     found = _inputs(request, family)
     source, bad, goods, python = found.source, found.bad, found.goods, found.python
     interpreter = python_for(python)
-    workdir = request.workdir.absolute()
-    workdir.mkdir(parents=True, exist_ok=True)
+    checkout = git_toplevel(request.source) or request.source
+    workdir = workdirs.claim(request.workdir, keep_out=[("the frontend checkout", checkout),
+                                                         ("its git directory", source.git_dir)])
     repo = Repo.clone(source, workdir / "repo.git")
     repo.fetch_commits([bad, *goods])
     use_uv = (request.use_uv is not False) and envs.find_uv() is not None
@@ -334,7 +333,7 @@ def _bisect(repo: Repo, bad: str, goods: Sequence[str], config_path: Path, progr
     for line in repo.start(bad, goods).splitlines():
         if line.startswith("Bisecting:"):
             progress(f"bisect: {line}")
-    env = {**os.environ}
+    env = git_environment()
     env.pop("PYTHONPATH", None)
     outcome = repo.bisect_run([sys.executable, "-m", "jaxrel.bisect.step", str(config_path)], env, progress)
     if not outcome.candidates:

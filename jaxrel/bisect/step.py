@@ -21,7 +21,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import subprocess
 import sys
 import time
 import traceback
@@ -30,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from jaxrel._util import localfiles
+from jaxrel._util import localfiles, procs
 from jaxrel._util.text import tail
 from jaxrel.bisect.git import Commit, Repo, Source
 from jaxrel.cells import probes, suites
@@ -198,7 +197,7 @@ def install(config: StepConfig, env: envs.Env, wheel: Path, name: str) -> str | 
                    "--reinstall-package", name, "--refresh-package", name, str(wheel)]
     else:
         command = [str(env.python), "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel)]
-    done = subprocess.run(command, capture_output=True, text=True, env=envs.uv_environment(), timeout=600)
+    done = procs.run(command, env=envs.uv_environment(), timeout=600)
     return None if done.returncode == 0 else f"does not install (exit {done.returncode}): {tail(done.stderr)}"
 
 

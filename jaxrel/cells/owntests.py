@@ -19,11 +19,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from jaxrel._util.shape import is_relative_path
+from jaxrel._util.text import shorten
 from jaxrel.cells.suites import Suite
 from jaxrel.errors import BadInput
 from jaxrel.family import Family
 
-__all__ = ["CONFIG_FILES", "OwnTests", "Request", "plan", "stage"]
+__all__ = ["CONFIG_FILES", "OwnTests", "Request", "check_test_paths", "plan", "stage"]
 
 CONFIG_FILES = ("conftest.py", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 
@@ -50,8 +52,25 @@ class OwnTests:
     requirements: Path | None
 
 
+def check_test_paths(paths: Sequence[str], package: str | None = None,
+                     option: str = "--frontend-tests") -> tuple[str, ...]:
+    """``paths`` (files, directories or pytest node ids) if each stays inside the frontend's source tree (and
+    outside ``package`` when given), else one :class:`BadInput` line: an absolute path, ``..``, a control
+    character or a path into the package (its tests would import it from the tree) is refused before anything
+    runs."""
+    top = package.split(".")[0] if package else ""
+    for test in paths:
+        path = test.split("::", 1)[0].rstrip("/")
+        if not is_relative_path(path) or (top and path.split("/")[0] == top):
+            outside = f" and outside the {package} package (tests there import it from the tree)" if package else ""
+            raise BadInput(f"{option} {shorten(test)!r}: give a path or node id inside the frontend's source tree "
+                           f"(relative, without ..){outside}")
+    return tuple(paths)
+
+
 def _selection(family: Family, tree: Path, request: Request, notes: list[str]) -> list[str]:
     if request.paths:
+        check_test_paths(request.paths)
         missing = [p for p in request.paths if not (tree / p).exists()]
         if missing:
             raise BadInput(f"--frontend-tests {missing[0]}: not in the frontend's source tree {tree}")

@@ -8,13 +8,17 @@ traceback goes to a file, or to stderr with ``--debug`` / ``JAXREL_DEBUG=1``), 1
 from __future__ import annotations
 
 import argparse
+import contextlib
+import io
 import os
 import sys
 import tempfile
 import traceback
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import TextIO
 
 from jaxrel import __version__
+from jaxrel._util import workdirs
 from jaxrel._util.text import redact
 from jaxrel.cli import atlas, bisect, build, compat, doctor, gates, matrix, release, verdict, xla
 from jaxrel.cli._common import UsageError
@@ -41,16 +45,58 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _crash_report() -> str:
-    """Write the current exception's traceback to a file; its path."""
+    """Write the current exception's traceback (secrets redacted) to a file; its path."""
     handle, path = tempfile.mkstemp(prefix="jaxrel-crash-", suffix=".txt")
     with os.fdopen(handle, "w", encoding="utf-8") as out:
-        out.write(f"jaxrel {__version__}, Python {sys.version.split()[0]}\n{' '.join(sys.argv)}\n\n")
-        out.write(traceback.format_exc())
+        out.write(redact(f"jaxrel {__version__}, Python {sys.version.split()[0]}\n{' '.join(sys.argv)}\n\n"))
+        out.write(redact(traceback.format_exc()))
     return path
 
 
+class _Redacting(io.TextIOBase):
+    """A text stream that passes everything written to it through :func:`redact` (jaxrel's stdout and stderr
+    while a verb runs: no secret jaxrel knows of reaches the terminal or a CI log through jaxrel)."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        self.stream.write(redact(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def isatty(self) -> bool:
+        return self.stream.isatty()
+
+    def fileno(self) -> int:
+        return self.stream.fileno()
+
+
+@contextlib.contextmanager
+def _redacted_output() -> Iterator[None]:
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Redacting(sys.stdout), _Redacting(sys.stderr)  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        sys.stdout, sys.stderr = saved
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run one ``jaxrel`` command; the exit code (see the module docstring)."""
+    """Run one ``jaxrel`` command; the exit code (see the module docstring). Everything it prints is redacted."""
+    try:
+        with _redacted_output():
+            return _main(argv)
+    except KeyboardInterrupt:  # while parsing, or between the verb and its error line
+        print("jaxrel: interrupted", file=sys.stderr)
+        return int(ExitCode.INTERRUPTED)
+    finally:
+        workdirs.discard_unused()  # a run that wrote nothing leaves no empty work directory behind
+
+
+def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     verb = f"release {args.action}" if args.verb == "release" else args.verb

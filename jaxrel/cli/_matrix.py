@@ -8,10 +8,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jaxrel import policy
+from jaxrel._util import workdirs
 from jaxrel.cells import frontend as frontends
 from jaxrel.cells.matrix import BackendFilter, Matrix, known_plugin_sets
 from jaxrel.cells.planning import matrix_for
 from jaxrel.cli._common import UsageError, index_options, say
+from jaxrel.distributions import sources
 from jaxrel.distributions.index import Index
 from jaxrel.family import Family, resolve_family
 
@@ -73,15 +75,25 @@ def check_sources(args: argparse.Namespace) -> None:
         raise UsageError(f"--ref {args.ref}: pass --frontend-src PATH (the git checkout) too")
 
 
+def _sources(source: Path | None) -> list[tuple[str, Path]]:
+    """The frontend's checkout (its top and its git directory): no work directory lies in or around them."""
+    if source is None:
+        return []
+    tops = [("the frontend checkout", sources.git_toplevel(source) or source)]
+    found = sources.git_dir(source)
+    return tops + ([("its git directory", found)] if found is not None else [])
+
+
 def inputs(args: argparse.Namespace, *, build: bool) -> MatrixInputs:
     """The family, index, frontend and matrix of one ``matrix``/``compat`` invocation."""
     check_sources(args)
     family = resolve_family(args.family)
     backends = backend_filter(args.backends)  # bad options are reported before the index is asked
     index = Index.from_pip(args.index_url, args.wheelhouse, refresh=args.refresh, progress=say)
-    workdir = Path(args.workdir).resolve()
+    source = Path(args.frontend_src).resolve() if args.frontend_src else None
+    workdir = workdirs.claim(Path(args.workdir), keep_out=_sources(source))
     front = frontends.prepare_frontend(
-        family, index, workdir, source=Path(args.frontend_src).resolve() if args.frontend_src else None,
+        family, index, workdir, source=source,
         requirement=args.frontend, build=build or bool(args.frontend_src), ref=args.ref,
     )
     pythons = [p.strip() for item in args.python for p in item.split(",") if p.strip()]

@@ -6,10 +6,13 @@ import argparse
 import datetime
 import json
 import os
+import re
 from pathlib import Path
 from typing import Any
 
-from jaxrel._util.atomic import write_all_atomically
+from jaxrel._util import workdirs
+from jaxrel._util.atomic import write_reports
+from jaxrel._util.text import shorten
 from jaxrel.atlas import measure, table
 from jaxrel.cli._common import UsageError, add_common, index_options, say
 from jaxrel.distributions.index import Index
@@ -42,10 +45,12 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--cells-at-once {args.cells_at_once}: expected 1 or more")
     if args.frontends:
         measure.parse_frontends(args.frontends)  # bad input is reported before the index is asked
+    if not re.fullmatch(r"3\.\d{1,3}", args.python):
+        raise UsageError(f"--python {shorten(args.python)!r}: expected a Python version such as 3.12")
     family = resolve_family(args.family)
     if not family.compat_suite:
         raise UsageError(f"family {family.name}: the atlas measures the compat suite, which only the jax profile has")
-    workdir = Path(args.workdir).resolve()
+    workdir = workdirs.claim(Path(args.workdir))
     index = Index.from_pip(args.index_url, args.wheelhouse, refresh=args.refresh, progress=say)
     versions = [str(v) for v in index.listing(family.frontend.distribution).versions()]
     frontends = measure.choose_frontends(versions, args.frontends)
@@ -67,7 +72,7 @@ def run(args: argparse.Namespace) -> int:
                workdir / "atlas.html": table.html_page(atlas)}
     if args.markdown:
         outputs[Path(args.markdown).resolve()] = text
-    write_all_atomically(outputs)
+    write_reports(outputs)
     if args.json:
         print(json.dumps(table.to_json(atlas), indent=2, ensure_ascii=False))
     else:

@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 from typing import Any
 
-from jaxrel._util import localfiles
 from jaxrel.bisect import report, search
 from jaxrel.cli._common import (
     UsageError,
@@ -18,6 +17,7 @@ from jaxrel.cli._common import (
     parse_pin,
     say,
 )
+from jaxrel.compat.report import read_tested_commit
 from jaxrel.family import resolve_family
 
 HELP = "Find the first frontend commit that broke a cell: git bisect over builds of each revision, in one environment."
@@ -55,18 +55,13 @@ def add(verbs: Any) -> None:
 
 def good_from_report(path: str) -> str:
     """The frontend commit a green ``jaxrel compat`` report tested."""
-    data = localfiles.load_json(path, what="--good-report")  # BadInput (exit 2) for a missing or damaged file
-    commit = (data.get("frontend") or {}).get("commit") if isinstance(data, dict) else None
-    if not isinstance(commit, str) or not commit:
-        raise UsageError(f"--good-report {path}: no frontend.commit (a report of jaxrel compat --frontend-src "
-                         "from a git checkout records it)")
-    if data.get("ok") is not True:
-        raise UsageError(f"--good-report {path}: that run was not green (ok is {data.get('ok')!r}); "
-                         "give the last green report")
-    if data["frontend"].get("dirty"):
-        say(f"bisect: warning: {path} tested {commit[:12]} with uncommitted changes on top; "
+    tested = read_tested_commit(path)  # BadInput (exit 2) for a missing or damaged file or field
+    if not tested.ok:
+        raise UsageError(f"--good-report {path}: that run was not green (ok is false); give the last green report")
+    if tested.dirty:
+        say(f"bisect: warning: {path} tested {tested.commit[:12]} with uncommitted changes on top; "
             "the commit itself is taken as good")
-    return commit
+    return tested.commit
 
 
 def run(args: argparse.Namespace) -> int:

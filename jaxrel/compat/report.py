@@ -8,19 +8,22 @@ is killed never leaves an earlier run's green report behind.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from jaxrel._util import text
-from jaxrel._util.atomic import write_all_atomically
+from jaxrel._util import localfiles, text
+from jaxrel._util.atomic import write_reports
+from jaxrel._util.shape import Shape
 from jaxrel.cells.matrix import Matrix
 from jaxrel.compat.cell import CellResult
 from jaxrel.compat.triage import FATAL, VERDICTS, counted
 
-__all__ = ["EXTENSION_TESTS", "HEADERS", "REPORTS", "clear", "extension_outcome", "headers", "markdown", "rows",
-    "summary", "table", "to_json", "verdict_counts", "write"]
+__all__ = ["EXTENSION_TESTS", "HEADERS", "REPORTS", "TestedCommit", "clear", "extension_outcome", "headers",
+           "markdown", "read_tested_commit", "rows", "summary", "table", "to_json", "verdict_counts", "write"]
 
 HEADERS = ("cell", "expected", "observed", "passed", "failed", "skipped", "extension", "time", "result")
 EXTENSION_TESTS = "test_extension"  # the compat suite's module that exercises the built extension wheel
@@ -207,6 +210,32 @@ def write(directory: Path, matrix: Matrix, results: Sequence[CellResult], *, com
     json_path, md_path = directory / "report.json", directory / "report.md"
     data = to_json(matrix, results, complete=complete, frontend_build_seconds=frontend_build_seconds,
                    frontend=frontend, bisect=bisect)
-    write_all_atomically({json_path: json.dumps(data, indent=1) + "\n",
+    write_reports({json_path: json.dumps(data, indent=1) + "\n",
                           md_path: markdown(matrix, results, complete=complete, bisect=bisect)})
     return json_path, md_path
+
+
+@dataclass(frozen=True)
+class TestedCommit:
+    """What a compat ``report.json`` says of the frontend it tested (``jaxrel bisect --good-report``)."""
+
+    commit: str
+    ok: bool
+    dirty: bool
+
+
+_COMMIT = re.compile(r"[0-9a-f]{4,64}")  # a full or abbreviated git commit hash
+
+
+def read_tested_commit(path: str | Path) -> TestedCommit:
+    """The commit a compat ``report.json`` tested, checked at the boundary: one :class:`BadInput` line for a
+    missing or damaged file, a field of the wrong type, or a commit that is not a hex hash."""
+    data = localfiles.load_json(path, what="--good-report")
+    shape = Shape(f"--good-report {path}")
+    top = shape.table(data, "report")
+    ok = shape.field(top, "ok", "report", lambda v: isinstance(v, bool), "true or false", False)
+    frontend = shape.table(top.get("frontend", {}), "frontend")
+    commit = shape.field(frontend, "commit", "frontend", lambda v: isinstance(v, str) and bool(_COMMIT.fullmatch(v)),
+                         "a commit hash (a report of jaxrel compat --frontend-src from a git checkout records it)")
+    dirty = shape.field(frontend, "dirty", "frontend", lambda v: isinstance(v, bool), "true or false", False)
+    return TestedCommit(commit, ok, dirty)

@@ -15,12 +15,13 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from jaxrel._util import localfiles
+from jaxrel._util import localfiles, procs
 from jaxrel._util.atomic import copy_atomically
 from jaxrel._util.text import tail
 from jaxrel.errors import BadInput, EnvironmentFailure, ExitCode
@@ -156,12 +157,17 @@ def build(
 
 def _run_streaming(command: list[str], cwd: Path, progress: Callable[[str], None] | None) -> list[str] | None:
     """Run ``command``, passing its lines to ``progress``; ``None`` on success, else all output lines."""
-    process = subprocess.Popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    lines: list[str] = []
+    process = procs.popen(command, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    lines: deque[str] = deque(maxlen=10_000)  # the end of Bazel's output holds its errors
     assert process.stdout is not None
-    for line in process.stdout:
-        line = line.rstrip("\n")
-        lines.append(line)
-        if progress is not None and line.strip():
-            progress(line)
-    return None if process.wait() == 0 else lines
+    try:
+        for line in process.stdout:
+            line = line.rstrip("\n")[:10_000]
+            lines.append(line)
+            if progress is not None and line.strip():
+                progress(line)
+        code = process.wait()
+    except BaseException:  # Ctrl-C: Bazel's client goes, whole (its server stays, as bazel leaves it)
+        procs.stop(process)
+        raise
+    return None if code == 0 else list(lines)

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from jaxrel._util import procs
 from jaxrel._util.text import tail
 from jaxrel.distributions.pipconfig import pip_index_config
 from jaxrel.errors import EnvironmentFailure
@@ -68,7 +69,7 @@ class Env:
         if self.bytecode is not None:
             full.pop("PYTHONDONTWRITEBYTECODE", None)
             full["PYTHONPYCACHEPREFIX"] = str(self.bytecode)
-        return subprocess.run(list(args), capture_output=True, text=True, env=full, timeout=timeout, cwd=cwd)
+        return procs.run(list(args), env=full, timeout=timeout, cwd=cwd)
 
 
 def existing(root: Path, bytecode: Path | None = None) -> Env:
@@ -88,7 +89,7 @@ def uv_environment() -> dict[str, str]:
 
 def run_step(command: Sequence[str], env: dict[str, str], what: str) -> None:
     """Run one setup step; on failure raise :class:`EnvError` naming ``what`` with the output's last lines."""
-    done = subprocess.run(list(command), capture_output=True, text=True, env=env)
+    done = procs.run(list(command), env=env)
     if done.returncode != 0:
         raise EnvError(f"{what} failed (exit {done.returncode}): {tail(done.stderr or done.stdout)}")
 

@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Sequence
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
+from jaxrel._util import procs
 from jaxrel._util.atomic import write_bytes_atomically
 from jaxrel._util.files import cache_root, sha256_of
 from jaxrel.distributions import listcache
@@ -87,7 +87,7 @@ def pip_default_index(python: str | None = None) -> str:
     """pip's built-in default index URL, asked of pip itself."""
     command = pip_command(python)
     probe = "from pip._internal.models.index import PyPI; print(PyPI.simple_url)"
-    done = subprocess.run([command[0], "-c", probe], capture_output=True, text=True)
+    done = procs.run([command[0], "-c", probe])
     if done.returncode != 0 or not done.stdout.strip():
         raise IndexClientError("cannot ask pip for its default index; pass --index-url URL")
     return parse_url(done.stdout.strip(), "pip's default index", error=IndexClientError).text

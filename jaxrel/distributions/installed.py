@@ -17,7 +17,8 @@ from importlib import metadata
 
 from packaging.utils import canonicalize_name
 
-from jaxrel._util import localfiles
+from jaxrel import policy
+from jaxrel._util import localfiles, procs
 from jaxrel._util.literals import read_assignment, read_ffi_api, read_version_file
 from jaxrel.errors import BadInput
 from jaxrel.family import Family, Package
@@ -62,7 +63,7 @@ def interpreter_path(python: str | None) -> tuple[str, str, list[str]]:
         return sys.executable, sys.version.split()[0], list(sys.path)
     probe = "import json, sys; print(json.dumps([sys.executable, sys.version.split()[0], sys.path]))"
     try:
-        done = subprocess.run([python, "-c", probe], capture_output=True, timeout=60, check=True)
+        done = procs.run([python, "-c", probe], timeout=60, check=True, text=False)
     except (OSError, ValueError, subprocess.SubprocessError) as error:
         raise InterpreterError(
             f"cannot run Python interpreter {python!r} ({error.__class__.__name__}); "
@@ -88,14 +89,29 @@ def parse_interpreter_answer(answer: bytes, python: str) -> tuple[str, str, list
     return executable, version, [entry for entry in path if entry and "\0" not in entry]
 
 
-def _distributions(path: list[str]) -> dict[str, Installed]:
+def _distributions(path: list[str], notes: list[str]) -> dict[str, Installed]:
+    """Every installed distribution with a readable name and version; a damaged one (METADATA that is not
+    UTF-8, no Name or Version, a version or requirement packaging refuses) is skipped with a note."""
     found: dict[str, Installed] = {}
     for dist in metadata.distributions(path=path):
-        name = dist.metadata["Name"]
-        if name and canonicalize_name(name) not in found:
-            found[canonicalize_name(name)] = Installed(
-                canonicalize_name(name), dist.version, str(dist.locate_file("")), list(dist.requires or [])
-            )
+        where = str(getattr(dist, "_path", "") or "a distribution")
+        try:
+            name, version = dist.metadata["Name"], dist.metadata["Version"]
+            requires = list(dist.requires or [])
+            location = str(dist.locate_file(""))
+        except (UnicodeDecodeError, OSError, ValueError) as error:
+            notes.append(f"skipped {where}: its metadata cannot be read ({type(error).__name__}); reinstall it")
+            continue
+        if not name or not version:
+            notes.append(f"skipped {where}: its METADATA has no {'Name' if not name else 'Version'}; reinstall it")
+            continue
+        try:
+            policy.parse_version(version, f"{name} version")
+        except policy.VersionError as error:
+            notes.append(f"skipped {where}: {error}")
+            continue
+        if canonicalize_name(name) not in found:
+            found[canonicalize_name(name)] = Installed(canonicalize_name(name), version, location, requires)
     return found
 
 
@@ -116,7 +132,7 @@ def read_environment(family: Family, python: str | None = None, path: list[str] 
     executable, version, interpreter_sys_path = interpreter_path(python)
     path = interpreter_sys_path if path is None else path
     env = Environment(python=executable, python_version=version)
-    installed = _distributions(path)
+    installed = _distributions(path, env.notes)
     env.frontend = installed.get(canonicalize_name(family.frontend.distribution)) or _source_install(
         family.frontend, path
     )

@@ -22,10 +22,10 @@ from typing import Any
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.tags import Tag
-from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from jaxrel.distributions.filenames import name_and_version
+from jaxrel.distributions.filenames import name_and_version, wheel_tags
 from jaxrel.distributions.transport import IndexClientError
 from jaxrel.distributions.urls import parse_url
 
@@ -62,7 +62,7 @@ class IndexFile:
     @cached_property
     def tags(self) -> frozenset[Tag]:
         """The wheel's tags (empty for an sdist)."""
-        return parse_wheel_filename(self.filename)[3] if self.is_wheel else frozenset()
+        return wheel_tags(self.filename) if self.is_wheel else frozenset()
 
     def supports_python(self, python: str) -> bool:
         """Whether ``Requires-Python`` admits Python ``python`` (``"3.12"``)."""
@@ -154,8 +154,16 @@ def checked_sha256(value: object, url: str, where: str) -> str:
     return text
 
 
+def _joined(page_url: str, href: str, where: str) -> str:
+    """``href`` resolved against the page; a link ``urllib`` cannot split (``http://[::1``) is a :class:`PageError`."""
+    try:
+        return urllib.parse.urljoin(page_url, href)
+    except ValueError:
+        raise PageError(page_url, where, "a URL", href) from None
+
+
 def _file_url(href: str, page_url: str, where: str) -> str:
-    joined = urllib.parse.urljoin(page_url, href).partition("#")[0]
+    joined = _joined(page_url, href, where).partition("#")[0]
     allowed = frozenset({"http", "https", "file"} if page_url.startswith("file:") else {"http", "https"})
     parse_url(joined, f"{page_url}: {where}", schemes=allowed, error=IndexClientError)
     return joined
@@ -264,7 +272,7 @@ def parse_html(text: str, page_url: str, source: str, project: str | None = None
         if not href:
             continue
         where = f"link {i + 1} ({_shown(href)})"
-        url, _, fragment = urllib.parse.urljoin(page_url, href).partition("#")
+        url, _, fragment = _joined(page_url, href, where).partition("#")
         filename = distribution_filename(urllib.parse.unquote(url.rsplit("/", 1)[-1]), project, page_url,
                                          f"{where} file name")
         if filename is None:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from functools import cache
 
+from jaxrel._util import procs
 from jaxrel.distributions.urls import parse_url
 
 __all__ = ["PipIndexConfig", "parse_config_list", "pip_command", "pip_index_config"]
@@ -90,7 +90,7 @@ def pip_command(python: str | None = None) -> list[str]:
     candidates = [python] if python else [sys.executable, getattr(sys, "_base_executable", None),
                                           os.path.join(sys.base_prefix, "bin", "python3")]
     for candidate in candidates:
-        if candidate and subprocess.run([candidate, "-c", "import pip"], capture_output=True).returncode == 0:
+        if candidate and procs.run([candidate, "-c", "import pip"], text=False).returncode == 0:
             return [candidate, "-m", "pip"]
     return ["pip"]
 
@@ -98,8 +98,7 @@ def pip_command(python: str | None = None) -> list[str]:
 @cache
 def pip_index_config(python: str | None = None) -> PipIndexConfig:
     """Ask pip (of ``python``, default: see :func:`pip_command`) for its index configuration."""
-    done = subprocess.run(
-        [*pip_command(python), "config", "list"],
-        capture_output=True, text=True, env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
+    done = procs.run(
+        [*pip_command(python), "config", "list"], env={**os.environ, "PIP_DISABLE_PIP_VERSION_CHECK": "1"},
     )
     return parse_config_list(done.stdout if done.returncode == 0 else "")

@@ -20,13 +20,20 @@ from pathlib import Path
 from packaging import tags as packaging_tags
 from packaging.tags import Tag
 
-from jaxrel.errors import EnvironmentFailure
+from jaxrel._util import procs
+from jaxrel._util.text import shorten
+from jaxrel.errors import BadInput, EnvironmentFailure
 
-__all__ = ["Python", "PythonNotFound", "find_pythons", "newest_python", "probe_answer", "python_for", "supported_tags"]
+__all__ = ["Python", "PythonNotFound", "PythonVersionError", "find_pythons", "newest_python", "probe_answer",
+           "python_for", "supported_tags"]
 
 
 class PythonNotFound(EnvironmentFailure):
     """No working interpreter for a requested version."""
+
+
+class PythonVersionError(BadInput):
+    """A requested Python version that is not of the form ``3.N`` (bad input, exit 2)."""
 
 
 @dataclass(frozen=True)
@@ -73,8 +80,8 @@ def probe_answer(answer: bytes) -> str | None:
 
 def _probe(executable: str) -> str | None:
     try:
-        done = subprocess.run([executable, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
-                              capture_output=True, timeout=30)
+        done = procs.run([executable, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], timeout=30,
+                         text=False)
     except (OSError, ValueError, subprocess.SubprocessError):
         return None
     return probe_answer(done.stdout) if done.returncode == 0 else None
@@ -109,8 +116,8 @@ def newest_python() -> Python:
 
 def python_for(version: str) -> Python:
     """The interpreter for ``version`` (``"3.12"``), or :class:`PythonNotFound` naming what exists."""
-    if not re.fullmatch(r"3\.\d+", version):
-        raise PythonNotFound(f"Python version {version!r} is not of the form 3.N (e.g. 3.12)")
+    if not re.fullmatch(r"3\.\d{1,3}", version):
+        raise PythonVersionError(f"Python version {shorten(version)!r} is not of the form 3.N (e.g. 3.12)")
     pythons = find_pythons()
     if version not in pythons:
         raise PythonNotFound(

@@ -13,14 +13,17 @@ the tree cannot reach the wheel through setuptools' reused ``build/lib``.
 from __future__ import annotations
 
 import fnmatch
+import os
 import shutil
 import subprocess
 from pathlib import Path, PurePosixPath
 
+from jaxrel._util import procs
 from jaxrel._util.text import tail
 from jaxrel.errors import BadInput, EnvironmentFailure
 
-__all__ = ["SourceError", "commit_of", "export", "is_build_output"]
+__all__ = ["GIT_REPOSITORY_VARIABLES", "SourceError", "commit_of", "export", "git_dir", "git_environment",
+           "git_identity", "git_toplevel", "is_build_output"]
 
 # What a build leaves in a source tree; none of it is source.
 BUILD_OUTPUTS = ("build/lib", "build/lib.*", "build/bdist.*", "build/temp.*", "*.egg-info", ".eggs", "__pycache__",
@@ -43,8 +46,21 @@ def is_build_output(relative: str) -> bool:
     return False
 
 
+# what the caller's environment may say that would point git elsewhere than the repository jaxrel names
+GIT_REPOSITORY_VARIABLES = ("GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_COMMON_DIR",
+                            "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_NAMESPACE", "GIT_CEILING_DIRECTORIES",
+                            "GIT_DISCOVERY_ACROSS_FILESYSTEM", "GIT_PREFIX", "GIT_QUARANTINE_PATH")
+
+
+def git_environment(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment every ``git`` jaxrel runs gets: the caller's, without the variables that would make git
+    read or write another repository than the one jaxrel names (``GIT_DIR`` set by a hook, say)."""
+    env = {key: value for key, value in os.environ.items() if key not in GIT_REPOSITORY_VARIABLES}
+    return {**env, **(extra or {})}
+
+
 def _git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(["git", *args], cwd=cwd, capture_output=True, text=True)
+    done = procs.run(["git", *args], cwd=cwd, env=git_environment())
     if check and done.returncode != 0:
         raise EnvironmentFailure(f"git {' '.join(args[:3])} in {cwd} failed (exit {done.returncode}): "
                                  f"{tail(done.stderr or done.stdout)}")
@@ -55,6 +71,16 @@ def git_toplevel(path: Path) -> Path | None:
     """The top of the git work tree holding ``path``; ``None`` outside git (or without git)."""
     try:
         done = _git(path, "rev-parse", "--show-toplevel", check=False)
+    except FileNotFoundError:
+        return None
+    return Path(done.stdout.strip()).resolve() if done.returncode == 0 and done.stdout.strip() else None
+
+
+def git_dir(path: Path) -> Path | None:
+    """The git directory of the repository holding ``path`` (``.git``, or a bare repository itself); ``None``
+    outside git."""
+    try:
+        done = _git(path, "rev-parse", "--absolute-git-dir", check=False)
     except FileNotFoundError:
         return None
     return Path(done.stdout.strip()).resolve() if done.returncode == 0 and done.stdout.strip() else None

@@ -12,6 +12,7 @@ import ipaddress
 import urllib.parse
 from dataclasses import dataclass
 
+from jaxrel._util.text import redact, remember_secret
 from jaxrel.errors import BadInput, JaxrelError
 
 __all__ = ["INDEX_SCHEMES", "Url", "WEB", "parse_url"]
@@ -43,6 +44,8 @@ class Url:
 
 
 def _short(text: str) -> str:
+    """The URL for an error line: secrets and userinfo out first, then cut."""
+    text = redact(text)
     return repr(text if len(text) <= 80 else text[:77] + "...")
 
 
@@ -95,4 +98,5 @@ def parse_url(text: object, origin: str, schemes: frozenset[str] = INDEX_SCHEMES
             raise bad(f"the host {host!r} is not a host name")
     elif parts.netloc not in ("", "localhost"):
         raise bad("a file:// URL names no host (file:///path)")
+    remember_secret(parts.password)  # an index password written into the URL is never printed, echoed or not
     return Url(text, scheme, host, port, parts.path)

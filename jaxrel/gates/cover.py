@@ -12,7 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from jaxrel import policy
 from jaxrel._util.shape import Shape
+from jaxrel._util.shape import found as shown
 from jaxrel.errors import BadInput
 from jaxrel.gates.judge import GateVerdict, Judgement, Releases, evaluate
 
@@ -55,6 +57,11 @@ def matrix_cells(matrix: Any, source: str = "the matrix") -> list[tuple[str, str
         where = f"cells[{index}]"
         row = shape.table(cell, where)
         cell_id, backend = shape.string(row, "id", where), shape.string(row, "backend", where)
+        try:
+            policy.parse_version(backend, "backend")
+        except policy.VersionError:
+            raise shape.error(where, f"'backend' must be a backend version (e.g. \"0.12.0\"), not {shown(backend)}") \
+                from None
         expected = shape.field(row, "expected", where, lambda v: v is None or isinstance(v, str), "a string", None)
         if expected == "accepted":
             found.append((cell_id, backend))

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import subprocess
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,7 +34,7 @@ from typing import Any
 from packaging.version import Version
 
 from jaxrel import policy
-from jaxrel._util import localfiles
+from jaxrel._util import localfiles, procs
 from jaxrel.distributions.pythons import find_pythons
 from jaxrel.errors import BadInput
 from jaxrel.family import Family
@@ -154,8 +153,8 @@ def _scan_with_newer_python(tree: Path, files: list[str], names: dict[str, str],
     newest = list(pythons.values())[-1]  # find_pythons sorts by version
     request = json.dumps({"root": str(tree), "files": files, "names": names, "raw": raw, "release": release})
     package_parent = str(Path(gatefind.__file__).resolve().parents[1])
-    done = subprocess.run([newest.executable, "-c", "import sys; from jaxrel.gates.find import main; sys.exit(main())",
-                           request], capture_output=True, text=True, env={"PYTHONPATH": package_parent},
+    done = procs.run([newest.executable, "-c", "import sys; from jaxrel.gates.find import main; sys.exit(main())",
+                           request], env={"PYTHONPATH": package_parent},
                           timeout=600)
     if done.returncode != 0:
         return [], failed

@@ -10,7 +10,7 @@ import re
 import subprocess
 from collections.abc import Mapping
 
-from jaxrel._util import localfiles
+from jaxrel._util import localfiles, procs
 from jaxrel.distributions.pythons import newest_python
 from jaxrel.errors import BadInput
 from jaxrel.gates import names as qualnames
@@ -41,15 +41,15 @@ class Compiler:
     def __init__(self) -> None:
         newest = newest_python()
         self.version = newest.version
-        self.process = subprocess.Popen([newest.executable, "-I", "-c", _COMPILE], stdin=subprocess.PIPE,
-                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.process = procs.popen([newest.executable, "-I", "-c", _COMPILE], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def errors(self, sources: Mapping[str, str]) -> dict[str, str]:
         """File → why it does not compile."""
         try:
             out, err = self.process.communicate(json.dumps(dict(sources)), timeout=600)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
+        except BaseException:  # a deadline or Ctrl-C: the compiler goes, whole
+            procs.stop(self.process)
             raise
         if self.process.returncode != 0:
             return {name: f"cannot run Python {self.version} to compile it: {err.strip()[-200:]}" for name in sources}
@@ -62,9 +62,7 @@ class Compiler:
         return {name: f"{reason} (Python {self.version})" for name, reason in answer.items()}
 
     def close(self) -> None:
-        if self.process.poll() is None:
-            self.process.kill()
-            self.process.wait()
+        procs.stop(self.process, grace=0)
 
 
 def top_level_names(source: str, filename: str = "<unknown>") -> set[str]:

@@ -16,14 +16,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from jaxrel._util import localfiles
 from jaxrel._util.atomic import write_all_atomically
 from jaxrel._util.files import sha256_of
-from jaxrel.errors import EnvironmentFailure, Refused
+from jaxrel.errors import BadInput, EnvironmentFailure, Refused
 
-__all__ = ["AttestError", "AttestRefused", "INSTALL", "STATEMENT_TYPE", "SUFFIX", "Subject", "check", "path_for",
-    "present", "publish_predicate", "read_subject", "sign", "subject_problems"]
+__all__ = ["INSTALL", "MAX_ATTESTATION", "STATEMENT_TYPE", "SUFFIX", "AttestError", "AttestRefused", "Subject",
+           "check", "path_for", "present", "publish_predicate", "read_subject", "sign", "subject_problems"]
 
 SUFFIX = ".publish.attestation"
+MAX_ATTESTATION = 1 << 20  # bytes: an attestation is a few kB of JSON (a signed statement and its bundle)
 STATEMENT_TYPE = "https://in-toto.io/Statement/v1"
 INSTALL = "pip install 'jaxrel[release]' (pypi-attestations)"
 
@@ -65,7 +67,11 @@ def read_subject(path: Path) -> Subject:
     except ImportError:
         raise ValueError(f"cannot read it: pypi-attestations is not installed; {INSTALL}") from None
     try:
-        attestation = Attestation.model_validate_json(path.read_bytes())
+        data = localfiles.read_bytes(path, what="attestation", limit=MAX_ATTESTATION)  # a regular file, bounded
+    except BadInput as error:
+        raise ValueError(str(error)) from None
+    try:
+        attestation = Attestation.model_validate_json(data)
         statement: Any = json.loads(attestation.envelope.statement)
     except ValidationError as error:
         first = error.errors()[0] if error.errors() else {"loc": (), "msg": str(error)}

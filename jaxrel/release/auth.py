@@ -33,13 +33,14 @@ from enum import Enum
 from pathlib import Path
 from typing import Any
 
-from jaxrel._util.text import PASSWORD_ENV
+from jaxrel._util.text import PASSWORD_ENV, excerpt, redact, remember_secret
 from jaxrel.distributions import transport
 from jaxrel.distributions.urls import WEB, parse_url
 from jaxrel.errors import BadInput, EnvironmentFailure
 
 __all__ = ["Auth", "AuthError", "Credentials", "DEADLINE", "MAX_ANSWER", "Method", "OIDC_TOKEN_ENV", "OIDC_URL_ENV",
-    "RENEW_AFTER", "SETUP", "TOKEN_USERNAME", "audience", "choose", "has_oidc_identity", "index_base", "mint",
+    "RENEW_AFTER", "SETUP", "TOKEN_USERNAME", "audience", "choose", "has_oidc_identity", "header_safe", "index_base",
+    "mint",
     "oidc_token", "upload_url"]
 
 OIDC_URL_ENV = "ACTIONS_ID_TOKEN_REQUEST_URL"
@@ -134,9 +135,19 @@ def _json_object(body: bytes, url: str, step: str) -> dict[str, Any]:
         data = None
     if not isinstance(data, dict):
         raise AuthError(f"trusted publishing ({step}): {_where(url)} did not answer a JSON object "
-                        f"(got {body[:40]!r}); nothing was uploaded. Fix: check that the index supports "
+                        f"(it began {excerpt(body, 40)}); nothing was uploaded. Fix: check that the index supports "
                         "trusted publishing")
     return data
+
+
+def header_safe(value: str, what: str, fix: str) -> str:
+    """``value`` if an HTTP header or an environment variable can carry it (printable ASCII, no space, no line
+    break, no NUL), else :class:`AuthError` naming ``what`` and ``fix`` and never showing the value."""
+    if not value or len(value) > 64 * 1024 or not all(0x21 <= ord(c) <= 0x7E for c in value):
+        raise AuthError(f"trusted publishing: {what} holds characters a request header cannot carry (a line break, "
+                        f"a space, a control or non-ASCII character; its value is not shown); nothing was uploaded. "
+                        f"Fix: {fix}")
+    return value
 
 
 def _call(request: urllib.request.Request, step: str) -> dict[str, Any]:
@@ -198,29 +209,37 @@ def oidc_token(environ: Mapping[str, str], audience_: str) -> str:
     if not has_oidc_identity(environ):
         raise AuthError(f"trusted publishing: this job has no OIDC identity ({OIDC_URL_ENV}/{OIDC_TOKEN_ENV} "
                         f"not set); nothing was uploaded. Fix: {_fix('OIDC token')}")
-    base = environ[OIDC_URL_ENV]
-    parts = urllib.parse.urlsplit(base)
+    remember_secret(environ[OIDC_TOKEN_ENV])
+    request_token = header_safe(environ[OIDC_TOKEN_ENV], OIDC_TOKEN_ENV, "rerun the job: GitHub Actions sets it")
+    base = parse_url(environ[OIDC_URL_ENV], OIDC_URL_ENV, WEB, error=AuthError)
+    parts = urllib.parse.urlsplit(base.text)
     query = urllib.parse.parse_qsl(parts.query, keep_blank_values=True) + [("audience", audience_)]
     url = urllib.parse.urlunsplit(parts._replace(query=urllib.parse.urlencode(query)))
-    request = urllib.request.Request(url, headers={"Authorization": f"bearer {environ[OIDC_TOKEN_ENV]}",
+    request = urllib.request.Request(url, headers={"Authorization": f"bearer {request_token}",
                                                    "Accept": "application/json"})
-    return _string(_call(request, "OIDC token"), "value", url, "OIDC token")
+    value = _string(_call(request, "OIDC token"), "value", url, "OIDC token")
+    remember_secret(value)
+    return header_safe(value, "the OIDC token the CI answered", _fix("OIDC token"))
 
 
 def mint(base: str, token: str) -> str:
     """An upload token for the OIDC ``token`` (``POST {base}/_/oidc/mint-token``); refusals name the index's reasons."""
     url = f"{base}/_/oidc/mint-token"
+    remember_secret(token)
     request = urllib.request.Request(url, data=json.dumps({"token": token}).encode(), method="POST",
                                      headers={"Content-Type": "application/json", "Accept": "application/json"})
     answer = _call(request, "mint-token")
     if "_status" in answer:
         errors = answer.get("errors")
-        reasons = "; ".join(f"{e.get('code', '?')}: {e.get('description', '?')}" for e in errors
-                            if isinstance(e, dict)) if isinstance(errors, list) else ""
+        reasons = "; ".join(f"{excerpt(str(e.get('code', '?')), 40)[1:-1]}: "
+                            f"{excerpt(str(e.get('description', '?')), 200)[1:-1]}"
+                            for e in errors[:5] if isinstance(e, dict)) if isinstance(errors, list) else ""
         raise AuthError(f"the index refused the trusted-publishing exchange at {_where(url)} (HTTP {answer['_status']}"
                         f"{': ' + ' '.join(reasons.split()) if reasons else ''}); nothing was uploaded. Fix: register "
                         f"this repository, workflow and environment as the project's trusted publisher ({SETUP})")
-    return _string(answer, "token", url, "mint-token")
+    minted = _string(answer, "token", url, "mint-token")
+    remember_secret(minted)
+    return header_safe(minted, "the upload token the index minted", _fix("mint-token"))
 
 
 @dataclass
@@ -232,7 +251,6 @@ class Credentials:
     environ: Mapping[str, str]
     _token: str | None = field(default=None, repr=False)
     _minted: float = 0.0
-    _secrets: list[str] = field(default_factory=list, repr=False)
 
     def env(self) -> dict[str, str]:
         """Variables to add to twine's environment (raises :class:`AuthError` when the exchange fails)."""
@@ -243,16 +261,11 @@ class Credentials:
                 raise BadInput("trusted publishing needs the upload URL: pass --repository-url, or a --repository "
                                "that ~/.pypirc (or twine's defaults) names")
             base = index_base(self.upload_url)
-            self._secrets.append(self.environ.get(OIDC_TOKEN_ENV, ""))
-            oidc = oidc_token(self.environ, audience(base))
-            self._secrets.append(oidc)
-            self._token = mint(base, oidc)
-            self._secrets.append(self._token)
+            remember_secret(self.environ.get(OIDC_TOKEN_ENV))
+            self._token = mint(base, oidc_token(self.environ, audience(base)))
             self._minted = time.monotonic()
         return {"TWINE_USERNAME": TOKEN_USERNAME, PASSWORD_ENV: self._token}
 
     def scrub(self, text: str) -> str:
-        """``text`` with every token of the exchange replaced by ``***``."""
-        for secret in filter(None, self._secrets):
-            text = text.replace(secret, "***")
-        return text
+        """``text`` with every token of the exchange (and every other secret jaxrel knows of) replaced by ``***``."""
+        return redact(text)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
@@ -20,6 +19,7 @@ from pathlib import Path
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from jaxrel._util import procs
 from jaxrel._util.text import tail
 from jaxrel.distributions import bazel
 from jaxrel.distributions.filenames import name_and_version
@@ -44,7 +44,7 @@ def _python_build(project: Project, component: Component, into: Path, progress: 
         command.append("--installer=uv")
     command.append(str(project.root / component.path))
     progress(f"building {component.distribution}: python -m build {component.path}")
-    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    done = procs.run(command, env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
     if done.returncode != 0:
         output = done.stderr + done.stdout
         last = next((line for line in reversed(output.splitlines()) if "error" in line.lower()),

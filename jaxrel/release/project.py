@@ -14,7 +14,7 @@ from tempfile import TemporaryDirectory
 from typing import Any
 
 from jaxrel import policy
-from jaxrel._util import localfiles, tarballs
+from jaxrel._util import localfiles, procs, tarballs
 from jaxrel._util.shape import found
 from jaxrel.distributions.wheels import ArtifactInfo, inspect
 from jaxrel.errors import BadInput
@@ -72,7 +72,7 @@ class Project:
         return locations.read(self.root, frontend.minimum_backend)
 
     def git(self, *arguments: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(["git", *arguments], cwd=self.root, capture_output=True, text=True)
+        return procs.run(["git", *arguments], cwd=self.root)
 
     @property
     def is_git(self) -> bool:

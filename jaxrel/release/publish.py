@@ -30,6 +30,7 @@ from typing import Any
 
 from packaging.version import Version
 
+from jaxrel._util import procs
 from jaxrel._util.text import PASSWORD_ENV, redact, table, tail
 from jaxrel.distributions.index import Index, IndexClientError, Listing, pip_default_index
 from jaxrel.distributions.urls import WEB, parse_url
@@ -203,7 +204,7 @@ def _upload(path: Path, repository: Repository, config: Path, credentials: Crede
     command = [sys.executable, "-m", "twine", "--no-color", "upload", "--non-interactive", "--disable-progress-bar",
                "--config-file", str(config), *target, *attached[:1], str(path), *attached[1:]]
     extra = credentials.env() if credentials is not None else {}
-    done = subprocess.run(command, capture_output=True, text=True, env={**os.environ, **extra, "NO_COLOR": "1"})
+    done = procs.run(command, env={**os.environ, **extra, "NO_COLOR": "1"})
     if credentials is not None:
         done.stdout, done.stderr = credentials.scrub(done.stdout), credentials.scrub(done.stderr)
     return done

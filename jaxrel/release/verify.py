@@ -10,7 +10,6 @@ extensions admit it); a backend comes with the frontend at the same version.
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
 import zipfile
 from dataclasses import asdict, dataclass, field
@@ -18,12 +17,13 @@ from pathlib import Path
 from typing import Any
 
 from packaging.tags import parse_tag
-from packaging.utils import canonicalize_name, parse_wheel_filename
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from jaxrel._util import procs
 from jaxrel._util.files import sha256_of
 from jaxrel._util.text import tail
-from jaxrel.distributions.filenames import name_and_version
+from jaxrel.distributions.filenames import FilenameError, name_and_version, wheel_tags
 from jaxrel.distributions.wheels import ArtifactInfo, WheelError, inspect, verify_record
 from jaxrel.family import Family
 from jaxrel.release import attest
@@ -70,8 +70,8 @@ class Verification:
 
 def twine_check(path: Path) -> str | None:
     """``twine check --strict``: ``None`` when it passes, else its first complaint."""
-    done = subprocess.run([sys.executable, "-m", "twine", "--no-color", "check", "--strict", str(path)],
-                          capture_output=True, text=True, env={**os.environ, "NO_COLOR": "1"})
+    done = procs.run([sys.executable, "-m", "twine", "--no-color", "check", "--strict", str(path)],
+                     env={**os.environ, "NO_COLOR": "1"})
     if done.returncode == 0:
         return None
     if "No module named twine" in done.stderr:
@@ -85,7 +85,7 @@ def twine_check(path: Path) -> str | None:
 def _filename_matches(path: Path, info: ArtifactInfo) -> list[str]:
     problems = []
     if path.name.endswith(".whl"):
-        tags = {str(t) for t in parse_wheel_filename(path.name)[3]}
+        tags = {str(t) for t in wheel_tags(path.name)}
         declared = {tag for text in info.tags for tag in _expand(text)}
         if tags != declared:
             problems.append(f"filename tags {sorted(tags)} differ from WHEEL's {sorted(declared)}")
@@ -144,7 +144,11 @@ def verify_file(path: Path, artifact: Artifact | None, family: Family, backend_v
     except (WheelError, zipfile.BadZipFile, OSError, EOFError) as error:
         report.problems.append(str(error).removeprefix(f"{path}: "))
         return report
-    problems = _filename_matches(path, info)
+    try:
+        problems = _filename_matches(path, info)
+    except FilenameError as error:
+        report.problems.append(str(error))
+        return report
     if canonicalize_name(info.name) != canonicalize_name(artifact.distribution) or Version(
             info.version) != Version(artifact.version):
         problems.append(f"METADATA says {info.name} {info.version}, the manifest {artifact.distribution} "

@@ -78,14 +78,15 @@ def index_reachable() -> None:
             pytest.skip(f"package index unreachable through pip's configuration: {last}")
 
 
-@pytest.fixture(scope="module")
-def built(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
-    """(repository, dist) of splitfam 0.1.0 built by ``jaxrel release build``, once per test module."""
+@pytest.fixture(scope="session")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, Path]]:
+    """(repository, dist) of splitfam 0.1.0 built by ``jaxrel release build``, once per test session (the
+    tests that use it publish copies of the dist from the repository, and change neither)."""
     try:
         find_launcher(Path.cwd())
     except BuildError as error:
         pytest.skip(f"Bazel is not installed: {error}")
-    repo = make_splitfam(tmp_path_factory, "splitfam-" + request.module.__name__.rsplit(".", 1)[-1])
+    repo = make_splitfam(tmp_path_factory, "splitfam-built")
     dist = tmp_path_factory.mktemp("built") / "dist"
     done = subprocess.run([sys.executable, "-m", "jaxrel", "release", "build", "--output", str(dist)], cwd=repo,
                           capture_output=True, text=True)

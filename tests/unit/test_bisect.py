@@ -170,7 +170,7 @@ def test_good_report(tmp_path: Path) -> None:
         cli_bisect.good_from_report(str(red))
     old = tmp_path / "old.json"
     old.write_text(json.dumps({"ok": True}))
-    with pytest.raises(BadInput, match="no frontend.commit"):
+    with pytest.raises(BadInput, match="missing required key .commit."):
         cli_bisect.good_from_report(str(old))
 
 

@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import html
 import re
+import shutil
+import struct
 import subprocess
 import sys
+import zlib
 from pathlib import Path
 
 import pytest
@@ -99,3 +102,64 @@ def test_no_reference_outside_the_repository(document: Path) -> None:
             continue  # a URL or an anchor on the same page
         path = (document.parent / target.split("#", 1)[0]).resolve()
         assert path.is_relative_to(ROOT) and path.exists(), f"{document.relative_to(ROOT)}: broken link {target}"
+
+
+BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
+ATLAS_COLOURS = {"works": (0xD8, 0xF5, 0xD0), "removed": (0xE4, 0xDC, 0xF8), "not yet": (0xF2, 0xF2, 0xF2)}
+
+
+def _png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
+    """Width, height and rows of an 8-bit RGB(A) PNG, as headless Chromium writes it (no interlace)."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    chunks, at = {}, 8
+    while at < len(data):
+        size, kind = struct.unpack(">I4s", data[at:at + 8])
+        chunks.setdefault(kind, []).append(data[at + 8:at + 8 + size])
+        at += 12 + size
+    width, height, depth, colour = struct.unpack(">IIBB", chunks[b"IHDR"][0][:10])
+    assert depth == 8 and colour in (2, 6), (depth, colour)
+    step = 3 if colour == 2 else 4
+    raw, rows, previous = zlib.decompress(b"".join(chunks[b"IDAT"])), [], bytes(width * step)
+    for y in range(height):
+        start = y * (width * step + 1)
+        kind, line = raw[start], bytearray(raw[start + 1:start + 1 + width * step])
+        for x in range(len(line)):
+            left = line[x - step] if x >= step else 0
+            up, corner = previous[x], previous[x - step] if x >= step else 0
+            if kind == 1:
+                line[x] = (line[x] + left) & 0xFF
+            elif kind == 2:
+                line[x] = (line[x] + up) & 0xFF
+            elif kind == 3:
+                line[x] = (line[x] + (left + up) // 2) & 0xFF
+            elif kind == 4:
+                guess = left + up - corner
+                best = min((abs(guess - left), left), (abs(guess - up), up), (abs(guess - corner), corner))[1]
+                line[x] = (line[x] + best) & 0xFF
+        rows.append(bytes(line) if step == 3 else bytes(b for i, b in enumerate(line) if i % 4 != 3))
+        previous = bytes(line)
+    return width, height, rows
+
+
+@pytest.mark.skipif(BROWSER is None, reason="no chromium on PATH: run scripts/install_build_tools.sh")
+def test_the_atlas_page_of_the_site_reads_like_the_standalone_page(site: Path, tmp_path: Path) -> None:
+    """At 1400 px the site's atlas page shows the release columns coloured beside the API column (not one tall
+    API column with the releases off to the right), and its filter box works."""
+    assert BROWSER is not None
+    page = (site / "atlas.html").as_uri()
+    common = [BROWSER, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
+              f"--user-data-dir={tmp_path / 'profile'}", "--window-size=1400,1100", "--hide-scrollbars"]
+    shot = tmp_path / "atlas.png"
+    done = subprocess.run([*common, f"--screenshot={shot}", page], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and shot.is_file(), done.stderr[-2000:]
+    width, _, rows = _png_pixels(shot.read_bytes())
+    seen = {name for row in rows for name, rgb in ATLAS_COLOURS.items() if bytes(rgb) * 4 in row}
+    assert seen == set(ATLAS_COLOURS), f"coloured cells on screen: {sorted(seen)}"
+    green = bytes(ATLAS_COLOURS["works"]) * 4
+    greens = [x // 3 for row in rows for x in range(0, len(row) - 12, 3) if row[x:x + 12] == green]
+    assert min(greens) < width * 0.7 and max(greens) - min(greens) > width // 4, \
+        "the release columns span the page beside the API column, not off to its right"
+    dom = subprocess.run([*common, "--dump-dom", page + "#filter=lax.pmean"], capture_output=True, text=True,
+                         timeout=120)
+    shown = re.search(r'id="count">(\d+) of (\d+) rows<', dom.stdout)
+    assert shown and int(shown[1]) == 1 < int(shown[2]), "the filter box's script ran and kept one row"

@@ -120,7 +120,35 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Path:
                 os.mkfifo(root / name / "jax" / file)  # reading it waits for a writer forever
             else:
                 (root / name / "jax" / file).write_text(text)
+    _frontend_repository(root / "repo")
+    for name, value in (("r-frontend-list.json", '{"ok": true, "frontend": []}'),
+                        ("r-ok-word.json", '{"ok": "yes", "frontend": {"commit": "abcdef1"}}'),
+                        ("r-commit-nul.json", '{"ok": true, "frontend": {"commit": "abc\\u0000def"}}'),
+                        ("r-commit-int.json", '{"ok": true, "frontend": {"commit": 5}}'),
+                        ("r-commit-option.json", '{"ok": true, "frontend": {"commit": "--output=/tmp/x"}}'),
+                        ("r-list.json", "[1]"), ("r-red.json", '{"ok": false, "frontend": {"commit": "abcdef1"}}'),
+                        ("m-backend-word.json",
+                         '{"cells": [{"id": "c", "backend": "banana", "expected": "accepted"}]}'),
+                        ("m-backend-huge.json", '{"cells": [{"id": "c", "backend": "' + HUGE + '", '
+                                                '"expected": "accepted"}]}')):
+        (root / name).write_text(value)
+    (root / "user-workdir" / "repo.git").mkdir(parents=True)  # a user's own bare repository: never deleted
+    (root / "user-workdir" / "repo.git" / "HEAD").write_text("ref: refs/heads/main\n")
     return root
+
+
+def _frontend_repository(path: Path) -> None:
+    """A two-commit git repository (tags good, bad) with a tests/ directory: enough for bisect to check its
+    input, which every case here fails before anything is cloned or built."""
+    import subprocess
+
+    (path / "tests").mkdir(parents=True)
+    (path / "tests" / "test_a.py").write_text("def test_a():\n    pass\n")
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@x", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@x"}
+    for command in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "one"], ["tag", "good"],
+                    ["commit", "-q", "--allow-empty", "-m", "two"], ["tag", "bad"]):
+        subprocess.run(["git", *command], cwd=path, env=env, check=True, capture_output=True)
 
 
 def cases(h: Path) -> list[Case]:
@@ -220,7 +248,48 @@ def cases(h: Path) -> list[Case]:
     add(2, "release", "plan", "--project", str(h / "a-directory"), "--index-url", DEAD_INDEX)
     add(2, "release", "check", str(h / "text-file"), "--index-url", DEAD_INDEX)
     add(2, "release", "verify", "--project", str(h / "a-directory"))
+    _newer_verb_cases(h, add, gates_tree)
     return found
+
+
+def _newer_verb_cases(h: Path, add: Callable[..., None], gates_tree: str) -> None:
+    # bisect: versions past Python's conversion limit, pythons that are not, reports of the wrong shape,
+    # revisions that are options, test paths outside the tree, work directories that would hit user files
+    repo = str(h / "repo")
+    cell = ("--cell", "py3.12-jaxlib0.11.0")
+
+    def bisect(code: int, *argv: str, env: dict[str, str] | None = None, says: tuple[str, ...] = ()) -> None:
+        add(code, "bisect", "--frontend-src", repo, *argv, "--index-url", DEAD_INDEX, env=env, says=says)
+
+    bisect(2, "--good", "good", "--bad", "bad", "--cell", "py3.12-jaxlib" + HUGE)
+    bisect(2, "--good", "good", "--bad", "bad", "--backend", "jaxlib==" + HUGE, "--python", "3.12")
+    bisect(2, "--good", "good", "--bad", "bad", "--backend", "jaxlib==0.11.0", "--python", "3.x")
+    for report in ("r-frontend-list.json", "r-ok-word.json", "r-commit-nul.json", "r-commit-int.json",
+                   "r-commit-option.json", "r-list.json", "r-red.json", "missing.json", "text-file"):
+        bisect(2, "--good-report", str(h / report), "--bad", "bad", *cell)
+    for rev in ("--output=/tmp/x", "HEAD\x00", "a b", "x" * 300):
+        bisect(2, f"--good={rev}", "--bad", "bad", *cell)
+        bisect(2, "--good", "good", f"--bad={rev}", *cell)
+    for tests in ("/etc/passwd", "tests/../../../etc", "../x", "tests/\x00", "jax/tests"):
+        bisect(2, "--good", "good", "--bad", "bad", *cell, "--frontend-tests", tests)
+    bisect(2, "--good", "good", "--bad", "bad", *cell, "--frontend-tests", "/etc/passwd",
+           env={"GIT_DIR": str(h / "missing"), "GIT_WORK_TREE": "/"})
+    for workdir in (f"{repo}/build", f"{repo}/.git/x", str(h), str(h / "user-workdir"), str(h / "text-file")):
+        bisect(2, "--good", "good", "--bad", "bad", *cell, "--frontend-tests", "tests", "--workdir", workdir,
+               says=("--workdir",))
+    # atlas and compat: the same bounds and work directories
+    add(2, "atlas", "--frontends", HUGE, "--index-url", DEAD_INDEX)
+    add(2, "atlas", "--frontends", "jax>>1", "--index-url", DEAD_INDEX)
+    add(2, "atlas", "--python", "3.x", "--index-url", DEAD_INDEX)
+    add(2, "atlas", "--python", "3." + "1" * 5000, "--index-url", DEAD_INDEX)
+    add(2, "atlas", "--workdir", str(h / "user-workdir"), "--index-url", DEAD_INDEX, says=("--workdir",))
+    for verb in ("matrix", "compat"):
+        add(2, verb, "--backends", HUGE, "--index-url", DEAD_INDEX)
+        for workdir in (f"{repo}/build", f"{repo}/.git", str(h / "user-workdir"), str(h)):
+            add(2, verb, "--frontend-src", repo, "--workdir", workdir, "--index-url", DEAD_INDEX, says=("--workdir",))
+    # gates --matrix: a cell whose backend is not a version
+    for matrix in ("m-backend-word.json", "m-backend-huge.json"):
+        add(2, "gates", gates_tree, "--matrix", str(h / matrix))
 
 
 

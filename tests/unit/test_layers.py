@@ -15,7 +15,8 @@ import jaxrel
 
 PACKAGE = Path(jaxrel.__file__).parent
 FEATURES = ("compat", "atlas", "bisect", "gates", "release", "extension", "doctor")
-LAYER_OF = {"distributions": 1, "cells": 2, **{name: 3 for name in FEATURES}, "cli": 4}
+# _entry (the console script) sits with the cli: it imports the command line under its start-up handler
+LAYER_OF = {"distributions": 1, "cells": 2, **{name: 3 for name in FEATURES}, "cli": 4, "_entry": 4}
 FEATURE_LAYER = 3
 
 

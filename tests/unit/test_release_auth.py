@@ -140,7 +140,7 @@ def test_the_exchange_asks_in_order_and_hands_twine_the_minted_token(loopback: C
      "trusted publishing (audience): {url}/_/oidc/audience answered HTTP 404 Not Found; nothing was uploaded. "
      "Fix: check that the index supports trusted publishing"),
     ("/_/oidc/audience", reply(200, b"<html>"),
-     "trusted publishing (audience): {url}/_/oidc/audience did not answer a JSON object (got b'<html>')"),
+     "trusted publishing (audience): {url}/_/oidc/audience did not answer a JSON object (it began '<html>')"),
     ("/_/oidc/audience", reply(200, {"audience": 7}),
      "trusted publishing (audience): {url}/_/oidc/audience answered no 'audience' string"),
     ("/ci/token", reply(403, {"message": "no id-token permission"}),
@@ -220,3 +220,67 @@ def test_the_transport_returns_error_answers_whole_when_asked_and_never_shows_a_
     with pytest.raises(transport.Unreachable) as unreachable:
         transport.fetch(transport.request_for(f"http://127.0.0.1:{unused_port}/x?secret=1"), limits=limits)
     assert "secret" not in str(unreachable.value) and "Connection refused" in unreachable.value.reason
+
+
+REQUEST_TOKEN = "request-token-7f3a9c21"
+OIDC = "eyJhbGciOiJSUzI1NiJ9.oidc-claims.signature-51d2"
+
+
+def echo_request_token(handler: BaseHTTPRequestHandler) -> None:
+    """A CI token endpoint that answers, not JSON, the header it got (the request token in it)."""
+    reply(500, f"bad request: {handler.headers.get('Authorization')} was refused".encode())(handler)
+
+
+@pytest.mark.parametrize(("routes", "request_token"), [
+    pytest.param({}, "line\r\nX-Injected: 1" + REQUEST_TOKEN, id="request token with CR/LF"),
+    pytest.param({"/ci/token": echo_request_token}, REQUEST_TOKEN, id="CI endpoint echoes it, not JSON"),
+    pytest.param({"/ci/token": reply(200, json.dumps(["value", REQUEST_TOKEN]).encode())}, REQUEST_TOKEN,
+                 id="CI endpoint answers a JSON list holding it"),
+    pytest.param({"/ci/token": reply(200, {"value": OIDC}), "/_/oidc/mint-token": reply(
+        422, {"errors": [{"code": "invalid-token", "description": f"token {OIDC} is not valid here"}]})},
+        REQUEST_TOKEN, id="mint-token echoes the OIDC token in its 422"),
+    pytest.param({"/ci/token": reply(200, {"value": OIDC}),
+                  "/_/oidc/mint-token": reply(400, f"<html>{OIDC} rejected</html>".encode())},
+                 REQUEST_TOKEN, id="mint-token echoes it in a non-JSON body"),
+    pytest.param({"/ci/token": reply(200, {"value": OIDC}),
+                  "/_/oidc/mint-token": reply(200, {"token": "minted\u0000" + OIDC})},
+                 REQUEST_TOKEN, id="a minted token with NUL"),
+])
+def test_no_token_of_the_exchange_reaches_a_message(
+    loopback: Callable[..., Loopback], routes: dict[str, Route], request_token: str
+) -> None:
+    """Every way a hostile CI endpoint or index could make jaxrel print a token ends in one line (exit 3)
+    without it, and the header is never sent with a line break in it."""
+    server = loopback({**GOOD, **routes})
+    environ = {**server.environ(), auth.OIDC_TOKEN_ENV: request_token}
+    credentials = auth.Credentials(auth.Auth(auth.Method.TRUSTED_PUBLISHING), f"{server.url}/", environ)
+    with pytest.raises(auth.AuthError) as raised:
+        credentials.env()
+    message = str(raised.value)
+    assert raised.value.exit_code == 3 and "\n" not in message
+    for secret in (REQUEST_TOKEN, OIDC, "line\r\n", "X-Injected", OIDC[:20], REQUEST_TOKEN[-12:]):
+        assert secret not in message and repr(secret)[1:-1] not in message, (secret, message)
+    assert all(authorization is None or "\n" not in authorization for _, _, authorization in server.seen)
+
+
+def test_the_cli_streams_redact_every_secret_jaxrel_learned(capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    import argparse
+
+    from jaxrel.cli import main
+    from jaxrel.cli import verdict as verdict_verb
+    from jaxrel.errors import EnvironmentFailure
+
+    auth.remember_secret(OIDC)
+    monkeypatch.setenv("TWINE_PASSWORD", "hunter2-password")
+
+    def leaky(args: argparse.Namespace) -> int:
+        print(f"progress {OIDC} hunter2-password https://__token__:pypi-AgEIc@upload.example/legacy/")
+        raise EnvironmentFailure(f"server said {json.dumps({'token': OIDC})} and {OIDC!r}")
+
+    monkeypatch.setattr(verdict_verb, "run", leaky)
+    assert main(["verdict", "jax==0.12.0", "jaxlib==0.12.0"]) == 3
+    out = capsys.readouterr()
+    for text in (out.out, out.err):
+        assert OIDC not in text and "hunter2-password" not in text and "pypi-AgEIc" not in text, text
+    assert "https://__token__:***@upload.example" in out.out and out.err.count("\n") == 1

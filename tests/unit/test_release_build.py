@@ -47,7 +47,7 @@ class FakeBuilds:
         self.commands: list[list[str]] = []
         self.bazel: list[dict[str, Any]] = []
         self.python_result: Callable[[list[str]], subprocess.CompletedProcess[str]] | None = None
-        monkeypatch.setattr(builder, "subprocess", types.SimpleNamespace(run=self.run))
+        monkeypatch.setattr(builder, "procs", types.SimpleNamespace(run=self.run))
         monkeypatch.setattr(bazel, "build", self.build)
 
     def run(self, command: list[str], **kwargs: Any) -> subprocess.CompletedProcess[str]:

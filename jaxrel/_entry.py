@@ -1,0 +1,32 @@
+"""The ``jaxrel`` console script and ``python -m jaxrel``: Ctrl-C at any moment, start-up included, is one line
+and exit 130.
+
+Importing the command line (every verb, ``packaging``, …) takes a noticeable moment; an interrupt
+then would otherwise end in a ``KeyboardInterrupt`` traceback. Until the command line is imported,
+SIGINT ends the process at once with the one line; from then on :func:`jaxrel.cli.main` handles it
+(children stopped, nothing half written).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from types import FrameType
+
+__all__ = ["main"]
+
+INTERRUPTED = 130
+
+
+def _interrupted_while_starting(signum: int, frame: FrameType | None) -> None:
+    os.write(2, b"jaxrel: interrupted\n")
+    os._exit(INTERRUPTED)
+
+
+def main() -> None:
+    previous = signal.signal(signal.SIGINT, _interrupted_while_starting)
+    from jaxrel.cli import main as run  # imported under the start-up handler, on purpose
+
+    signal.signal(signal.SIGINT, previous)
+    sys.exit(run())

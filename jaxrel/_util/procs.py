@@ -1,0 +1,122 @@
+"""Every child process jaxrel starts: in its own process group, its output bounded, never outliving jaxrel.
+
+:func:`run` is :func:`subprocess.run` for jaxrel: the child gets a new session (its own process
+group, so a terminal's Ctrl-C reaches jaxrel alone), what it prints is read as it comes and only
+the last :data:`MAX_OUTPUT` bytes of each stream are kept (a program that writes without end costs
+no memory), and on a deadline or an interrupt the whole group gets SIGINT, a grace period, then
+SIGKILL: a build backend that ignores signals, under uv, goes too. :func:`stop` does the same for a
+:func:`popen` child. Standard library only.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+__all__ = ["GRACE", "MAX_OUTPUT", "popen", "run", "stop"]
+
+MAX_OUTPUT = 4 << 20  # bytes of each stream kept (the end of it: errors and answers come last)
+GRACE = 3.0  # seconds between SIGINT and SIGKILL
+
+
+def popen(args: Sequence[str | Path], **options: Any) -> subprocess.Popen[Any]:
+    """:class:`subprocess.Popen` in a new session (its own process group); stop it with :func:`stop`.
+
+    SIGINT waits while the child starts, so an interrupt never leaves one running unseen.
+    """
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    try:
+        return subprocess.Popen([str(a) for a in args], start_new_session=True, **options)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+def _signal_group(process: subprocess.Popen[Any], sig: int) -> None:
+    try:
+        os.killpg(process.pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stop(process: subprocess.Popen[Any], grace: float = GRACE) -> None:
+    """End ``process`` and everything in its process group: SIGINT, up to ``grace`` seconds, then SIGKILL."""
+    if process.poll() is None:
+        _signal_group(process, signal.SIGINT)
+        try:
+            process.wait(grace)
+        except subprocess.TimeoutExpired:
+            pass
+    _signal_group(process, signal.SIGKILL)  # what the leader left behind goes too
+    if process.poll() is None:
+        process.kill()
+    process.wait()
+
+
+def _drain(stream: IO[bytes], kept: deque[bytes], limit: int) -> None:
+    size = 0
+    for chunk in iter(lambda: stream.read(65536), b""):
+        kept.append(chunk)
+        size += len(chunk)
+        while size - len(kept[0]) >= limit and len(kept) > 1:
+            size -= len(kept.popleft())
+    stream.close()
+
+
+def _joined(kept: deque[bytes], limit: int, text: bool) -> str | bytes:
+    data = b"".join(kept)[-limit:]
+    return data.decode("utf-8", "replace") if text else data
+
+
+def run(args: Sequence[str | Path], *, cwd: str | Path | None = None, env: Mapping[str, str] | None = None,
+        timeout: float | None = None, input: str | bytes | None = None, text: bool = True,
+        check: bool = False, max_output: int = MAX_OUTPUT, grace: float = GRACE) -> subprocess.CompletedProcess[Any]:
+    """Run ``args`` to the end and capture its output (the last ``max_output`` bytes of each stream).
+
+    Raises :class:`subprocess.TimeoutExpired` after ``timeout`` seconds and re-raises
+    :class:`KeyboardInterrupt`, each after the whole process group was stopped (:func:`stop`);
+    :class:`subprocess.CalledProcessError` with ``check`` as :func:`subprocess.run` does.
+    """
+    command = [str(a) for a in args]
+    process = popen(command, cwd=cwd, env=None if env is None else dict(env),
+                    stdin=subprocess.PIPE if input is not None else subprocess.DEVNULL,
+                    stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    kept: tuple[deque[bytes], deque[bytes]] = (deque(), deque())
+    readers = [threading.Thread(target=_drain, args=(stream, store, max_output), daemon=True)
+               for stream, store in ((process.stdout, kept[0]), (process.stderr, kept[1]))]
+    for reader in readers:
+        reader.start()
+    try:
+        if input is not None:
+            assert process.stdin is not None
+            try:
+                process.stdin.write(input.encode() if isinstance(input, str) else input)
+                process.stdin.close()
+            except BrokenPipeError:
+                pass
+        deadline = None if timeout is None else time.monotonic() + timeout
+        try:
+            process.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            stop(process, grace)
+            for reader in readers:
+                reader.join(1.0)
+            raise subprocess.TimeoutExpired(command, timeout or 0.0, _joined(kept[0], max_output, text),
+                                            _joined(kept[1], max_output, text)) from None
+        _signal_group(process, signal.SIGKILL)  # the leader is done: what it left in its group goes too
+        for reader in readers:
+            reader.join()
+    except BaseException:  # Ctrl-C (KeyboardInterrupt) or anything else: no child outlives the call
+        stop(process, grace)
+        raise
+    done = subprocess.CompletedProcess(command, process.returncode, _joined(kept[0], max_output, text),
+                                       _joined(kept[1], max_output, text))
+    if check and done.returncode:
+        raise subprocess.CalledProcessError(done.returncode, command, done.stdout, done.stderr)
+    return done

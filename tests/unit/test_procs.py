@@ -1,0 +1,101 @@
+"""Child processes: none outlives jaxrel, what they print is bounded, Ctrl-C at any moment is one line and 130."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from jaxrel._util import procs
+
+# a child that starts a grandchild ignoring SIGINT and SIGTERM (a build backend under uv, say), tells its pid,
+# then waits; the grandchild sleeps far longer than any test
+STUBBORN = """
+import os, signal, subprocess, sys, time
+grandchild = subprocess.Popen([sys.executable, "-c",
+    "import signal, time; signal.signal(signal.SIGINT, signal.SIG_IGN); signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+    "time.sleep(300)"])
+print(grandchild.pid, flush=True)
+signal.signal(signal.SIGINT, signal.SIG_IGN)
+time.sleep(300)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat") as stat:  # a zombie is dead, only not reaped yet
+        return stat.read().split(") ", 1)[1][0] != "Z"
+
+
+def _wait_gone(pid: int, seconds: float = 10.0) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if not _alive(pid):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_deadline_stops_the_whole_group_signals_ignored_or_not(tmp_path: Path) -> None:
+    with pytest.raises(subprocess.TimeoutExpired) as raised:
+        procs.run([sys.executable, "-c", STUBBORN], timeout=2, grace=0.5)
+    grandchild = int(str(raised.value.output).split()[0])
+    assert _wait_gone(grandchild), "the grandchild that ignores SIGINT/SIGTERM outlived the deadline"
+
+
+def test_an_interrupt_stops_the_whole_group_then_goes_on(tmp_path: Path) -> None:
+    pid_file = tmp_path / "pid"
+    script = STUBBORN.replace("print(grandchild.pid, flush=True)",
+                              f"open({str(pid_file)!r}, 'w').write(str(grandchild.pid))")
+
+    def interrupt(signum: int, frame: object) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 1.5)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            procs.run([sys.executable, "-c", script], grace=0.5)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert _wait_gone(int(pid_file.read_text()))
+
+
+def test_output_is_bounded_to_its_end() -> None:
+    done = procs.run([sys.executable, "-c", "import sys\nfor i in range(200000): print(i)\nprint('the end')"],
+                     max_output=1000)
+    assert done.returncode == 0 and len(done.stdout) <= 1000 and done.stdout.endswith("the end\n")
+    endless = [sys.executable, "-c", "import sys\nwhile True: sys.stdout.write('x' * 65536)"]
+    with pytest.raises(subprocess.TimeoutExpired) as raised:
+        procs.run(endless, timeout=1.5, max_output=1 << 20)
+    assert len(raised.value.output) <= 1 << 20
+
+
+def test_a_leader_that_exits_leaves_nothing_in_its_group(tmp_path: Path) -> None:
+    script = STUBBORN.replace("signal.signal(signal.SIGINT, signal.SIG_IGN)\ntime.sleep(300)", "")
+    done = procs.run([sys.executable, "-c", script])
+    assert done.returncode == 0 and _wait_gone(int(done.stdout.split()[0]))
+
+
+@pytest.mark.parametrize("delay", [0.15, 0.3, 0.6])
+def test_ctrl_c_while_jaxrel_starts_is_one_line_and_130(delay: float) -> None:
+    """SIGINT while the command line is still being imported (or just after): no traceback, exit 130."""
+    process = subprocess.Popen([sys.executable, "-m", "jaxrel", "verdict", "jax==0.12.0", "jaxlib==0.12.0",
+                                "--family", "jax"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    time.sleep(delay)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    if process.returncode == 0:
+        pytest.skip(f"the command finished within {delay} s, before the interrupt")
+    assert process.returncode == 130, (process.returncode, err)
+    assert "Traceback" not in err and err.strip().splitlines() == [err.strip()] and "interrupted" in err
