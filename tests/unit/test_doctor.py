@@ -98,3 +98,21 @@ def test_a_runtime_within_the_extras_pin_is_ok(site):
     env, _ = diagnose(site)
     (status,) = doctor.plugin_families(jax_profile(), env)
     assert (status.name, status.verdict, status.fix) == ("tpu", "ok", None)
+
+
+def test_a_damaged_installed_distribution_is_skipped_with_a_note(site):
+    """No Version, METADATA that is not UTF-8, a version packaging refuses: each is named and skipped, and the
+    family beside them is still judged."""
+    site.jax("0.10.2", "0.10.1")
+    site.jaxlib("0.10.2", api=467, ffi=(0, 3))
+    site.write("noversion-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: noversion\n")
+    site.write("banana-1.0.dist-info/METADATA", "Metadata-Version: 2.1\nName: banana\nVersion: " + "9" * 5000 + "\n")
+    (site.root / "latin-1.0.dist-info").mkdir()
+    (site.root / "latin-1.0.dist-info" / "METADATA").write_bytes(b"Metadata-Version: 2.1\nName: l\xe4tin\nVersion: 1\n")
+    env, result = diagnose(site)
+    assert result.compatible and env.backend is not None and env.backend.version == "0.10.2"
+    notes = " | ".join(env.notes)
+    assert "noversion-1.0.dist-info: its METADATA has no Version" in notes
+    assert "latin-1.0.dist-info: its metadata cannot be read" in notes
+    assert "banana-1.0.dist-info" in notes and len(notes) < 2000
+    assert "skipped" in doctor.render(jax_profile(), env, result)

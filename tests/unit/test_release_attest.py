@@ -130,3 +130,19 @@ def test_attest_without_an_oidc_identity_is_exit_3_and_writes_nothing(
     for file in files(dist):  # files already attested are not signed again: nothing to do, no identity needed
         attest_with_test_key(file)
     assert attest.sign(dist, [f.name for f in files(dist)]) == []
+
+
+@pytest.mark.parametrize("kind", ["fifo", "endless"])
+def test_an_attestation_that_is_a_fifo_or_endless_is_refused_without_waiting(tmp_path: Path, kind: str) -> None:
+    """A FIFO is opened without waiting and refused; a file past the size cap is refused unread."""
+    dist = release(tmp_path)
+    core = files(dist)[0]
+    target = attest.path_for(core)
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
+        with target.open("wb") as out:
+            out.truncate(attest.MAX_ATTESTATION + 1)  # sparse: big, and nothing to read but zeros
+    [problem] = problems(dist)
+    assert problem.startswith(f"{core.name}: attestation {core.name}.publish.attestation: ") and "\n" not in problem
+    assert ("not a regular file" in problem) if kind == "fifo" else ("larger than" in problem or "bytes" in problem)
