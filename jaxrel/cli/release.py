@@ -9,15 +9,18 @@ index not reached, no OIDC identity where trusted publishing or signing needs on
 from __future__ import annotations
 
 import argparse
+import datetime
 import os
 from pathlib import Path
 from typing import Any
 
+from jaxrel._util.text import shorten
 from jaxrel.cli._common import UsageError, emit, say
 from jaxrel.distributions.index import Index, IndexClientError
+from jaxrel.distributions.pages import parse_time
 from jaxrel.errors import ExitCode
 from jaxrel.release import attest, auth, builder, bump, check, plan, publish, verify
-from jaxrel.release.project import open_project
+from jaxrel.release.project import Project, open_project
 
 HELP = "Release scripts: plan, check, bump, build, verify, attest, publish."
 
@@ -26,9 +29,30 @@ def _index(args: argparse.Namespace) -> Index:
     return Index.from_pip(args.index_url, refresh=True, progress=say)
 
 
+def _as_of(args: argparse.Namespace, project: Project, version: str | None) -> datetime.datetime | None:
+    """``--as-of``: a date or time, ``now``, or by default the release tag's date when HEAD is the tag (a
+    historical release is judged by what the index held then, not by today's releases)."""
+    given = getattr(args, "as_of", None)
+    if given == "now":
+        return None
+    if given:
+        try:
+            moment = parse_time(given if "T" in given else f"{given}T23:59:59Z")
+        except ValueError:
+            raise UsageError(f"--as-of {shorten(given)!r}: expected a date (2026-07-16), a time "
+                             "(2026-07-16T20:00:00Z) or now") from None
+        return moment
+    target = version or project.version_of(project.release.lead())
+    moment = project.tag_time(project.release.tag_for(target))
+    if moment is not None:
+        say(f"release: HEAD is the tag {project.release.tag_for(target)}: the index as of its date, "
+            f"{moment:%Y-%m-%dT%H:%M:%SZ} (--as-of now for today's)")
+    return moment
+
+
 def run_plan(args: argparse.Namespace) -> int:
     with open_project(Path(args.project), args.family) as project:
-        result = plan.make_plan(project, args.version, _index(args))
+        result = plan.make_plan(project, args.version, _index(args), as_of=_as_of(args, project, args.version))
         emit(args, result.to_json(), plan.render(result))
     if result.index_error:  # the plan is printed, but what is on the index is unknown: the index failed
         raise IndexClientError(f"the plan is incomplete: {result.index_error}")
@@ -38,7 +62,7 @@ def run_plan(args: argparse.Namespace) -> int:
 def run_check(args: argparse.Namespace) -> int:
     with open_project(Path(args.source), args.family) as project:
         index = _index(args)
-        result = plan.make_plan(project, args.version, index)
+        result = plan.make_plan(project, args.version, index, as_of=_as_of(args, project, args.version))
         checks = check.run_checks(project, result, index)
         emit(args, check.to_json(checks, result), check.render(checks, result))
     if result.index_error:  # the checks that need the index could not be made: the index failed
@@ -139,20 +163,24 @@ def add(verbs: Any) -> None:
         sub.set_defaults(run=run)
         return sub
 
-    def index_option(sub: argparse.ArgumentParser) -> None:
+    def index_option(sub: argparse.ArgumentParser, as_of: bool = False) -> None:
         sub.add_argument("--index-url", metavar="URL", help="list releases on this index only (default: pip's)")
+        if as_of:
+            sub.add_argument("--as-of", metavar="DATE|TIME|now",
+                             help="judge the index as it was then, by its upload times (default: the release tag's "
+                                  "date when HEAD is the tag, else now)")
 
     sub = action("plan", "What a release at VERSION contains, the rules that apply, what is built and uploaded.",
                  run_plan)
     sub.add_argument("--version", metavar="V", help="the release version (default: the frontend's declared one)")
-    index_option(sub)
+    index_option(sub, as_of=True)
 
     sub = action("check", "Pre-flight: refuse a bad release (each failure one line with its fix).", run_check,
                  project=False)
     sub.add_argument("source", nargs="?", default=".", metavar="DIR|SDIST",
                      help="the project root, or a .tar.gz sdist (default: .)")
     sub.add_argument("--version", metavar="V", help="the release version (default: the frontend's declared one)")
-    index_option(sub)
+    index_option(sub, as_of=True)
 
     sub = action("bump", "Move versions in every declared file at once (release, --rc, --nightly).", run_bump)
     sub.add_argument("version", nargs="?", metavar="VERSION", help="the new version, or the base for --rc/--nightly")

@@ -19,15 +19,16 @@ from jaxrel._util.atomic import write_bytes_atomically
 from jaxrel.distributions.pages import IndexFile, file_from_record
 from jaxrel.distributions.transport import MIB, IndexClientError
 
-__all__ = ["MAX_ENTRY", "TTL", "age", "entry_path", "read", "write"]
+__all__ = ["MAX_ENTRY", "SCHEMA", "TTL", "age", "entry_path", "read", "write"]
 
+SCHEMA = 2  # bump when IndexFile gains fields (2: upload times and served METADATA), so old entries are misses
 TTL = 3600.0  # seconds a cached listing is trusted without refresh
 MAX_ENTRY = 64 * MIB
 
 
 def entry_path(cache: Path, page: str, project: str) -> Path:
     """Where the listing of ``page`` is kept (``project`` is a normalized name, so one path component)."""
-    return cache / "listings" / hashlib.sha256(page.encode()).hexdigest()[:24] / f"{project}.json"
+    return cache / "listings" / f"v{SCHEMA}" / hashlib.sha256(page.encode()).hexdigest()[:24] / f"{project}.json"
 
 
 def age(path: Path) -> float | None:

@@ -11,6 +11,7 @@ skips them. A sha256 and a file name that pass here are safe to use in a cache p
 
 from __future__ import annotations
 
+import datetime
 import json
 import re
 import urllib.parse
@@ -29,8 +30,9 @@ from jaxrel.distributions.filenames import name_and_version, wheel_tags
 from jaxrel.distributions.transport import IndexClientError
 from jaxrel.distributions.urls import parse_url
 
-__all__ = ["GZIP_MAGIC", "HTML_TYPES", "IndexFile", "JSON_TYPES", "Listing", "PageError", "SHA256", "Said",
-    "checked_sha256", "distribution_filename", "file_from_record", "parse_html", "parse_json", "parse_page"]
+__all__ = ["GZIP_MAGIC", "HTML_TYPES", "JSON_TYPES", "SHA256", "IndexFile", "Listing", "PageError", "Said",
+           "checked_sha256", "checked_time", "distribution_filename", "file_from_record", "parse_html", "parse_json",
+           "parse_page", "parse_time"]
 
 SHA256 = re.compile(r"[0-9a-f]{64}")
 JSON_TYPES = ("application/vnd.pypi.simple.v1+json", "application/vnd.pypi.simple.latest+json")
@@ -50,6 +52,12 @@ class IndexFile:
     requires_python: str | None = None
     yanked: str | None = None  # None: not yanked; otherwise the reason ("" when none given)
     size: int | None = None  # bytes, when the index says (PEP 700)
+    upload_time: str | None = None  # "YYYY-MM-DDTHH:MM:SSZ", when the index says (PEP 700)
+    metadata: bool = False  # the index serves the wheel's METADATA beside it (PEP 658 / PEP 714)
+
+    def uploaded_by(self, moment: datetime.datetime) -> bool:
+        """Whether the file was on the index at ``moment`` (timezone-aware); unknown upload times count as yes."""
+        return self.upload_time is None or parse_time(self.upload_time) <= moment
 
     @property
     def is_wheel(self) -> bool:
@@ -83,6 +91,20 @@ class Listing:
     def versions(self) -> list[Version]:
         """Every version with at least one file, oldest first."""
         return sorted({file.version for file in self.files})
+
+    def as_of(self, moment: datetime.datetime | None) -> Listing:
+        """The listing as the index served it at ``moment`` (``None``: now): files uploaded later are left out,
+        and so is every file of a version first uploaded later (a wheelhouse's copy, with no upload time,
+        goes with its version)."""
+        if moment is None:
+            return self
+        first: dict[Version, datetime.datetime] = {}
+        for file in self.files:
+            if file.upload_time is not None:
+                when = parse_time(file.upload_time)
+                first[file.version] = min(first.get(file.version, when), when)
+        return Listing(self.project, [file for file in self.files if file.uploaded_by(moment)
+                                      and first.get(file.version, moment) <= moment])
 
     def files_for(self, version: Version | str) -> list[IndexFile]:
         wanted = Version(str(version))
@@ -241,12 +263,35 @@ def _json_file(item: Any, i: int, page_url: str, source: str, project: str | Non
     size = item.get("size")
     if size is not None and (isinstance(size, bool) or not isinstance(size, int) or size < 0):
         raise PageError(page_url, f"{where}.size", "a number of bytes", size)
+    uploaded = item.get("upload-time")
+    if uploaded is not None:
+        uploaded = checked_time(uploaded, page_url, f"{where}.upload-time")
+    served = item.get("core-metadata", item.get("dist-info-metadata", False))
     return IndexFile(
         filename=filename, url=_file_url(href, page_url, f"{where}.url"), source=source,
         sha256=None if sha is None else checked_sha256(sha, page_url, f"{where}.hashes.sha256"),
         requires_python=requires or None,
         yanked=None if yanked is False else (yanked if isinstance(yanked, str) else ""), size=size,
+        upload_time=uploaded, metadata=served is True or (isinstance(served, dict) and bool(served)),
     )
+
+
+def parse_time(text: str) -> datetime.datetime:
+    """An ISO 8601 time (``2026-07-16T20:32:16.123Z``) as an aware UTC datetime; ``ValueError`` otherwise."""
+    moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=datetime.UTC)
+    return moment.astimezone(datetime.UTC)
+
+
+def checked_time(value: object, url: str, where: str) -> str:
+    """An index's upload time normalized to ``YYYY-MM-DDTHH:MM:SSZ``, else :class:`PageError`."""
+    if not isinstance(value, str) or len(value) > 40:
+        raise PageError(url, where, "an ISO 8601 time", value)
+    try:
+        return parse_time(value).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except ValueError:
+        raise PageError(url, where, "an ISO 8601 time", value) from None
 
 
 class _LinkParser(HTMLParser):
@@ -302,4 +347,10 @@ def file_from_record(item: object, source_page: str) -> IndexFile:
         raise PageError(source_page, "a cached size", "a number of bytes", size)
     sha = item.get("sha256")
     digest = None if sha is None else checked_sha256(sha, source_page, "sha256")
-    return IndexFile(name, item["url"], item["source"], digest, item.get("requires_python"), item.get("yanked"), size)
+    uploaded = item.get("upload_time")
+    uploaded = None if uploaded is None else checked_time(uploaded, source_page, "upload_time")
+    metadata = item.get("metadata", False)
+    if not isinstance(metadata, bool):
+        raise PageError(source_page, "a cached file", "an IndexFile record", item)
+    return IndexFile(name, item["url"], item["source"], digest, item.get("requires_python"), item.get("yanked"), size,
+                     uploaded, metadata)

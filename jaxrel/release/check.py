@@ -26,6 +26,7 @@ from jaxrel._util import localfiles
 from jaxrel._util.text import table
 from jaxrel.distributions.extras import plugin_families, unsatisfied_extras
 from jaxrel.distributions.index import Index, IndexClientError, IndexFile, Listing
+from jaxrel.distributions.pages import parse_time
 from jaxrel.release import locations
 from jaxrel.release.config import Component, Location
 from jaxrel.release.pins import frontend_range, is_frontend_range, pins_exactly
@@ -64,6 +65,9 @@ class Check:
 def _versions_consistent(project: Project, plan: Plan) -> list[Check]:
     checks = []
     for component in project.release.components:
+        if component.released_separately or (component.shares_version_with and not component.versions):
+            checks += _current(project, plan, component)
+            continue
         readings = [r for r in project.readings(component) if r.value is not None]
         values = {str(Version(r.value)) for r in readings if r.value is not None}
         if project.sdist_metadata is not None and component.role == "frontend":
@@ -80,6 +84,21 @@ def _versions_consistent(project: Project, plan: Plan) -> list[Check]:
                                 f"{component.distribution}: declared files disagree ({where})",
                                 f"jaxrel release bump {wanted} --component {component.distribution}"))
     return checks
+
+
+def _current(project: Project, plan: Plan, component: Component) -> list[Check]:
+    """A component released with the frontend at its version: where the tree names it as released with this
+    release (jax's ``setup.py:_current_jaxlib_version``) says the release's version."""
+    if component.distribution not in plan.upload_order or not component.current:
+        return []
+    readings = [Reading(location, locations.read(project.root, location)) for location in component.current]
+    wrong = [r for r in readings if r.value is None or Version(r.value) != Version(plan.version)]
+    where = ", ".join(f"{r.location}={r.value}" for r in readings)
+    if wrong:
+        return [Check(f"versions:{component.distribution}", FAIL, f"{component.distribution} is released with "
+                      f"{plan.version}, but {where}",
+                      f"jaxrel release bump {plan.version} (it sets {wrong[0].location})")]
+    return [Check(f"versions:{component.distribution}", PASS, f"{component.distribution} {plan.version} ({where})")]
 
 
 def _declared(project: Project, plan: Plan) -> Check:
@@ -249,9 +268,10 @@ def _extras_satisfiable(project: Project, plan: Plan, index: Index | None) -> li
     texts = [str(r) for r in requirements]
     names = {d for f in plugin_families(family, texts).values() for d in f.distributions}
     listings: dict[str, Listing] = {}
+    as_of = parse_time(plan.as_of) if plan.as_of else None
     try:
         for name in sorted(names | {str(canonicalize_name(family.backend.distribution))}):
-            listings[name] = index.listing(name)
+            listings[name] = index.listing(name).as_of(as_of)
     except IndexClientError as error:
         return [Check("extras-satisfiable", FAIL, f"cannot tell whether the extras can be installed: {error}")]
     in_release = [(str(canonicalize_name(p.distribution)), Version(plan.version)) for p in plan.components
@@ -304,8 +324,12 @@ def _changelog(project: Project, plan: Plan) -> Check:
         if project.sdist is not None:
             return Check("changelog", NOT_APPLICABLE, f"the sdist does not ship {name}; check the checkout")
         return Check("changelog", FAIL, f"{name} does not exist", f"create {name} with a '## {plan.version}' section")
-    if changelog_has(localfiles.read_text(path, what="the changelog"), plan.version):
+    text = localfiles.read_text(path, what="the changelog")
+    if changelog_has(text, plan.version):
         return Check("changelog", PASS, f"{name} has a heading for {plan.version}")
+    if project.release.changelog_style == "unreleased" and re.search(r"^#+\s*Unreleased\s*$", text, re.M | re.I):
+        return Check("changelog", PASS, f"{name} keeps the release's notes under 'Unreleased' (the family's "
+                     f"convention: the post-release bump writes the dated heading of {plan.version})")
     return Check("changelog", FAIL, f"{name} has no heading for {plan.version}",
                  f"add a '## {plan.version}' section describing the release")
 

@@ -14,6 +14,25 @@ Declared under ``[tool.jaxrel.release]`` beside the family::
     build = "bazel"
     targets = ["//core:wheel"]          # py_wheel_file targets, built by ``jaxrel build``
 
+A family that releases the way jax does declares more (the built-in jax profile is such a table,
+``jaxrel/data/jax-release.toml``)::
+
+    versioning = "next"                 # the tree holds the next release's version; bump after releasing
+    changelog-style = "unreleased"      # "## Unreleased" on top; the release's dated heading after it ships
+    changelog-heading = "JAX {version} ({date})"
+    stamped = ["jax/version.py:_release_version"]   # written by the build (nightly, rc), never committed
+    [tool.jaxrel.release.components.jaxlib]
+    build = "external"                  # built elsewhere (a CI matrix), gathered by `jaxrel release collect`
+    shares-version-with = "jax"
+    current = ["setup.py:_current_jaxlib_version"]        # its version in the release being made
+    latest = ["setup.py:_latest_jaxlib_version_on_pypi"]  # its newest release on the index
+    [tool.jaxrel.release.components.jax-cuda12-plugin]
+    pins = ["jax-cuda12-pjrt"]          # it requires these ==V (and need not pin the backend)
+    platforms = ["manylinux", "linux"]  # the platforms its wheels are built for (CUDA: Linux only)
+    python-tag = "py3"                  # one py3 wheel per platform instead of one per CPython (pjrt)
+    present-if-named-in = "setup.py"    # in a release only when that file names it (or what pins it)
+    released-separately = true          # its own schedule: never in this release (ROCm, oneAPI, libtpu)
+
 A version location is ``FILE:KEY``: a dotted key in a ``.toml`` file, else a top-level
 string assignment in a Python or Starlark file (``.py``, ``.bzl``). Each component's role
 (frontend, backend, plugin, extension) comes from the family. Errors are
@@ -24,21 +43,25 @@ from __future__ import annotations
 
 import string
 from dataclasses import dataclass
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from jaxrel._util import localfiles
 from jaxrel._util.shape import Shape, found, is_name, is_relative_path, printable
 from jaxrel.family import ConfigError, Family
 
-__all__ = ["BUILDERS", "BUILTIN", "Component", "Location", "ROLES", "ReleaseConfig", "jax_release",
-    "release_from_config", "role_of", "tag_template"]
+__all__ = ["BUILDERS", "BUILTIN", "CHANGELOG_STYLES", "ROLES", "VERSIONING", "Component", "Location", "ReleaseConfig",
+           "changelog_heading", "jax_release", "release_from_config", "role_of", "tag_template", "upload_order"]
 
 BUILDERS = ("python", "bazel", "external")
 ROLES = ("backend", "plugin", "extension", "frontend")  # also the safe upload order
-_RELEASE_KEYS = {"changelog", "tag", "components"}
-_COMPONENT_KEYS = {"path", "build", "targets", "versions", "minimum-backend"}
+_RELEASE_KEYS = {"changelog", "tag", "components", "versioning", "changelog-style", "changelog-heading", "stamped"}
+_COMPONENT_KEYS = {"path", "build", "targets", "versions", "minimum-backend", "shares-version-with", "current",
+                   "latest", "pins", "platforms", "python-tag", "present-if-named-in", "released-separately"}
+VERSIONING = ("release", "next")
+CHANGELOG_STYLES = ("headings", "unreleased")
 
 
 @dataclass(frozen=True)
@@ -80,6 +103,14 @@ class Component:
     targets: tuple[str, ...] = ()
     versions: tuple[Location, ...] = ()
     minimum_backend: Location | None = None
+    shares_version_with: str | None = None  # the component whose version locations it shares (jaxlib: jax)
+    current: tuple[Location, ...] = ()  # its version in the release being made (set by a bump)
+    latest: tuple[Location, ...] = ()  # its newest release on the index (set by the post-release bump)
+    pins: tuple[str, ...] = ()  # distributions it requires ==V (a plugin and its pjrt)
+    platforms: tuple[str, ...] = ()  # platform tag prefixes its wheels are built for (empty: any)
+    python_tag: str | None = None  # "py3": one wheel per platform for every Python (else one per CPython)
+    present_if_named_in: str | None = None  # in a release only when this file names it (or what pins it)
+    released_separately: bool = False  # its own schedule: listed, never in this release
 
     @property
     def pyproject(self) -> str:
@@ -94,6 +125,10 @@ class ReleaseConfig:
     components: tuple[Component, ...]
     changelog: str | None = "CHANGELOG.md"
     tag: str = "v{version}"
+    versioning: str = "release"  # one of VERSIONING
+    changelog_style: str = "headings"  # one of CHANGELOG_STYLES
+    changelog_heading: str = "{version}"  # the heading of a released version ({version}, {date})
+    stamped: tuple[Location, ...] = ()  # written by the build, never committed
 
     def tag_for(self, version: str) -> str:
         return self.tag.format(version=version)
@@ -120,6 +155,16 @@ class ReleaseConfig:
 
     def backend(self) -> Component | None:
         return next(iter(self.by_role("backend")), None)
+
+    def version_locations(self, component: Component) -> tuple[Location, ...]:
+        """Where ``component``'s version is written: its own locations, or the ones it shares."""
+        if component.shares_version_with and not component.versions:
+            return self.component(component.shares_version_with).versions
+        return component.versions
+
+    def released_with(self) -> list[Component]:
+        """The components released together (not those released separately)."""
+        return [c for c in self.components if not c.released_separately]
 
 
 def role_of(family: Family, distribution: str) -> str:
@@ -156,19 +201,31 @@ def _component(shape: Shape, distribution: str, value: Any, family: Family) -> C
     build = shape.field(row, "build", at, lambda v: v in BUILDERS, f"one of {', '.join(BUILDERS)}", "python")
     role = role_of(family, distribution)
     try:
-        versions = tuple(Location.parse(v, at) for v in shape.strings(row, "versions", at, ()))
+        versions, current, latest = (tuple(Location.parse(v, at) for v in shape.strings(row, key, at, ()))
+                                     for key in ("versions", "current", "latest"))
         minimum = Location.parse(row["minimum-backend"], at) if "minimum-backend" in row else None
     except ConfigError as error:
         raise ConfigError(printable(f"{shape.source}: {error}")) from None
-    if not versions:
-        raise shape.error(at, "'versions' is empty; list every FILE:KEY that holds this component's version")
+    shares = shape.field(row, "shares-version-with", at, is_name, "a component's distribution name", None)
+    separately = shape.boolean(row, "released-separately", at, False)
+    if not versions and not shares and not separately:
+        raise shape.error(at, "'versions' is empty; list every FILE:KEY that holds this component's version "
+                          "(or name the component it shares its version with: shares-version-with)")
+    pins = tuple(shape.field(row, "pins", at, lambda v: isinstance(v, list) and all(is_name(n) for n in v),
+                             "a list of distribution names", []))
+    platforms = tuple(shape.field(row, "platforms", at, lambda v: isinstance(v, list) and all(
+        isinstance(p, str) and p.isidentifier() for p in v), "a list of platform tag prefixes (\"manylinux\")", []))
+    python_tag = shape.field(row, "python-tag", at, lambda v: v == "py3", "\"py3\"", None)
+    named_in = shape.field(row, "present-if-named-in", at, is_relative_path, "a file relative to the project root",
+                           None)
     if minimum is not None and role != "frontend":
         raise shape.error(at, f"'minimum-backend' belongs to the frontend, and {distribution} is the {role}")
     targets = shape.strings(row, "targets", at, ())
     if build == "bazel" and not targets:
         raise shape.error(at, "'targets' is empty; name the py_wheel_file targets, e.g. [\"//core:wheel\"]")
     path = shape.field(row, "path", at, is_relative_path, "a directory relative to the project root", ".")
-    return Component(distribution, role, build, path, targets, versions, minimum)
+    return Component(distribution, role, build, path, targets, versions, minimum, shares, current, latest, pins,
+                     platforms, python_tag, named_in, separately)
 
 
 def release_from_config(table: Any, family: Family, source: str = "pyproject.toml") -> ReleaseConfig:
@@ -191,31 +248,69 @@ def release_from_config(table: Any, family: Family, source: str = "pyproject.tom
     components = [_component(shape, distribution, value, family) for distribution, value in declared.items()]
     if not components:
         raise fail(f"{where}.components", "no components; declare at least one to release")
+    names = {canonicalize_name(c.distribution) for c in components}
+    for component in components:
+        for other in (component.shares_version_with, *component.pins):
+            if other is not None and canonicalize_name(other) not in names:
+                raise fail(f"{where}.components.{component.distribution[:60]}", f"names {other!r}, which is not a "
+                           f"component (known: {', '.join(sorted(names))})")
+    versioning = shape.field(top, "versioning", where, lambda v: v in VERSIONING, f"one of {', '.join(VERSIONING)}",
+                             "release")
+    style = shape.field(top, "changelog-style", where, lambda v: v in CHANGELOG_STYLES,
+                        f"one of {', '.join(CHANGELOG_STYLES)}", "headings")
+    heading = shape.field(top, "changelog-heading", where, changelog_heading,
+                          "a heading naming {version} (and optionally {date}), e.g. \"JAX {version} ({date})\"",
+                          "{version}")
+    try:
+        stamped = tuple(Location.parse(v, where) for v in shape.strings(top, "stamped", where, ()))
+    except ConfigError as error:
+        raise ConfigError(printable(f"{source}: {error}")) from None
     if any(c.role == "backend" for c in components) and not any(c.role == "frontend" for c in components):
         raise fail(f"{where}.components", f"the backend is released from this tree but the frontend "
                    f"{family.frontend.distribution!r} is not; declare it (a backend release needs the frontend)")
-    components.sort(key=lambda c: ROLES.index(c.role))
-    return ReleaseConfig(tuple(components), changelog, tag)
+    return ReleaseConfig(tuple(upload_order(components)), changelog, tag, versioning, style, heading, stamped)
+
+
+def upload_order(components: list[Component]) -> list[Component]:
+    """Backend, plugins, extensions, frontend (the index never holds a frontend without its backend), and a
+    component after what it pins (a pjrt before its plugin); declaration order otherwise."""
+    ordered = sorted(components, key=lambda c: ROLES.index(c.role))
+    placed: list[Component] = []
+    names = {canonicalize_name(c.distribution): c for c in ordered}
+
+    def place(component: Component, seen: frozenset[str]) -> None:
+        if component in placed or component.distribution in seen:
+            return
+        for pinned in component.pins:
+            if (dependency := names.get(canonicalize_name(pinned))) is not None:
+                place(dependency, seen | {component.distribution})
+        placed.append(component)
+
+    for component in ordered:
+        place(component, frozenset())
+    return placed
+
+
+def changelog_heading(value: Any) -> bool:
+    """A changelog heading template: ``{version}`` once, ``{date}`` at most once, no other field."""
+    if not isinstance(value, str) or not value.isprintable() or len(value) > 200:
+        return False
+    try:
+        fields = [name for _, name, _, _ in string.Formatter().parse(value) if name is not None]
+    except ValueError:
+        return False
+    return fields.count("version") == 1 and fields.count("date") <= 1 and set(fields) <= {"version", "date"}
 
 
 def jax_release() -> ReleaseConfig:
-    """What a jax checkout or sdist declares, for ``jaxrel release check --family jax``.
+    """The jax family as jax releases it (``jaxrel/data/jax-release.toml``): jax, jaxlib and the CUDA plugins
+    with their pjrt at one version; ROCm, oneAPI and libtpu released separately; the versions in
+    ``jax/version.py`` and ``setup.py``, the CHANGELOG's Unreleased convention."""
+    from jaxrel.family import jax_profile
 
-    jax and jaxlib share ``jax/version.py``'s ``_version``; ``setup.py`` names the jaxlib
-    released with it. jaxlib and the plugins are built by jax's own ``build/build.py``.
-    """
-    return ReleaseConfig(
-        components=(
-            Component("jaxlib", "backend", "external", versions=(Location("setup.py", "_current_jaxlib_version"),)),
-            Component(
-                "jax", "frontend", "python",
-                versions=(Location("jax/version.py", "_version"), Location("jax/version.py", "_release_version")),
-                minimum_backend=Location("jax/version.py", "_minimum_jaxlib_version"),
-            ),
-        ),
-        changelog="CHANGELOG.md",
-        tag="jax-v{version}",
-    )
+    data = localfiles.loads_toml((Path(__file__).resolve().parents[1] / "data" / "jax-release.toml").read_text(
+        encoding="utf-8"), "jaxrel/data/jax-release.toml")
+    return release_from_config(data, jax_profile(), "jaxrel/data/jax-release.toml")
 
 
 BUILTIN = {"jax": jax_release}

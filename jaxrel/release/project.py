@@ -3,6 +3,7 @@ its family and its release components, and the versions its files declare."""
 
 from __future__ import annotations
 
+import datetime
 import subprocess
 import tarfile
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ from typing import Any
 from jaxrel import policy
 from jaxrel._util import localfiles, procs, tarballs
 from jaxrel._util.shape import found
+from jaxrel.distributions.pages import parse_time
 from jaxrel.distributions.wheels import ArtifactInfo, inspect
 from jaxrel.errors import BadInput
 from jaxrel.family import PROFILES, ConfigError, Family, family_from_config, jaxrel_table, resolve_family
@@ -44,7 +46,8 @@ class Project:
 
     def readings(self, component: Component) -> list[Reading]:
         """Every declared version location of ``component`` and its value (each a PEP 440 version)."""
-        readings = [Reading(location, locations.read(self.root, location)) for location in component.versions]
+        readings = [Reading(location, locations.read(self.root, location))
+                    for location in self.release.version_locations(component)]
         for reading in readings:
             if reading.value is not None:
                 policy.parse_version(reading.value, str(reading.location))
@@ -56,7 +59,8 @@ class Project:
             if reading.value is not None:
                 return reading.value
         raise locations.LocationError(
-            f"{component.distribution}: every version location is unset ({', '.join(map(str, component.versions))})"
+            f"{component.distribution}: every version location is unset "
+            f"({', '.join(map(str, self.release.version_locations(component)))})"
         )
 
     @cached_property
@@ -73,6 +77,21 @@ class Project:
 
     def git(self, *arguments: str) -> subprocess.CompletedProcess[str]:
         return procs.run(["git", *arguments], cwd=self.root)
+
+    def tag_time(self, tag: str) -> datetime.datetime | None:
+        """When ``tag`` was made (the tagger's date, else its commit's), if HEAD is that tag's commit; else
+        ``None`` (an unpacked sdist, a tree past its tag, or no such tag)."""
+        if self.sdist is not None or not self.is_git:
+            return None
+        head = self.git("rev-parse", "--verify", "--quiet", "HEAD^{commit}")
+        tagged = self.git("rev-parse", "--verify", "--quiet", f"refs/tags/{tag}^{{commit}}")
+        if head.returncode or tagged.returncode or head.stdout.strip() != tagged.stdout.strip():
+            return None
+        when = self.git("for-each-ref", f"refs/tags/{tag}", "--format=%(creatordate:iso-strict)").stdout.strip()
+        try:
+            return parse_time(when)
+        except ValueError:
+            return None
 
     @property
     def is_git(self) -> bool:
