@@ -70,6 +70,15 @@ def run_check(args: argparse.Namespace) -> int:
     return 1 if any(c.status == check.Status.FAIL for c in checks) else 0
 
 
+def _day(text: str | None) -> datetime.date | None:
+    if text is None:
+        return None
+    try:
+        return datetime.date.fromisoformat(text)
+    except ValueError:
+        raise UsageError(f"--release-date {shorten(text)!r}: expected a date such as 2026-07-16") from None
+
+
 def run_bump(args: argparse.Namespace) -> int:
     kind = "rc" if args.rc else "nightly" if args.nightly else "release"
     if kind == "release" and args.version is None and args.minimum_backend is None:
@@ -78,7 +87,8 @@ def run_bump(args: argparse.Namespace) -> int:
         if project.sdist is not None:
             raise bump.BumpError("cannot bump an sdist; bump the checkout it was built from")
         changes = bump.plan_bump(project, args.version, kind=kind, components=args.component or None,
-                                 minimum_backend=args.minimum_backend, allow_older=args.allow_older)
+                                 minimum_backend=args.minimum_backend, allow_older=args.allow_older,
+                                 released_on=_day(args.release_date))
         if not args.dry_run:
             bump.apply(project, changes)
         verb = "would change" if args.dry_run else "changed"
@@ -191,6 +201,9 @@ def add(verbs: Any) -> None:
                      help="only this component (distribution or role; repeatable; default: all)")
     sub.add_argument("--minimum-backend", metavar="M", help="move the frontend's minimum backend (and its range)")
     sub.add_argument("--allow-older", action="store_true", help="allow moving a version backwards")
+    sub.add_argument("--release-date", metavar="YYYY-MM-DD",
+                     help="the date a post-release bump writes into the released version's changelog heading "
+                          "(default: today, UTC)")
     sub.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
 
     sub = action("build", "Build every component of the release into one directory with manifest.json.", run_build)

@@ -6,12 +6,26 @@ the last commit's date, as jax's ``version.py`` does (jax uses the machine's loc
 uses UTC, so every machine agrees). Moving the frontend or its minimum backend rewrites the
 frontend's backend range ``>=minimum,<=version``; moving the backend re-pins the pinned
 plugins released with it (``==version``). All files change together or none does.
+
+A family whose tree holds the *next* release's version (``versioning = "next"``, jax) bumps as
+its maintainers' commits do, measured on jax's history:
+
+* ``bump NEXT`` after releasing the declared version R ("Update version numbers after …",
+  "Postrelease …"): the version moves to NEXT; where the tree names the backend released with
+  this frontend, and the newest backend on the index (``setup.py``'s ``_current_jaxlib_version``,
+  ``_latest_jaxlib_version_on_pypi``), it now says R; the changelog's notes under "Unreleased" get
+  R's dated heading and a fresh "Unreleased" above them.
+* ``bump R --minimum-backend M`` with R the declared version ("Prepare for JAX release R"): the
+  minimum moves to M and the backend released with it is R.
+* ``--rc``/``--nightly`` stamp the build's version (``_release_version``) as jax's build does:
+  the committed version stays the release's.
 """
 
 from __future__ import annotations
 
 import datetime
 import difflib
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -88,10 +102,10 @@ def next_version(current: str, requested: str | None, kind: str, date: datetime.
     return f"{base}.dev{date:%Y%m%d}"
 
 
-def _set(bump: Bump, project: Project, location: Location, version: str) -> None:
+def _set(bump: Bump, project: Project, location: Location, version: str, stamped: bool = False) -> None:
     text = bump.text(project.root, location.file)
     old = locations.read_text(text, location)
-    if old is None:  # jax's _release_version: stamped at build time, never bumped
+    if old is None and not stamped:  # jax's _release_version: stamped at build time, never bumped
         return
     if old != version:
         bump.texts[location.file] = locations.rewrite(text, location, version)
@@ -113,9 +127,13 @@ def _set_requirement(bump: Bump, project: Project, component: Component, backend
 
 
 def plan_bump(project: Project, version: str | None, *, kind: str = "release", components: list[str] | None = None,
-              minimum_backend: str | None = None, allow_older: bool = False) -> Bump:
-    """Compute every file change of a bump (nothing is written)."""
+              minimum_backend: str | None = None, allow_older: bool = False,
+              released_on: datetime.date | None = None) -> Bump:
+    """Compute every file change of a bump (nothing is written). ``released_on``: the release date a
+    post-release bump writes into the changelog heading (default: today, UTC)."""
     release = project.release
+    if release.versioning == "next" and not components:
+        return _bump_next(project, version, kind, minimum_backend, released_on)
     chosen = [release.component(name) for name in components] if components else [
         c for c in release.components if c.build != "external"]
     date = commit_date(project) if kind == "nightly" else None
@@ -133,6 +151,78 @@ def plan_bump(project: Project, version: str | None, *, kind: str = "release", c
     _move_frontend_range(bump, project, moved, minimum_backend)
     _repin_plugins(bump, project, moved)
     return bump
+
+
+def _bump_next(project: Project, version: str | None, kind: str, minimum_backend: str | None,
+               released_on: datetime.date | None) -> Bump:
+    """A bump of a family whose tree holds the next release's version (see the module doc)."""
+    release = project.release
+    lead = release.lead()
+    current = project.version_of(lead)
+    bump = Bump()
+    if kind in ("rc", "nightly"):
+        if not release.stamped:
+            raise BumpError(f"--{kind}: this family declares no build-stamped version location ('stamped')")
+        stamp = next_version(current, version, kind, commit_date(project) if kind == "nightly" else None)
+        for location in release.stamped:
+            _set(bump, project, location, stamp, stamped=True)
+        return bump
+    if version is None:
+        raise BumpError(f"give the version: the next release after {current} (post-release), or {current} itself "
+                        "with --minimum-backend (preparing it)")
+    new = policy.parse_version(version, "version")
+    now = policy.parse_version(current, f"{lead.distribution} version")
+    if new < now:
+        raise BumpError(f"{version} is older than the declared {current}; give the next release, or {current}")
+    released = current if new > now else None  # None: preparing the declared release
+    for location in lead.versions:
+        _set(bump, project, location, version)
+    for component in release.released_with():
+        for location in component.current:
+            _set(bump, project, location, released or current)
+        for location in component.latest if released else ():
+            _set(bump, project, location, released)
+    if minimum_backend is not None:
+        _move_frontend_range(bump, project, {lead.distribution: version}, minimum_backend)
+    if released is not None:
+        _date_changelog(bump, project, released, released_on or datetime.datetime.now(datetime.UTC).date())
+    return bump
+
+
+def _date_changelog(bump: Bump, project: Project, released: str, day: datetime.date) -> None:
+    """The released version's dated heading under a fresh "Unreleased" (the family's changelog convention)."""
+    release = project.release
+    if release.changelog_style != "unreleased" or release.changelog is None \
+            or not (project.root / release.changelog).is_file():
+        return
+    text = bump.text(project.root, release.changelog)
+    date = f"{day:%B} {day.day}, {day.year}"
+    heading = release.changelog_heading.format(version=released, date=date)
+    lines = text.split("\n")
+    named_any = re.compile(rf"#{{1,3}} (Unreleased\s*$|.*(?<![\w.]){re.escape(released)}(?![\w]|\.\d))")
+    start = next((i for i, line in enumerate(lines) if named_any.match(line)), None)
+    if start is None:
+        raise BumpError(f"{release.changelog} has no 'Unreleased' heading and none naming {released}; add "
+                        "'## Unreleased' above the release notes")
+    level = lines[start].split(" ", 1)[0]  # the release headings' level ("##" under jax's "# Change log")
+    headings = [i for i, line in enumerate(lines) if i >= start and line.startswith(level + " ")]
+    first = headings[0]
+    named = re.compile(rf"{re.escape(level)} .*(?<![\w.]){re.escape(released)}(?![\w]|\.\d)")
+    if named.match(lines[first]):  # "## JAX R" or "## JAX R (TODO)": it becomes dated, under "Unreleased"
+        lines[first:first + 1] = [f"{level} Unreleased", "", f"{level} {heading}"]
+    elif re.fullmatch(rf"{re.escape(level)} Unreleased\s*", lines[first]):
+        following = headings[1] if len(headings) > 1 else None
+        if following is not None and named.match(lines[following]):
+            lines[following] = f"{level} {heading}"  # "## Unreleased" then "## JAX R (TODO)"
+        else:  # the notes under "Unreleased" are R's
+            lines[first + 1:first + 1] = ["", f"{level} {heading}"]
+    else:
+        raise BumpError(f"{release.changelog}: its first heading {lines[first][:60]!r} is neither 'Unreleased' nor "
+                        f"the release {released}; the post-release bump dates the release's heading")
+    new = "\n".join(lines)
+    if new != text:
+        bump.texts[release.changelog] = new
+        bump.changes.append(Change(release.changelog, "heading", None, heading))
 
 
 def _move_frontend_range(bump: Bump, project: Project, moved: dict[str, str], minimum_backend: str | None) -> None:

@@ -111,7 +111,7 @@ def rewrite(text: str, location: Location, version: str) -> str:
         table[last] = version
         return tomlkit.dumps(document)
     node = _assignment(text, location)
-    if not (isinstance(node, ast.Constant) and isinstance(node.value, str)):
+    if not (isinstance(node, ast.Constant) and (isinstance(node.value, str) or node.value is None)):
         raise LocationError(f"{location}: not a string literal in {location.file}; cannot move it")
     source = ast.get_source_segment(text, node) or '""'
     quote = "'" if source.lstrip("rbuRBU")[:1] == "'" else '"'

@@ -1,0 +1,136 @@
+"""``jaxrel release bump --family jax`` reproduces jax's own version commits, value for value.
+
+Each case is one of the jax maintainers' commits found with ``git log -- jax/version.py``: a
+post-release commit ("Update version numbers after …", "Postrelease …", "Updates after JAX
+release …") or a "Prepare for JAX release" commit. The tree here is a small replica written for
+the test (not jax's files): ``jax/version.py``, ``setup.py`` and ``CHANGELOG.md`` holding the values
+and the changelog shape of the commit's parent, as measured in jax's history. The bump runs as CI
+runs it (``python -m jaxrel``) and must leave every version value, and the changelog's headings,
+as the maintainers' commit did. ``scripts/jax_bump_history.py`` runs the same comparison on a jax
+git checkout itself (see docs/release.md for the measured run).
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass(frozen=True)
+class Commit:
+    """One maintainers' commit: the values at its parent and after it, and how its CHANGELOG looked."""
+
+    commit: str
+    argv: tuple[str, ...]
+    before: dict[str, str]  # _version, _minimum_jaxlib_version, _current_jaxlib_version, _latest_jaxlib_version_on_pypi
+    after: dict[str, str]
+    changelog_before: tuple[str, ...]  # the release headings at the top, as the parent had them
+    changelog_after: tuple[str, ...]
+
+
+def _values(version: str, minimum: str, current: str, latest: str) -> dict[str, str]:
+    return {"_version": version, "_minimum_jaxlib_version": minimum, "_current_jaxlib_version": current,
+            "_latest_jaxlib_version_on_pypi": latest}
+
+
+COMMITS = [
+    Commit("8e784c546d", ("0.11.0", "--release-date", "2026-06-17"),  # "Updates after JAX release 0.10.2"
+           _values("0.10.2", "0.10.1", "0.10.1", "0.10.1"), _values("0.11.0", "0.10.1", "0.10.2", "0.10.2"),
+           ("Unreleased", "JAX 0.10.1 (May 20, 2026)"),
+           ("Unreleased", "JAX 0.10.2 (June 17, 2026)", "JAX 0.10.1 (May 20, 2026)")),
+    Commit("5b9d90af12", ("0.9.2", "--release-date", "2026-03-02"),  # "Postrelease JAX v0.9.1."
+           _values("0.9.1", "0.9.1", "0.9.1", "0.9.0"), _values("0.9.2", "0.9.1", "0.9.1", "0.9.1"),
+           ("JAX 0.9.1", "JAX 0.9.0 (January 20, 2026)"),
+           ("Unreleased", "JAX 0.9.1 (March 2, 2026)", "JAX 0.9.0 (January 20, 2026)")),
+    Commit("66ebbbb202", ("0.9.1", "--release-date", "2026-01-20"),  # "Postrelease JAX v0.9.0."
+           _values("0.9.0", "0.9.0", "0.9.0", "0.8.2"), _values("0.9.1", "0.9.0", "0.9.0", "0.9.0"),
+           ("Unreleased", "JAX 0.9.0 (TODO)", "JAX 0.8.2 (December 18, 2025)"),
+           ("Unreleased", "JAX 0.9.0 (January 20, 2026)", "JAX 0.8.2 (December 18, 2025)")),
+    Commit("feab6f4b7b", ("0.6.3", "--release-date", "2025-06-17"),  # "Postrelease (0.6.2) changes"
+           _values("0.6.2", "0.6.2", "0.6.2", "0.6.1"), _values("0.6.3", "0.6.2", "0.6.2", "0.6.2"),
+           ("Unreleased", "JAX 0.6.1 (May 21, 2025)"),
+           ("Unreleased", "JAX 0.6.2 (June 17, 2025)", "JAX 0.6.1 (May 21, 2025)")),
+    Commit("7e9c7e6942", ("0.6.2", "--release-date", "2025-05-21"),  # "Update version numbers after 0.6.1 release."
+           _values("0.6.1", "0.6.1", "0.6.1", "0.6.0"), _values("0.6.2", "0.6.1", "0.6.1", "0.6.1"),
+           ("JAX 0.6.1", "JAX 0.6.0 (April 16, 2025)"),
+           ("Unreleased", "JAX 0.6.1 (May 21, 2025)", "JAX 0.6.0 (April 16, 2025)")),
+    Commit("fbd6db3f11", ("0.6.1", "--release-date", "2025-04-16"),  # "Update version numbers after release."
+           _values("0.6.0", "0.6.0", "0.6.0", "0.6.0"), _values("0.6.1", "0.6.0", "0.6.0", "0.6.0"),
+           ("JAX 0.6.0", "JAX 0.5.3 (March 19, 2025)"),
+           ("Unreleased", "JAX 0.6.0 (April 16, 2025)", "JAX 0.5.3 (March 19, 2025)")),
+    Commit("a1521744c6", ("0.11.0", "--minimum-backend", "0.11.0"),  # "Prepare for JAX release 0.11.0"
+           _values("0.11.0", "0.10.2", "0.10.2", "0.10.2"), _values("0.11.0", "0.11.0", "0.11.0", "0.10.2"),
+           ("Unreleased", "JAX 0.10.2 (June 17, 2026)"), ("Unreleased", "JAX 0.10.2 (June 17, 2026)")),
+    Commit("a659757d76", ("0.9.2", "--minimum-backend", "0.9.2"),  # "Prepare for JAX release 0.9.2"
+           _values("0.9.2", "0.9.1", "0.9.1", "0.9.1"), _values("0.9.2", "0.9.2", "0.9.2", "0.9.1"),
+           ("Unreleased", "JAX 0.9.1 (March 2, 2026)"), ("Unreleased", "JAX 0.9.1 (March 2, 2026)")),
+]
+
+
+def _replica(root: Path, values: dict[str, str], headings: tuple[str, ...]) -> None:
+    """A tree shaped like jax's where the release reads and writes (written here, not copied from jax)."""
+    (root / "jax").mkdir(parents=True)
+    (root / "jax" / "version.py").write_text(
+        "# The version of the frontend (a replica of the shape jax uses).\n\nimport os\n\n"
+        f"_version = \"{values['_version']}\"\n\n"
+        "# Overwritten by the build for nightly and rc wheels; never committed.\n"
+        "_release_version: str | None = None\n\n"
+        f"_minimum_jaxlib_version = '{values['_minimum_jaxlib_version']}'\n")
+    (root / "setup.py").write_text(
+        "project_name = 'jax'\n\n"
+        f"_current_jaxlib_version = '{values['_current_jaxlib_version']}'\n\n"
+        "# The following should be updated after each new jaxlib release.\n"
+        f"_latest_jaxlib_version_on_pypi = '{values['_latest_jaxlib_version_on_pypi']}'\n\n"
+        "_libtpu_version = '0.0.40.*'\n\n"
+        "extras_require = {'cuda12': ['jax-cuda12-plugin[with-cuda]'], 'cuda13': ['jax-cuda13-plugin[with-cuda]']}\n")
+    notes = "".join(f"## {heading}\n\n* Changes:\n  * something about {i}.\n\n" for i, heading in enumerate(headings))
+    (root / "CHANGELOG.md").write_text("# Change log\n\n<!--\nRemember to align the items.\n-->\n\n" + notes)
+    (root / "pyproject.toml").write_text("[project]\nname = 'jax'\ndynamic = ['version', 'dependencies']\n")
+
+
+def _read(root: Path) -> tuple[dict[str, str], tuple[str, ...]]:
+    text = (root / "jax" / "version.py").read_text() + (root / "setup.py").read_text()
+    values = dict(re.findall(r"^(_version|_minimum_jaxlib_version|_current_jaxlib_version|"
+                             r"_latest_jaxlib_version_on_pypi) = ['\"]([^'\"]+)['\"]", text, re.M))
+    headings = tuple(re.findall(r"^## (.+)$", (root / "CHANGELOG.md").read_text(), re.M))
+    return values, headings
+
+
+@pytest.mark.parametrize("commit", COMMITS, ids=[c.commit for c in COMMITS])
+def test_bump_reproduces_the_maintainers_commit(commit: Commit, tmp_path: Path) -> None:
+    _replica(tmp_path, commit.before, commit.changelog_before)
+    assert _read(tmp_path) == (commit.before, commit.changelog_before)
+    done = subprocess.run([sys.executable, "-m", "jaxrel", "release", "bump", "--family", "jax", *commit.argv],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr
+    values, headings = _read(tmp_path)
+    assert values == commit.after, done.stdout
+    assert headings[:len(commit.changelog_after)] == commit.changelog_after, headings
+    assert "_release_version: str | None = None" in (tmp_path / "jax" / "version.py").read_text()
+
+
+def test_nightly_and_rc_are_stamped_for_the_build_not_committed(tmp_path: Path) -> None:
+    """jax stamps nightly and rc versions at build time (``_release_version``); ``_version`` stays the release's."""
+    _replica(tmp_path, COMMITS[0].after, COMMITS[0].changelog_after)
+    subprocess.run(["git", "init", "-q"], cwd=tmp_path, check=True)
+    subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty", "-m", "x",
+                    "--date", "2026-07-01T12:00:00Z"], cwd=tmp_path, check=True,
+                   env={"GIT_COMMITTER_DATE": "2026-07-01T12:00:00Z", "PATH": "/usr/bin:/bin"})
+    for option, expected in (("--nightly", '_release_version: str | None = "0.11.0.dev20260701"'),
+                             ("--rc", '_release_version: str | None = "0.11.0rc1"')):
+        (tmp_path / "jax" / "version.py").write_text((tmp_path / "jax" / "version.py").read_text().replace(
+            '"0.11.0.dev20260701"', "None"))
+        done = subprocess.run([sys.executable, "-m", "jaxrel", "release", "bump", "--family", "jax", option],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                              env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+        assert done.returncode == 0, done.stderr
+        text = (tmp_path / "jax" / "version.py").read_text()
+        assert expected in text and '_version = "0.11.0"' in text, text
