@@ -19,6 +19,7 @@ from typing import TextIO
 
 from jaxrel import __version__
 from jaxrel._util import workdirs
+from jaxrel._util.shape import printable
 from jaxrel._util.text import redact
 from jaxrel.cli import atlas, bisect, build, compat, doctor, gates, matrix, release, verdict, xla
 from jaxrel.cli._common import UsageError
@@ -42,6 +43,12 @@ def build_parser() -> argparse.ArgumentParser:
     for module in VERBS:
         module.add(verbs)
     return parser
+
+
+def _one_line(text: str) -> str:
+    """``text`` redacted, with every character that is not printable escaped (a line break, a record separator:
+    anything ``str.splitlines`` would split on), so an error is exactly one line."""
+    return printable(redact(text))
 
 
 def _crash_report() -> str:
@@ -104,15 +111,15 @@ def _main(argv: Sequence[str] | None) -> int:
     try:
         return int(args.run(args))
     except JaxrelError as error:
-        print(f"jaxrel {verb}: error: {redact(str(error))}", file=sys.stderr)
+        print(f"jaxrel {verb}: error: {_one_line(str(error))}", file=sys.stderr)
         return int(error.exit_code)
     except (FileNotFoundError, IsADirectoryError, NotADirectoryError) as error:  # a path the user gave
-        print(f"jaxrel {verb}: error: {error.filename or ''}: {error.strerror or error}; check the path",
+        print(_one_line(f"jaxrel {verb}: error: {error.filename or ''}: {error.strerror or error}; check the path"),
               file=sys.stderr)
         return int(ExitCode.BAD_INPUT)
     except OSError as error:  # permissions, a full disk, an immutable file: the environment failed
-        print(f"jaxrel {verb}: error: {error.filename or ''}: {error.strerror or error}; "
-              "check permissions and free space, then run it again", file=sys.stderr)
+        print(_one_line(f"jaxrel {verb}: error: {error.filename or ''}: {error.strerror or error}; "
+                        "check permissions and free space, then run it again"), file=sys.stderr)
         return int(ExitCode.ENVIRONMENT)
     except KeyboardInterrupt:
         print(f"jaxrel {verb}: interrupted", file=sys.stderr)
@@ -122,7 +129,7 @@ def _main(argv: Sequence[str] | None) -> int:
             traceback.print_exc()
             return int(ExitCode.BUG)
         where = _crash_report()
-        print(f"jaxrel {verb}: internal error ({type(error).__name__}: {redact(str(error))[:200]}); this is a bug "
+        print(f"jaxrel {verb}: internal error ({type(error).__name__}: {_one_line(str(error))[:200]}); this is a bug "
               f"in jaxrel: the traceback is in {where} (or rerun with --debug)", file=sys.stderr)
         return int(ExitCode.BUG)
 
