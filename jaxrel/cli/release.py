@@ -14,12 +14,12 @@ import os
 from pathlib import Path
 from typing import Any
 
-from jaxrel._util.text import shorten
+from jaxrel._util.text import shorten, table
 from jaxrel.cli._common import UsageError, emit, say
 from jaxrel.distributions.index import Index, IndexClientError
 from jaxrel.distributions.pages import parse_time
 from jaxrel.errors import ExitCode
-from jaxrel.release import attest, auth, builder, bump, check, plan, publish, verify
+from jaxrel.release import attest, auth, builder, bump, check, collect, plan, publish, verify
 from jaxrel.release.project import Project, open_project
 
 HELP = "Release scripts: plan, check, bump, build, verify, attest, publish."
@@ -111,11 +111,28 @@ def run_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_collect(args: argparse.Namespace) -> int:
+    pythons = [p.strip() for item in args.pythons for p in item.split(",") if p.strip()]
+    platforms = [p.strip() for item in args.platforms for p in item.split(",") if p.strip()]
+    with open_project(Path(args.project), args.family) as project:
+        result = collect.collect(project, [Path(d) for d in args.directories], Path(args.output).absolute(),
+                                 version=args.version, pythons=pythons, platforms=platforms, progress=say)
+    for note in result.notes:
+        say(f"collect: note: {note}")
+    manifest = result.manifest
+    rows = [(a.file, a.distribution, a.role, f"{a.size / 1e6:.1f} MB") for a in manifest.artifacts]
+    text = "\n".join([f"collected {manifest.family} {manifest.version} into {result.output}: {len(rows)} files, "
+                      f"upload order {' → '.join(dict.fromkeys(a.distribution for a in manifest.artifacts))}",
+                      table(("file", "distribution", "role", "size"), rows, indent="  ")])
+    emit(args, {**manifest.to_json(), "output": str(result.output), "notes": result.notes}, text)
+    return 0
+
+
 def run_verify(args: argparse.Namespace) -> int:
     if not Path(args.dist).is_dir():
         raise UsageError(f"{args.dist}: no such directory; pass the output of `jaxrel release build` (default dist)")
     with open_project(Path(args.project), args.family) as project:
-        result = verify.verify_dist(Path(args.dist), project.family)
+        result = verify.verify_dist(Path(args.dist), project.family, release=project.release)
     emit(args, result.to_json(), verify.render(result, Path(args.dist)))
     return 0 if result.ok else 1
 
@@ -124,7 +141,7 @@ def run_attest(args: argparse.Namespace) -> int:
     if not Path(args.dist).is_dir():
         raise UsageError(f"{args.dist}: no such directory; pass the output of `jaxrel release build` (default dist)")
     with open_project(Path(args.project), args.family) as project:
-        verification = verify.verify_dist(Path(args.dist), project.family)
+        verification = verify.verify_dist(Path(args.dist), project.family, release=project.release)
     if not verification.ok:
         emit(args, {"ok": False, "attested": [], "verification": verification.to_json()},
              verify.render(verification, Path(args.dist)) + "\nnothing attested: fix the release first")
@@ -148,7 +165,8 @@ def run_publish(args: argparse.Namespace) -> int:
     credentials = auth.Credentials(how, target, os.environ)
     with open_project(Path(args.project), args.family) as project:
         verification, result = publish.publish(Path(args.dist), project.family, repository, dry_run=args.dry_run,
-                                               progress=say, credentials=credentials, attest_first=args.attest)
+                                               progress=say, credentials=credentials, attest_first=args.attest,
+                                               release=project.release)
     if not verification.ok and not args.json:  # what failed, then the publish report: one report on stdout
         print(verify.render(verification, Path(args.dist)))
     emit(args, result.to_json(), publish.render(result))
@@ -210,6 +228,16 @@ def add(verbs: Any) -> None:
     sub.add_argument("--version", metavar="V", help="the release version (default: the frontend's declared one)")
     sub.add_argument("--output", default="dist", metavar="DIR", help="an empty or new directory (default: dist)")
     sub.add_argument("--python", metavar="PATH", help="the interpreter Bazel builds compiled wheels for")
+
+    sub = action("collect", "Gather the wheels and sdists a build matrix made (CI artifacts) into one release "
+                 "directory with manifest.json, after checking they are one family release.", run_collect)
+    sub.add_argument("directories", nargs="+", metavar="DIR", help="directories holding the build jobs' files")
+    sub.add_argument("--output", required=True, metavar="OUT", help="a new or empty directory")
+    sub.add_argument("--version", metavar="V", help="the release version (default: the tree's declared one)")
+    sub.add_argument("--pythons", action="append", default=[], metavar="TAGS",
+                     help="Python tags the backend must have wheels for (cp312,cp313); repeatable")
+    sub.add_argument("--platforms", action="append", default=[], metavar="TAGS",
+                     help="platform tags the backend must have wheels for (manylinux_2_27_x86_64); repeatable")
 
     sub = action("verify", "Verify built artifacts: manifest hashes, RECORD, twine check, names, policy pins.",
                  run_verify)

@@ -39,6 +39,7 @@ from jaxrel.errors import ExitCode, Refused
 from jaxrel.family import Family
 from jaxrel.release import attest
 from jaxrel.release.auth import AuthError, Credentials, Method
+from jaxrel.release.config import ReleaseConfig
 from jaxrel.release.manifest import Artifact
 from jaxrel.release.pypirc import read_pypirc
 from jaxrel.release.verify import Verification, verify_dist
@@ -219,6 +220,7 @@ def publish(
     progress: Callable[[str], None] = lambda line: None,
     on_uploaded: Callable[[Artifact], None] | None = None,
     credentials: Credentials | None = None,
+    release: ReleaseConfig | None = None,
     attest_first: bool = False,
 ) -> tuple[Verification, PublishResult]:
     """Verify, compare with the index, then upload what is missing in order (see module doc).
@@ -233,7 +235,7 @@ def publish(
     """
     result = PublishResult(repository.describe(), dry_run,
                            authentication=credentials.auth.describe() if credentials is not None else None)
-    verification = verify_dist(directory, family)
+    verification = verify_dist(directory, family, release=release)
     if not verification.ok:
         first = verification.problems()[0]
         result.error = f"verification failed, nothing uploaded: {first}; fix it and rebuild"

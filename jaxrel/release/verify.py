@@ -10,12 +10,14 @@ extensions admit it); a backend comes with the frontend at the same version.
 from __future__ import annotations
 
 import os
+import re
 import sys
 import zipfile
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from packaging.requirements import Requirement
 from packaging.tags import parse_tag
 from packaging.utils import canonicalize_name
 from packaging.version import Version
@@ -27,10 +29,12 @@ from jaxrel.distributions.filenames import FilenameError, name_and_version, whee
 from jaxrel.distributions.wheels import ArtifactInfo, WheelError, inspect, verify_record
 from jaxrel.family import Family
 from jaxrel.release import attest
+from jaxrel.release.config import Component, ReleaseConfig
 from jaxrel.release.manifest import Artifact, Manifest, read
 from jaxrel.release.pins import frontend_range, is_frontend_range, pins_exactly
 
-__all__ = ["ARTIFACT_SUFFIXES", "FileReport", "Verification", "render", "twine_check", "verify_dist", "verify_file"]
+__all__ = ["ARTIFACT_SUFFIXES", "LINT_ONLY", "FileReport", "Verification", "render", "twine_check", "verify_dist",
+           "verify_file"]
 
 ARTIFACT_SUFFIXES = (".whl", ".tar.gz", ".zip")
 
@@ -42,6 +46,7 @@ class FileReport:
     file: str
     problems: list[str] = field(default_factory=list)
     checked: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # lints the index does not enforce (no long description)
 
     @property
     def ok(self) -> bool:
@@ -68,8 +73,13 @@ class Verification:
                 "files": [asdict(f) | {"ok": f.ok} for f in self.files], "release_problems": self.release_problems}
 
 
+LINT_ONLY = re.compile(r"`long_description(_content_type)?` missing|long_description.*missing", re.I)
+
+
 def twine_check(path: Path) -> str | None:
-    """``twine check --strict``: ``None`` when it passes, else its first complaint."""
+    """``twine check --strict``: ``None`` when it passes, else its first complaint; a complaint that is only a lint
+    the index does not enforce (no long description: the index accepted jax's plugin and pjrt wheels without
+    one) starts with ``warning:``."""
     done = procs.run([sys.executable, "-m", "twine", "--no-color", "check", "--strict", str(path)],
                      env={**os.environ, "NO_COLOR": "1"})
     if done.returncode == 0:
@@ -78,7 +88,11 @@ def twine_check(path: Path) -> str | None:
         return "twine is not installed; pip install 'jaxrel[release]'"
     output = done.stdout + done.stderr
     lines = [line.strip() for line in output.splitlines() if line.strip()]
-    details = [line for line in lines if not line.startswith("Checking ")]
+    details = [line for line in lines if not line.startswith("Checking")]
+    complaints = [line for line in details if line.startswith(("WARNING", "ERROR"))]
+    if complaints and all(line.startswith("WARNING") and LINT_ONLY.search(line) for line in complaints):
+        shown = "; ".join(" ".join(line.removeprefix("WARNING").split()) for line in complaints[:2])
+        return f"warning: twine check --strict: {shown} (the index accepts it)"
     return "twine check --strict: " + ("; ".join(details[:2]) or tail(output, 1, empty=""))
 
 
@@ -101,8 +115,43 @@ def _expand(tag: str) -> list[str]:
     return [str(t) for t in parse_tag(tag)]
 
 
-def _pins(info: ArtifactInfo, artifact: Artifact, family: Family, backend_version: Version | None) -> list[str]:
+def _released_with_pins(info: ArtifactInfo, artifact: Artifact, component: Component, backend: str,
+                        backend_version: Version | None) -> list[str]:
+    """A component of a family that declares its pins (jax's plugins): it requires each pinned distribution
+    ==V, and it need not name the backend; where it does, it must admit the backend released with it."""
+    problems = []
+    for pinned in component.pins:
+        on = info.requirements_on(pinned)
+        if on is None or not pins_exactly(on, Version(artifact.version)):
+            problems.append(f"Requires-Dist {pinned}{on or ' (none)'} does not pin {pinned}=={artifact.version}, "
+                            "released with it")
+    on_backend = info.requirements_on(backend)
+    if on_backend is not None and backend_version is not None and not on_backend.contains(backend_version, True):
+        problems.append(f"Requires-Dist {backend}{on_backend} excludes the backend {backend_version}")
+    return problems
+
+
+def _frontend_extras(info: ArtifactInfo, artifact: Artifact, released: dict[str, str]) -> list[str]:
+    """The frontend's extras that install a plugin of this release admit its version (extras on the backend alone
+    may pin an older one on purpose: jax's ``minimum-jaxlib`` and ``ci``)."""
+    problems = []
+    for text in info.requires_dist:
+        requirement = Requirement(text)
+        version = released.get(canonicalize_name(requirement.name))
+        if version is None or requirement.marker is None or "extra" not in str(requirement.marker):
+            continue
+        if not requirement.specifier.contains(Version(version), prereleases=True):
+            problems.append(f"its extra requirement {requirement} excludes {requirement.name} {version}, released "
+                            "with it: that extra cannot be installed")
+    return problems
+
+
+def _pins(info: ArtifactInfo, artifact: Artifact, family: Family, backend_version: Version | None,
+          release: ReleaseConfig | None = None) -> list[str]:
     backend = family.backend.distribution
+    component = _component(release, artifact.distribution)
+    if component is not None and (component.pins or _pinned_by_another(release, component)):
+        return _released_with_pins(info, artifact, component, backend, backend_version)
     on_backend = info.requirements_on(backend)
     if artifact.role == "frontend":
         if info.minimum_backend is None:
@@ -123,8 +172,21 @@ def _pins(info: ArtifactInfo, artifact: Artifact, family: Family, backend_versio
     return []
 
 
+def _component(release: ReleaseConfig | None, distribution: str) -> Component | None:
+    if release is None:
+        return None
+    wanted = canonicalize_name(distribution)
+    return next((c for c in release.components if canonicalize_name(c.distribution) == wanted), None)
+
+
+def _pinned_by_another(release: ReleaseConfig | None, component: Component) -> bool:
+    """A component another one pins ==V (jax's pjrt, pinned by its plugin)."""
+    return release is not None and any(component.distribution in c.pins for c in release.components)
+
+
 def verify_file(path: Path, artifact: Artifact | None, family: Family, backend_version: Version | None,
-                run_twine: bool = True) -> FileReport:
+                run_twine: bool = True, release: ReleaseConfig | None = None,
+                released: dict[str, str] | None = None) -> FileReport:
     """Every check on one file (each failure is one line)."""
     report = FileReport(path.name)
     if artifact is None:
@@ -154,18 +216,23 @@ def verify_file(path: Path, artifact: Artifact | None, family: Family, backend_v
         problems.append(f"METADATA says {info.name} {info.version}, the manifest {artifact.distribution} "
                         f"{artifact.version}")
     report.checked.append("filename")
-    problems += _pins(info, artifact, family, backend_version)
+    problems += _pins(info, artifact, family, backend_version, release)
+    if artifact.role == "frontend" and released:
+        problems += _frontend_extras(info, artifact, released)
     report.checked.append("pins")
     if run_twine:
         complaint = twine_check(path)
-        if complaint:
+        if complaint and complaint.startswith("warning: "):
+            report.warnings.append(complaint.removeprefix("warning: "))
+        elif complaint:
             problems.append(complaint)
         report.checked.append("twine check --strict")
     report.problems += problems
     return report
 
 
-def verify_dist(directory: Path, family: Family, run_twine: bool = True) -> Verification:
+def verify_dist(directory: Path, family: Family, run_twine: bool = True,
+                release: ReleaseConfig | None = None) -> Verification:
     """Verify every artifact in ``directory`` against its manifest and the policy.
 
     A manifest that is missing or cannot be read raises
@@ -176,7 +243,9 @@ def verify_dist(directory: Path, family: Family, run_twine: bool = True) -> Veri
     present = sorted(p for p in directory.iterdir() if p.name.endswith(ARTIFACT_SUFFIXES))
     backend = next((a for a in manifest.artifacts if a.role == "backend"), None)
     backend_version = Version(backend.version) if backend else None
-    files = [verify_file(path, listed.get(path.name), family, backend_version, run_twine) for path in present]
+    released = {str(canonicalize_name(a.distribution)): a.version for a in manifest.artifacts if a.role == "plugin"}
+    files = [verify_file(path, listed.get(path.name), family, backend_version, run_twine, release, released)
+             for path in present]
     problems = [f"{name}: listed in the manifest but missing from {directory}; rebuild the release"
                 for name in sorted(set(listed) - {p.name for p in present})]
     attested, orphans = attest.check(directory, {p.name: listed[p.name].sha256 if p.name in listed else None
@@ -202,6 +271,7 @@ def render(result: Verification, directory: Path) -> str:
         status = "ok  " if report.ok else "FAIL"
         lines.append(f"  {status}  {report.file}" + (f"  ({', '.join(report.checked)})" if report.ok else ""))
         lines += [f"        {problem}" for problem in report.problems]
+        lines += [f"        warning: {warning}" for warning in report.warnings]
     lines += [f"  FAIL  {problem}" for problem in result.release_problems]
     bad = len(result.problems())
     lines.append(f"{len(result.files)} files: " + ("all verified" if result.ok else f"{bad} problem(s)"))

@@ -1,0 +1,252 @@
+"""``jaxrel release collect DIR... --output OUT``: the wheels and sdists a build matrix made, gathered into
+one release directory with its manifest, after checking that they are one family release.
+
+jaxlib and the plugins are built by jax's own Bazel build in a CI matrix of Pythons x platforms,
+each job uploading its files as an artifact; a collect job downloads them all and runs this. Every
+file (found anywhere below the given directories) must be:
+
+* a distribution of the release (a component of ``[tool.jaxrel.release]``; one released separately,
+  ROCm say, is refused), named validly, at the one version of the release (the tagged commit's, when
+  the project tree is there);
+* what it says it is: METADATA's name and version are the file name's, WHEEL's tags the file
+  name's, every member matches RECORD (checked once per file content; the result is cached by sha256);
+* covered: each plugin released with the backend has a wheel for every (Python, platform) the
+  backend has, on the platforms that plugin family builds for (CUDA: Linux), and the backend has one
+  for every plugin wheel (one ``py3`` wheel per platform for a pjrt); with ``--pythons`` /
+  ``--platforms``, the backend covers that whole matrix.
+
+Anything else refuses the whole collection (exit 1) naming the file and the fix; ``OUT`` is written
+only when everything passed, in one step (it must be new or empty). Then ``verify``, ``attest`` and
+``publish`` work on ``OUT`` as on the output of ``release build``.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from jaxrel import policy
+from jaxrel._util.files import cache_root, sha256_of
+from jaxrel._util.parallel import workers
+from jaxrel._util.progress import Progress, silent
+from jaxrel.distributions.archives import WheelError, verify_record
+from jaxrel.distributions.filenames import FilenameError, name_and_version, wheel_tags
+from jaxrel.distributions.wheels import ArtifactInfo, inspect
+from jaxrel.errors import BadInput, Refused
+from jaxrel.release import locations
+from jaxrel.release.config import Component
+from jaxrel.release.manifest import Artifact, Manifest
+from jaxrel.release.plan import make_plan
+from jaxrel.release.project import Project
+
+__all__ = ["CollectRefused", "Collection", "collect", "coverage_problems"]
+
+SUFFIXES = (".whl", ".tar.gz")
+
+
+class CollectRefused(Refused):
+    """The files do not make one release (exit 1); nothing was written."""
+
+
+@dataclass
+class Collection:
+    """What was gathered: the manifest written to ``output``, and what was noted on the way."""
+
+    manifest: Manifest
+    output: Path
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class _Found:
+    path: Path
+    component: Component
+    version: Version
+    sha256: str
+    info: ArtifactInfo
+
+
+def _files(directories: Sequence[Path]) -> list[Path]:
+    """Every wheel and sdist below ``directories`` (a CI artifact nests them), one per name."""
+    found: dict[str, Path] = {}
+    for directory in directories:
+        if not directory.is_dir():
+            raise BadInput(f"{directory}: not a directory; pass the directories the build jobs' artifacts are in")
+        for path in sorted(directory.rglob("*")):
+            if not path.name.endswith(SUFFIXES) or not path.is_file() or path.is_symlink():
+                continue
+            if path.name in found and sha256_of(found[path.name]) != sha256_of(path):
+                raise CollectRefused(f"{path.name}: two different files of that name ({found[path.name]} and "
+                                     f"{path}); keep the one the build made and remove the other")
+            found.setdefault(path.name, path)
+    if not found:
+        raise BadInput(f"no wheel or sdist below {', '.join(map(str, directories))}; pass the build jobs' artifacts")
+    return [found[name] for name in sorted(found)]
+
+
+def _record_checked(path: Path, digest: str) -> None:
+    """Every member of the wheel against its RECORD, once per file content (a marker under the cache)."""
+    marker = cache_root() / "record-ok" / digest
+    if marker.is_file():
+        return
+    verify_record(path)
+    marker.parent.mkdir(parents=True, exist_ok=True)
+    marker.touch()
+
+
+def _one(path: Path, components: dict[str, Component], project: Project) -> _Found:
+    try:
+        name, version = name_and_version(path.name)
+    except FilenameError as error:
+        raise CollectRefused(str(error)) from None
+    component = components.get(str(canonicalize_name(name)))
+    if component is None:
+        raise CollectRefused(f"{path.name}: {name} is not a distribution of the {project.family.name} release "
+                             f"(its components: {', '.join(components)}); remove it from the artifacts")
+    if component.released_separately:
+        raise CollectRefused(f"{path.name}: {name} is released separately, on its own schedule; release it on its own")
+    digest = sha256_of(path)
+    try:
+        info = inspect(path, project.family, sha256=digest)
+        if path.name.endswith(".whl"):
+            _record_checked(path, digest)
+    except WheelError as error:
+        raise CollectRefused(f"{path.name}: {str(error).removeprefix(f'{path}: ')}; rebuild it") from None
+    if canonicalize_name(info.name) != canonicalize_name(name) or Version(info.version) != version:
+        raise CollectRefused(f"{path.name}: its METADATA says {info.name} {info.version}; the file name and the "
+                             "metadata must agree: rebuild it")
+    if path.name.endswith(".whl") and {str(t) for t in wheel_tags(path.name)} != {
+            str(t) for text in info.tags for t in _expand(text)}:
+        raise CollectRefused(f"{path.name}: its WHEEL tags {sorted(info.tags)} are not its file name's; rebuild it")
+    return _Found(path, component, version, digest, info)
+
+
+def _expand(tag: str) -> list[str]:
+    from packaging.tags import parse_tag
+
+    return [str(t) for t in parse_tag(tag)]
+
+
+def _pairs(found: Sequence[_Found]) -> set[tuple[str, str]]:
+    """(Python tag, platform) pairs the wheels are for (``py3`` for a wheel for every Python)."""
+    return {(tag.interpreter, tag.platform) for f in found if f.path.name.endswith(".whl")
+            for tag in wheel_tags(f.path.name)}
+
+
+def coverage_problems(by_component: dict[str, list[_Found]], backend: Component | None,
+                      plugins: Sequence[Component], pythons: Sequence[str], platforms: Sequence[str]) -> list[str]:
+    """Each plugin covers the backend's (Python, platform) set on its own platforms, and the backend the plugins'
+    and the expected matrix's; one line per gap, naming what is missing and where it would come from."""
+    if backend is None:
+        return []
+    have = _pairs(by_component.get(backend.distribution, []))
+    problems = [f"{backend.distribution} has no wheel for {python} on {platform} (--pythons/--platforms ask for "
+                "it): add that build job's artifact" for python in pythons for platform in platforms
+                if (python, platform) not in have]
+    for plugin in plugins:
+        files = by_component.get(plugin.distribution, [])
+        own = _pairs(files)
+        wanted = {(py, plat) for py, plat in have
+                  if not plugin.platforms or any(plat.startswith(prefix) for prefix in plugin.platforms)}
+        if plugin.python_tag == "py3":
+            wanted = {("py3", plat) for _, plat in wanted}
+        for python, platform in sorted(wanted - own):
+            problems.append(f"{plugin.distribution} has no wheel for {python} on {platform}, which "
+                            f"{backend.distribution} has: add its wheel from that build job, or leave that "
+                            f"{backend.distribution} wheel out")
+        for python, platform in sorted(own - wanted):
+            problem = next(f.path.name for f in files if any(
+                (t.interpreter, t.platform) == (python, platform) for t in wheel_tags(f.path.name)))
+            problems.append(f"{problem}: {backend.distribution} has no wheel for {python} on {platform} beside it "
+                            f"(the plugin would be installable without its backend): add the {backend.distribution} "
+                            "wheel of that build job, or leave this one out")
+    return problems
+
+
+def collect(project: Project, directories: Sequence[Path], output: Path, *, version: str | None = None,
+            pythons: Sequence[str] = (), platforms: Sequence[str] = (), progress: Progress = silent) -> Collection:
+    """Check the files below ``directories`` as one release and gather them into ``output`` with a manifest.
+
+    :class:`CollectRefused` (exit 1) names the first file that does not belong and the fix; nothing is
+    written then. ``output`` must be new or empty (:class:`~jaxrel.errors.BadInput` otherwise).
+    """
+    if output.exists() and (not output.is_dir() or any(output.iterdir())):
+        raise BadInput(f"--output {output} is not an empty directory; pass a new one")
+    release = project.release
+    notes: list[str] = []
+    try:
+        declared: str | None = project.version_of(release.lead())
+    except (locations.LocationError, BadInput):
+        declared = None
+        notes.append(f"no {project.family.name} tree at {project.root}: the versions are not compared with a "
+                     "tagged commit's (run collect in the checkout of the release tag)")
+    if version is None and declared is None:
+        raise BadInput("give --version V, or run collect in the release's checkout (its files declare V)")
+    wanted = policy.parse_version(version or declared or "", "--version")
+    if declared is not None and policy.parse_version(declared, "declared version") != wanted:
+        raise CollectRefused(f"collecting {wanted}, but the tree at {project.root} declares {declared}; check out "
+                             f"the tag {release.tag_for(str(wanted))}, or pass its version")
+    components = {str(canonicalize_name(c.distribution)): c for c in release.components}
+    paths = _files(directories)
+    progress(f"collect: {len(paths)} files; checking names, METADATA, tags and RECORD …")
+    with ThreadPoolExecutor(max(1, min(workers(), 4)), thread_name_prefix="collect") as pool:
+        found = list(pool.map(lambda path: _one(path, components, project), paths))
+    for item in found:
+        if item.version != wanted:
+            raise CollectRefused(f"{item.path.name}: version {item.version}, but the release is {wanted}: a file "
+                                 f"from another release; take the {item.component.distribution} {wanted} artifact")
+    by_component: dict[str, list[_Found]] = {}
+    for item in found:
+        by_component.setdefault(item.component.distribution, []).append(item)
+    plan = make_plan(project, str(wanted)) if declared is not None else None
+    expected = ([c for c in release.released_with() if c.distribution in plan.upload_order] if plan is not None
+                else [c for c in release.released_with() if c.distribution in by_component])
+    missing = [c.distribution for c in expected if c.distribution not in by_component]
+    if missing:
+        raise CollectRefused(f"{', '.join(missing)} {wanted}: no file, but the release includes it; add the "
+                             "artifacts of the job that builds it")
+    backend = release.backend()
+    plugins = [c for c in expected if c.role == "plugin"]
+    problems = coverage_problems(by_component, backend if backend and backend in expected else None, plugins,
+                                 pythons, platforms)
+    if problems:
+        raise CollectRefused(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+    commit = (project.git("rev-parse", "HEAD").stdout.strip() or None) if declared is not None and project.is_git \
+        else None
+    order = {c.distribution: i for i, c in enumerate(release.components)}
+    artifacts = tuple(Artifact(item.path.name, item.component.distribution, str(wanted), item.component.role,
+                               "wheel" if item.path.name.endswith(".whl") else "sdist", item.sha256,
+                               item.path.stat().st_size)
+                      for item in sorted(found, key=lambda f: (order[f.component.distribution], f.path.name)))
+    manifest = Manifest(project.family.name, str(wanted), release.tag_for(str(wanted)), commit, artifacts)
+    _write(output, found, manifest)
+    progress(f"collect: {len(found)} files of {project.family.name} {wanted} in {output}")
+    return Collection(manifest, output, notes)
+
+
+def _write(output: Path, found: Sequence[_Found], manifest: Manifest) -> None:
+    """The files and the manifest into ``output`` in one step (hard links where the file system allows)."""
+    output.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    try:
+        for item in found:
+            try:
+                os.link(item.path, staging / item.path.name)
+            except OSError:
+                shutil.copy2(item.path, staging / item.path.name)
+        manifest.write(staging)
+        if output.exists():
+            output.rmdir()
+        os.replace(staging, output)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
