@@ -1,0 +1,124 @@
+"""``jaxrel release collect``: a build matrix's files gathered as one release, or refused naming the file and the fix.
+
+The family (tests/matrix_family.py) is shaped as jax releases: a backend per (Python, platform), a plugin that
+pins its pjrt, the pjrt once per platform, Linux only for both, a frontend wheel and sdist, one component
+released separately.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from matrix_family import build_matrix, project, wheel
+
+from jaxrel.cli import main
+from jaxrel.errors import BadInput
+from jaxrel.release import collect
+from jaxrel.release.manifest import read
+from jaxrel.release.project import open_project
+from jaxrel.release.verify import verify_dist
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    return project(tmp_path / "mfam")
+
+
+def gather(tree: Path, artifacts: Path, out: Path, **options: object) -> collect.Collection:
+    with open_project(tree) as found:
+        return collect.collect(found, [artifacts], out, **options)  # type: ignore[arg-type]
+
+
+def test_a_whole_matrix_is_collected_in_upload_order_and_verifies(tree: Path, tmp_path: Path) -> None:
+    artifacts = build_matrix(tmp_path / "artifacts")
+    result = gather(tree, artifacts, tmp_path / "out", pythons=["cp312", "cp313"],
+                    platforms=["manylinux_2_27_x86_64", "macosx_11_0_arm64"])
+    manifest = read(tmp_path / "out")
+    assert manifest == result.manifest and manifest.version == "0.2.0" and manifest.tag == "mfam-v0.2.0"
+    order = list(dict.fromkeys(a.distribution for a in manifest.artifacts))
+    assert order == ["mfam-core", "mfam-gpu-pjrt", "mfam-gpu-plugin", "mfam"]
+    assert len(manifest.artifacts) == 4 + 1 + 2 + 2  # core: 2 Pythons x 2 platforms; Linux pjrt; Linux plugin
+    with open_project(tree) as found:
+        verification = verify_dist(tmp_path / "out", found.family, run_twine=False, release=found.release)
+    assert verification.ok, verification.problems()
+
+
+@pytest.mark.parametrize(("damage", "says"), [
+    ("plugin-old", "mfam_gpu_plugin-0.1.9-cp313-cp313-manylinux_2_27_x86_64.whl: version 0.1.9, but the release is "
+                   "0.2.0: a file from another release; take the mfam-gpu-plugin 0.2.0 artifact"),
+    ("core-missing", "mfam_gpu_plugin-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl: mfam-core has no wheel for cp313 "
+                     "on manylinux_2_27_x86_64 beside it"),
+    ("plugin-missing", "mfam-gpu-plugin has no wheel for cp312 on manylinux_2_27_x86_64, which mfam-core has: add "
+                       "its wheel from that build job"),
+    ("pjrt-missing", "mfam-gpu-pjrt 0.2.0: no file, but the release includes it"),
+    ("separately", "mfam_tpu_plugin-0.2.0-cp312-cp312-manylinux_2_27_x86_64.whl: mfam-tpu-plugin is released "
+                   "separately"),
+    ("foreign", "numpy-2.0.0-cp312-cp312-manylinux_2_27_x86_64.whl: numpy is not a distribution of the mfam release"),
+    ("tampered", "does not match its RECORD"),
+    ("bad-name", "'mfam_core-0.2.0-cp312.whl' is not a valid wheel or sdist file name"),
+    ("same-name", "two different files of that name"),
+    ("matrix", "mfam-core has no wheel for cp314 on manylinux_2_27_x86_64 (--pythons/--platforms ask for it)"),
+])
+def test_a_matrix_that_is_not_one_release_is_refused_naming_the_file(tree: Path, tmp_path: Path, damage: str,
+                                                                     says: str) -> None:
+    artifacts = build_matrix(tmp_path / "artifacts")
+    job = artifacts / "build-cp313-manylinux_2_27_x86_64"
+    if damage == "plugin-old":
+        (job / "mfam_gpu_plugin-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl").unlink()
+        wheel(job, "mfam-gpu-plugin", "0.1.9", "cp313-cp313-manylinux_2_27_x86_64", ("mfam-gpu-pjrt==0.1.9",))
+    elif damage == "core-missing":
+        (job / "mfam_core-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl").unlink()
+    elif damage == "plugin-missing":
+        (artifacts / "build-cp312-manylinux_2_27_x86_64" / "mfam_gpu_plugin-0.2.0-cp312-cp312-manylinux_2_27_x86_64.whl"
+         ).unlink()
+    elif damage == "pjrt-missing":
+        shutil.rmtree(artifacts / "pjrt-manylinux_2_27_x86_64")
+    elif damage == "separately":
+        wheel(job, "mfam-tpu-plugin", "0.2.0", "cp312-cp312-manylinux_2_27_x86_64")
+    elif damage == "foreign":
+        wheel(job, "numpy", "2.0.0", "cp312-cp312-manylinux_2_27_x86_64")
+    elif damage == "tampered":
+        (job / "mfam_core-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl").unlink()
+        wheel(job, "mfam-core", "0.2.0", "cp313-cp313-manylinux_2_27_x86_64", tamper=True)
+    elif damage == "bad-name":
+        (job / "mfam_core-0.2.0-cp312.whl").write_bytes(b"x")
+    elif damage == "same-name":
+        other = artifacts / "again" / "mfam_core-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl"
+        other.parent.mkdir()
+        other.write_bytes(b"other bytes")
+    options = {"pythons": ["cp312", "cp313", "cp314"], "platforms": ["manylinux_2_27_x86_64"]} \
+        if damage == "matrix" else {}
+    with pytest.raises(collect.CollectRefused) as refused:
+        gather(tree, artifacts, tmp_path / "out", **options)
+    assert says in str(refused.value) and "\n" not in str(refused.value), str(refused.value)
+    assert refused.value.exit_code == 1
+    assert not (tmp_path / "out").exists(), "nothing is written when the collection is refused"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")], "no staging directory is left"
+
+
+def test_the_version_is_the_tagged_commits(tree: Path, tmp_path: Path) -> None:
+    artifacts = build_matrix(tmp_path / "artifacts", version="0.2.1", minimum="0.2.0")
+    with pytest.raises(collect.CollectRefused, match=r"collecting 0.2.1, but the tree at .* declares 0.2.0; check out "
+                                                     r"the tag mfam-v0.2.1"):
+        gather(tree, artifacts, tmp_path / "out", version="0.2.1")
+    (tmp_path / "busy").mkdir()
+    (tmp_path / "busy" / "x").write_text("x")
+    with pytest.raises(BadInput, match="is not an empty directory"):
+        gather(tree, build_matrix(tmp_path / "again"), tmp_path / "busy")
+
+
+def test_the_command_line_prints_the_table_and_json(tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    artifacts = build_matrix(tmp_path / "artifacts")
+    monkeypatch.chdir(tree)
+    assert main(["release", "collect", str(artifacts), "--output", str(tmp_path / "out"), "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["version"] == "0.2.0" and len(data["artifacts"]) == 9
+    assert main(["release", "collect", str(artifacts), "--output", str(tmp_path / "out2")]) == 0
+    assert "upload order mfam-core → mfam-gpu-pjrt → mfam-gpu-plugin → mfam" in capsys.readouterr().out
+    (artifacts / "build-cp312-manylinux_2_27_x86_64" / "mfam_core-0.2.0-cp312-cp312-manylinux_2_27_x86_64.whl").unlink()
+    assert main(["release", "collect", str(artifacts), "--output", str(tmp_path / "out3")]) == 1
+    assert "mfam-core has no wheel for cp312" in capsys.readouterr().err
