@@ -103,7 +103,8 @@ def run_build(args: argparse.Namespace) -> int:
     with open_project(Path(args.project), args.family) as project:
         result = plan.make_plan(project, args.version, None)
         output = Path(args.output)
-        manifest = builder.build_release(project, result, output, python=args.python, progress=say)
+        manifest = builder.build_release(project, result, output, python=args.python, progress=say,
+                                         only=args.component or None)
         text = "\n".join([f"built {manifest.family} {manifest.version} into {output}/ ({len(manifest.artifacts)} "
                           "files, manifest.json):"]
                          + [f"  {a.file}  {a.sha256[:16]}…  {a.size / 1024:.1f} KiB" for a in manifest.artifacts])
@@ -228,6 +229,9 @@ def add(verbs: Any) -> None:
     sub.add_argument("--version", metavar="V", help="the release version (default: the frontend's declared one)")
     sub.add_argument("--output", default="dist", metavar="DIR", help="an empty or new directory (default: dist)")
     sub.add_argument("--python", metavar="PATH", help="the interpreter Bazel builds compiled wheels for")
+    sub.add_argument("--component", action="append", metavar="NAME",
+                     help="build only this component (repeatable): a build-matrix job's share, gathered by "
+                          "`release collect`")
 
     sub = action("collect", "Gather the wheels and sdists a build matrix made (CI artifacts) into one release "
                  "directory with manifest.json, after checking they are one family release.", run_collect)

@@ -13,13 +13,13 @@ import os
 import shutil
 import sys
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from jaxrel._util import procs
+from jaxrel._util.progress import Progress, silent
 from jaxrel._util.text import tail
 from jaxrel.distributions import bazel
 from jaxrel.distributions.filenames import name_and_version
@@ -31,7 +31,6 @@ from jaxrel.release.project import Project
 
 __all__ = ["Progress", "ReleaseBuildError", "build_release"]
 
-Progress = Callable[[str], None]
 
 
 class ReleaseBuildError(EnvironmentFailure):
@@ -63,11 +62,18 @@ def _bazel_build(project: Project, component: Component, into: Path, python: str
 
 
 def build_release(project: Project, plan: Plan, output: Path, *, python: str | None = None,
-                  progress: Progress = lambda line: None) -> Manifest:
-    """Build the plan's components into ``output`` (which must be empty or absent)."""
+                  progress: Progress = silent, only: list[str] | None = None) -> Manifest:
+    """Build the plan's components into ``output`` (which must be empty or absent); ``only``: just these (a
+    build-matrix job building one compiled component for its Python, gathered later by ``release collect``)."""
     if output.exists() and any(output.iterdir()):
         raise ReleaseBuildError(f"{output} is not empty; remove it or pass --output to a new directory")
     components = [project.release.component(name) for name in plan.upload_order]
+    if only:
+        wanted = [project.release.component(name) for name in only]
+        outside = [c.distribution for c in wanted if c not in components]
+        if outside:
+            raise ReleaseBuildError(f"{', '.join(outside)} is not in the release {plan.version}; check its version")
+        components = [c for c in components if c in wanted]
     external = [c.distribution for c in components if c.build == "external"]
     if external:
         raise ReleaseBuildError(f"{', '.join(external)} is built outside jaxrel (build = \"external\"); build it "

@@ -146,12 +146,16 @@ def coverage_problems(by_component: dict[str, list[_Found]], backend: Component 
                       plugins: Sequence[Component], pythons: Sequence[str], platforms: Sequence[str]) -> list[str]:
     """Each plugin covers the backend's (Python, platform) set on its own platforms, and the backend the plugins'
     and the expected matrix's; one line per gap, naming what is missing and where it would come from."""
+    problems = []
+    for name, files in by_component.items():  # the matrix asked for: every component built per CPython covers it
+        own = _pairs(files)
+        if (backend is None or name == backend.distribution) and any(py.startswith("cp") for py, _ in own):
+            wanted = [(py, plat) for py in pythons for plat in platforms or sorted({plat for _, plat in own})]
+            problems += [f"{name} has no wheel for {py} on {plat} (--pythons/--platforms ask for it): add that build "
+                         "job's artifact" for py, plat in wanted if (py, plat) not in own]
     if backend is None:
-        return []
+        return problems
     have = _pairs(by_component.get(backend.distribution, []))
-    problems = [f"{backend.distribution} has no wheel for {python} on {platform} (--pythons/--platforms ask for "
-                "it): add that build job's artifact" for python in pythons for platform in platforms
-                if (python, platform) not in have]
     for plugin in plugins:
         files = by_component.get(plugin.distribution, [])
         own = _pairs(files)

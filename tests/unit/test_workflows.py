@@ -138,10 +138,15 @@ def test_release_wiring() -> None:
     assert _on(wf)["push"]["tags"] == ["v*"]
     assert "version" in _on(wf)["workflow_dispatch"]["inputs"]
     jobs = wf["jobs"]
-    assert list(jobs) == ["check", "build", "verify", "publish"]
-    assert _needs(jobs["build"]) == {"check"}
-    assert _needs(jobs["verify"]) == {"build"}
-    assert _needs(jobs["publish"]) >= {"check", "build", "verify"}
+    assert list(jobs) == ["check", "build-pure", "build-compiled", "collect", "verify", "publish"]
+    assert _needs(jobs["build-pure"]) == _needs(jobs["build-compiled"]) == {"check"}
+    assert jobs["build-compiled"]["strategy"]["matrix"]["python"], "the compiled extension is built per Python"
+    assert _needs(jobs["collect"]) == {"build-pure", "build-compiled"}
+    collect = next(step["run"] for step in jobs["collect"]["steps"]
+                   if "nox -s release -- collect" in step.get("run", ""))
+    assert "--output dist" in collect and "--pythons" in collect
+    assert _needs(jobs["verify"]) == {"collect"}
+    assert _needs(jobs["publish"]) >= {"check", "collect", "verify"}
     assert jobs["publish"]["environment"] == "release"
     assert jobs["publish"]["permissions"] == {"contents": "read", "id-token": "write"}
     publish = next(step["run"] for step in jobs["publish"]["steps"]
