@@ -18,8 +18,11 @@ from jaxrel._util.text import shorten, table
 from jaxrel.cli._common import UsageError, emit, say
 from jaxrel.distributions.index import Index, IndexClientError
 from jaxrel.distributions.pages import parse_time
+from jaxrel.distributions.remote_metadata import MetadataReader
 from jaxrel.errors import ExitCode
-from jaxrel.release import attest, auth, builder, bump, check, collect, plan, publish, verify
+from jaxrel.family import resolve_family
+from jaxrel.release import attest, audit, auth, builder, bump, check, collect, plan, publish, verify
+from jaxrel.release.config import BUILTIN
 from jaxrel.release.project import Project, open_project
 
 HELP = "Release scripts: plan, check, bump, build, verify, attest, publish."
@@ -129,6 +132,23 @@ def run_collect(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_audit(args: argparse.Namespace) -> int:
+    if args.version and args.since:
+        raise UsageError("pass --version V or --since V, not both")
+    family = resolve_family(args.family)
+    release_config = BUILTIN[family.name]() if family.name in BUILTIN and args.family in (None, family.name) else None
+    if release_config is None:
+        with open_project(Path(args.project), args.family) as project:
+            release_config = project.release
+    index = _index(args)
+    reader = MetadataReader()
+    results = audit.audit(family, release_config, index, audit.releases(index, family, args.version, args.since),
+                          reader=reader, progress=say)
+    emit(args, {**audit.to_json(results), "requests": reader.requests},
+         audit.render(results, release_config, reader.requests))
+    return 1 if any(r.findings for r in results) else 0
+
+
 def run_verify(args: argparse.Namespace) -> int:
     if not Path(args.dist).is_dir():
         raise UsageError(f"{args.dist}: no such directory; pass the output of `jaxrel release build` (default dist)")
@@ -232,6 +252,12 @@ def add(verbs: Any) -> None:
     sub.add_argument("--component", action="append", metavar="NAME",
                      help="build only this component (repeatable): a build-matrix job's share, gathered by "
                           "`release collect`")
+
+    sub = action("audit", "What the index serves for each release of the family: components, extras that cannot be "
+                 "installed, wheel sets that differ, late or yanked files, Requires-Python gaps, pins.", run_audit)
+    sub.add_argument("--version", metavar="V", help="one release (default: the newest)")
+    sub.add_argument("--since", metavar="V", help="every final release from V on")
+    index_option(sub)
 
     sub = action("collect", "Gather the wheels and sdists a build matrix made (CI artifacts) into one release "
                  "directory with manifest.json, after checking they are one family release.", run_collect)
