@@ -135,11 +135,11 @@ def run_collect(args: argparse.Namespace) -> int:
 def run_audit(args: argparse.Namespace) -> int:
     if args.version and args.since:
         raise UsageError("pass --version V or --since V, not both")
-    family = resolve_family(args.family)
-    release_config = BUILTIN[family.name]() if family.name in BUILTIN and args.family in (None, family.name) else None
-    if release_config is None:
+    if args.family in BUILTIN:  # a built-in profile needs no tree: the index is what is audited
+        family, release_config = resolve_family(args.family), BUILTIN[args.family]()
+    else:
         with open_project(Path(args.project), args.family) as project:
-            release_config = project.release
+            family, release_config = project.family, project.release
     index = _index(args)
     reader = MetadataReader()
     results = audit.audit(family, release_config, index, audit.releases(index, family, args.version, args.since),
