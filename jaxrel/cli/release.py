@@ -144,8 +144,8 @@ def run_audit(args: argparse.Namespace) -> int:
     reader = MetadataReader()
     results = audit.audit(family, release_config, index, audit.releases(index, family, args.version, args.since),
                           reader=reader, progress=say)
-    emit(args, {**audit.to_json(results), "requests": reader.requests},
-         audit.render(results, release_config, reader.requests))
+    requests = reader.requests + index.requests  # METADATA reads and listing pages
+    emit(args, {**audit.to_json(results), "requests": requests}, audit.render(results, release_config, requests))
     return 1 if any(r.findings for r in results) else 0
 
 

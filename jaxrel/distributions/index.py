@@ -113,6 +113,7 @@ class Index:
     timeout: float | None = None
     progress: Progress | None = None
     limits: Limits = field(default_factory=Limits.from_env)
+    requests: int = field(default=0, compare=False)  # listing pages asked of a network index so far
 
     def __post_init__(self) -> None:
         self.urls = [parse_url(url, "index URL").text for url in self.urls]
@@ -218,6 +219,7 @@ class Index:
             except BadInput as error:
                 raise IndexClientError(str(error)) from None
             return parse_page(body, "text/html", None, html.as_uri(), source, project)
+        self.requests += 1
         response = fetch(request_for(page, ACCEPT), limits=self.limits, cafile=self.cafile)
         if response.status == 404:
             return None

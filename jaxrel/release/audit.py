@@ -284,5 +284,5 @@ def render(results: list[ReleaseAudit], release: ReleaseConfig, requests: int) -
     bad = sum(bool(r.findings) for r in results)
     total = sum(len(r.findings) for r in results)
     lines.append(f"{len(results)} releases audited, {bad} with findings ({total} in all); "
-                 f"{requests} requests to the index for metadata")
+                 f"{requests} requests to the index")
     return "\n".join(lines)
