@@ -115,8 +115,7 @@ def run(args: Sequence[str | Path], *, cwd: str | Path | None = None, env: Mappi
     except BaseException:  # Ctrl-C (KeyboardInterrupt) or anything else: no child outlives the call
         stop(process, grace)
         raise
-    done = subprocess.CompletedProcess(command, process.returncode, _joined(kept[0], max_output, text),
-                                       _joined(kept[1], max_output, text))
-    if check and done.returncode:
-        raise subprocess.CalledProcessError(done.returncode, command, done.stdout, done.stderr)
-    return done
+    out, err = _joined(kept[0], max_output, text), _joined(kept[1], max_output, text)
+    if check and process.returncode:
+        raise subprocess.CalledProcessError(process.returncode, command, out, err)
+    return subprocess.CompletedProcess(command, process.returncode, out, err)

@@ -84,7 +84,7 @@ class _Redacting(io.TextIOBase):
 @contextlib.contextmanager
 def _redacted_output() -> Iterator[None]:
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _Redacting(sys.stdout), _Redacting(sys.stderr)  # type: ignore[assignment]
+    sys.stdout, sys.stderr = _Redacting(sys.stdout), _Redacting(sys.stderr)
     try:
         yield
     finally:

@@ -46,11 +46,11 @@ def _as_of(args: argparse.Namespace, project: Project, version: str | None) -> d
                              "(2026-07-16T20:00:00Z) or now") from None
         return moment
     target = version or project.version_of(project.release.lead())
-    moment = project.tag_time(project.release.tag_for(target))
-    if moment is not None:
+    tagged = project.tag_time(project.release.tag_for(target))
+    if tagged is not None:
         say(f"release: HEAD is the tag {project.release.tag_for(target)}: the index as of its date, "
-            f"{moment:%Y-%m-%dT%H:%M:%SZ} (--as-of now for today's)")
-    return moment
+            f"{tagged:%Y-%m-%dT%H:%M:%SZ} (--as-of now for today's)")
+    return tagged
 
 
 def run_plan(args: argparse.Namespace) -> int:

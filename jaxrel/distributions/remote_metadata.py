@@ -60,9 +60,8 @@ class MetadataReader:
             except (OSError, zipfile.BadZipFile, StopIteration, KeyError) as error:
                 raise RemoteMetadataError(f"{file.filename}: its METADATA cannot be read ({error})") from None
         else:
-            text = self._pep658(file) if file.metadata else None
-            if text is None:
-                text = self._ranges(file)
+            served = self._pep658(file) if file.metadata else None
+            text = served if served is not None else self._ranges(file)
         write_bytes_atomically(entry, text.encode("utf-8", "surrogateescape"))
         return text
 

@@ -180,8 +180,9 @@ def _bump_next(project: Project, version: str | None, kind: str, minimum_backend
     for component in release.released_with():
         for location in component.current:
             _set(bump, project, location, released or current)
-        for location in component.latest if released else ():
-            _set(bump, project, location, released)
+        for location in component.latest:
+            if released is not None:
+                _set(bump, project, location, released)
     if minimum_backend is not None:
         _move_frontend_range(bump, project, {lead.distribution: version}, minimum_backend)
     if released is not None:

@@ -159,15 +159,15 @@ def coverage_problems(by_component: dict[str, list[_Found]], backend: Component 
     for plugin in plugins:
         files = by_component.get(plugin.distribution, [])
         own = _pairs(files)
-        wanted = {(py, plat) for py, plat in have
-                  if not plugin.platforms or any(plat.startswith(prefix) for prefix in plugin.platforms)}
+        covered = {(py, plat) for py, plat in have
+                   if not plugin.platforms or any(plat.startswith(prefix) for prefix in plugin.platforms)}
         if plugin.python_tag == "py3":
-            wanted = {("py3", plat) for _, plat in wanted}
-        for python, platform in sorted(wanted - own):
+            covered = {("py3", plat) for _, plat in covered}
+        for python, platform in sorted(covered - own):
             problems.append(f"{plugin.distribution} has no wheel for {python} on {platform}, which "
                             f"{backend.distribution} has: add its wheel from that build job, or leave that "
                             f"{backend.distribution} wheel out")
-        for python, platform in sorted(own - wanted):
+        for python, platform in sorted(own - covered):
             problem = next(f.path.name for f in files if any(
                 (t.interpreter, t.platform) == (python, platform) for t in wheel_tags(f.path.name)))
             problems.append(f"{problem}: {backend.distribution} has no wheel for {python} on {platform} beside it "
