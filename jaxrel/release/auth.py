@@ -231,8 +231,8 @@ def mint(base: str, token: str) -> str:
     answer = _call(request, "mint-token")
     if "_status" in answer:
         errors = answer.get("errors")
-        reasons = "; ".join(f"{excerpt(str(e.get('code', '?')), 40)[1:-1]}: "
-                            f"{excerpt(str(e.get('description', '?')), 200)[1:-1]}"
+        reasons = "; ".join(f"{excerpt(' '.join(str(e.get('code', '?')).split()), 40)[1:-1]}: "
+                            f"{excerpt(' '.join(str(e.get('description', '?')).split()), 200)[1:-1]}"
                             for e in errors[:5] if isinstance(e, dict)) if isinstance(errors, list) else ""
         raise AuthError(f"the index refused the trusted-publishing exchange at {_where(url)} (HTTP {answer['_status']}"
                         f"{': ' + ' '.join(reasons.split()) if reasons else ''}); nothing was uploaded. Fix: register "
