@@ -63,7 +63,7 @@ def _children() -> set[int]:
     return found
 
 
-@fuzz_settings(40)
+@fuzz_settings(20)
 @given(cell=st.one_of(st.builds(lambda v: f"py3.12-jaxlib{v}", VERSIONISH), st.text(max_size=40)),
        good=REVISION, bad=REVISION, tests=st.lists(TEST_PATH, min_size=1, max_size=3),
        python=st.one_of(st.sampled_from(["3.12", "3.x", "3", "3." + "1" * 5000]), st.text(max_size=8)))
@@ -85,7 +85,7 @@ def test_fuzzed_bisect_options(repo: Path, tmp_path_factory: pytest.TempPathFact
     assert digests(repo) == before, "the frontend checkout changed"
 
 
-@fuzz_settings(40)
+@fuzz_settings(20)
 @given(frontends=VERSIONISH, python=st.one_of(st.sampled_from(["3.12", "3.x"]), st.text(max_size=8)),
        backends=VERSIONISH)
 def test_fuzzed_atlas_and_matrix_options(tmp_path_factory: pytest.TempPathFactory,
@@ -103,7 +103,7 @@ def test_fuzzed_atlas_and_matrix_options(tmp_path_factory: pytest.TempPathFactor
 GREEN = {"ok": True, "frontend": {"commit": "0123456789abcdef0123456789abcdef01234567", "dirty": False}}
 
 
-@fuzz_settings(60)
+@fuzz_settings(30)
 @given(text=json_texts(mutated(GREEN, SCALARS_JSON)))
 def test_fuzzed_good_reports(repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], text: bytes) -> None:
     report = tmp_path / "report.json"
@@ -118,7 +118,7 @@ def test_fuzzed_good_reports(repo: Path, tmp_path: Path, capsys: pytest.CaptureF
 SECRET_CHARS = st.characters(codec="utf-8", categories=["L", "N", "P", "S", "Cc", "Zs"])
 
 
-@fuzz_settings(40)
+@fuzz_settings(15)
 @given(request_token=st.text(SECRET_CHARS, min_size=8, max_size=40), oidc=st.text(SECRET_CHARS, min_size=8,
        max_size=60), where=st.sampled_from(["ci-raw", "ci-list", "ci-json", "mint-422", "mint-raw", "mint-ok"]),
        cut=st.integers(0, 80))
@@ -166,7 +166,7 @@ def test_fuzzed_attestations(tmp_path: Path, body: bytes) -> None:
         assert "\n" not in str(error)
 
 
-@fuzz_settings(25)
+@fuzz_settings(12)
 @given(answer=st.one_of(st.binary(max_size=200), st.sampled_from([b"[" * 5000, b'["a", "3.12.1", []]',
                                                                   b'["a", "3.12.1", ["\\u0000"]]'])),
        code=st.integers(0, 3))

@@ -63,6 +63,9 @@ def test_bad_locations_are_one_line(text: str, location: Location, message: str)
     assert message in str(raised.value) and "\n" not in str(raised.value)
 
 
-def test_rewriting_none_is_refused() -> None:
-    with pytest.raises(LocationError, match="cannot move it"):
-        rewrite(PY, Location("v.py", "_release_version"), "1.0")
+def test_rewriting_none_writes_the_build_stamp_in_its_place() -> None:
+    """``_release_version = None`` takes a version only when the build stamps it (``bump --nightly`` of a family
+    declaring it ``stamped``); a plain bump leaves it None (tests/unit/test_release_bump_check.py)."""
+    stamped = rewrite(PY, Location("v.py", "_release_version"), "1.0.dev20260701")
+    assert read_text(stamped, Location("v.py", "_release_version")) == "1.0.dev20260701"
+    assert stamped.replace('"1.0.dev20260701"', "None") == PY
