@@ -38,7 +38,9 @@ def tests(session: nox.Session) -> None:
     _uv_env(session)
     _build_tools(session)
     session.install("-e", ".[test]")
-    session.run("pytest", *(session.posargs or ["tests"]))
+    # two workers, a test module to each at a time (module fixtures stay shared): most of the suite waits on
+    # subprocesses (uv, Bazel, pypiserver, git), so the second core halves the wall time
+    session.run("pytest", "-n", "2", "--dist", "loadfile", *(session.posargs or ["tests"]))
 
 
 @nox.session
