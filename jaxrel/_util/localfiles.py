@@ -170,7 +170,7 @@ def load_ini(path: str | Path, *, what: str = "") -> configparser.RawConfigParse
     text = read_text(path, what=what)
     parser = configparser.RawConfigParser(strict=True)
     try:
-        parser.read_string(text, source=str(path))
+        parser.read_string(text, source="the file")  # the path is named once, at the start of the message
     except configparser.Error as error:
         first = str(error).splitlines()[0][:160]
         raise BadInput(f"{name}: not a valid INI file ({first}); fix that line") from None

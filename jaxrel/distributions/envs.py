@@ -19,7 +19,7 @@ from jaxrel._util.text import tail
 from jaxrel.distributions.pipconfig import pip_index_config
 from jaxrel.errors import EnvironmentFailure
 
-__all__ = ["Env", "EnvError", "create", "existing", "find_uv", "run_step", "uv_environment"]
+__all__ = ["INHERITED_TEST_STATE", "Env", "EnvError", "create", "existing", "find_uv", "run_step", "uv_environment"]
 
 
 class EnvError(EnvironmentFailure):
@@ -34,6 +34,11 @@ def find_uv() -> str | None:
         return str(find_uv_bin())
     except (ImportError, FileNotFoundError):
         return shutil.which("uv")
+
+
+# A pytest that runs jaxrel (a test suite, or jaxrel under pytest-xdist) leaves these in the environment; a cell's
+# own pytest would take them as its own (an xdist worker's name, the current test) and record under the wrong name.
+INHERITED_TEST_STATE = ("PYTEST_XDIST_", "PYTEST_CURRENT_TEST")
 
 
 @dataclass(frozen=True)
@@ -63,8 +68,9 @@ class Env:
         self, *args: str, env: dict[str, str] | None = None, timeout: float = 600, cwd: str | None = None
     ) -> subprocess.CompletedProcess[str]:
         """Run ``args`` with this environment's ``bin`` first on ``PATH``; never raises on exit status."""
-        full = {**os.environ, **(env or {}), "VIRTUAL_ENV": str(self.root),
-                "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}"}
+        full = {key: value for key, value in os.environ.items() if not key.startswith(INHERITED_TEST_STATE)}
+        full.update({**(env or {}), "VIRTUAL_ENV": str(self.root),
+                     "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}"})
         full.pop("PYTHONPATH", None)
         if self.bytecode is not None:
             full.pop("PYTHONDONTWRITEBYTECODE", None)

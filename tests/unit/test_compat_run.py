@@ -151,7 +151,9 @@ class FakeEnv(envs.Env):
         if self.script.site is not None:
             path = os.pathsep.join([*self.script.site, str(Path(jaxrel.__file__).parents[1])])
             return subprocess.run([sys.executable, *args[1:]], capture_output=True, text=True, timeout=timeout,
-                                  cwd=cwd, env={**os.environ, **env, "PYTHONPATH": path, "JAXREL_SKIP_GUARD": ""})
+                                  cwd=cwd, env={**{k: v for k, v in os.environ.items()  # as Env.run does
+                                                   if not k.startswith(envs.INHERITED_TEST_STATE)},
+                                                **env, "PYTHONPATH": path, "JAXREL_SKIP_GUARD": ""})
         returncode, stdout, stderr = self.script.guard
         guard = probes.last_json(stdout) if returncode == 0 else None
         if guard is None:
