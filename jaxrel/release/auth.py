@@ -134,10 +134,20 @@ def _json_object(body: bytes, url: str, step: str) -> dict[str, Any]:
     except (ValueError, RecursionError):
         data = None
     if not isinstance(data, dict):
-        raise AuthError(f"trusted publishing ({step}): {_where(url)} did not answer a JSON object "
-                        f"(it began {excerpt(body, 40)}); nothing was uploaded. Fix: check that the index supports "
-                        "trusted publishing")
+        # the OIDC-token and mint-token answers carry a token by design: their bodies are described, never shown
+        shown = f"it began {excerpt(body, 40)}" if step == "audience" else _kind(data, body)
+        raise AuthError(f"trusted publishing ({step}): {_where(url)} did not answer a JSON object ({shown}); "
+                        "nothing was uploaded. Fix: check that the index supports trusted publishing")
     return data
+
+
+def _kind(data: Any, body: bytes) -> str:
+    """What an answer was, without any of its text: ``a JSON array``, ``1234 bytes that are not JSON``."""
+    if data is None and body.strip() not in (b"null", b""):
+        return f"{len(body)} bytes that are not JSON"
+    names = {list: "a JSON array", str: "a JSON string", int: "a JSON number", float: "a JSON number",
+             bool: "a JSON boolean", type(None): "JSON null"}
+    return names.get(type(data), "an empty answer" if not body.strip() else "not a JSON object")
 
 
 def header_safe(value: str, what: str, fix: str) -> str:

@@ -23,10 +23,12 @@ DEADLINE = 30  # seconds one CLI run may take: past it, a hang
 EXIT_CODES = {0, 1, 2, 3}
 
 
-def fuzz_settings(ci_examples: int) -> settings:
-    """``ci_examples`` examples in CI, the ``fuzz`` profile's count under ``nox -s fuzz``; no per-example
-    timing (the CLI's own deadline is :data:`DEADLINE`)."""
-    return settings(max_examples=settings.default.max_examples if FUZZING else ci_examples, deadline=None,
+def fuzz_settings(ci_examples: int, fuzz_examples: int | None = None) -> settings:
+    """``ci_examples`` examples in CI, the ``fuzz`` profile's count under ``nox -s fuzz`` (at most
+    ``fuzz_examples`` for a test whose every example costs seconds: a git repository, a server); no
+    per-example timing (the CLI's own deadline is :data:`DEADLINE`)."""
+    count = min(settings.default.max_examples, fuzz_examples or settings.default.max_examples)
+    return settings(max_examples=count if FUZZING else ci_examples, deadline=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow,
                                            HealthCheck.data_too_large, HealthCheck.filter_too_much])
 

@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fuzzing import (
@@ -63,7 +65,7 @@ def _children() -> set[int]:
     return found
 
 
-@fuzz_settings(20)
+@fuzz_settings(20, 600)
 @given(cell=st.one_of(st.builds(lambda v: f"py3.12-jaxlib{v}", VERSIONISH), st.text(max_size=40)),
        good=REVISION, bad=REVISION, tests=st.lists(TEST_PATH, min_size=1, max_size=3),
        python=st.one_of(st.sampled_from(["3.12", "3.x", "3", "3." + "1" * 5000]), st.text(max_size=8)))
@@ -85,7 +87,7 @@ def test_fuzzed_bisect_options(repo: Path, tmp_path_factory: pytest.TempPathFact
     assert digests(repo) == before, "the frontend checkout changed"
 
 
-@fuzz_settings(20)
+@fuzz_settings(20, 1000)
 @given(frontends=VERSIONISH, python=st.one_of(st.sampled_from(["3.12", "3.x"]), st.text(max_size=8)),
        backends=VERSIONISH)
 def test_fuzzed_atlas_and_matrix_options(tmp_path_factory: pytest.TempPathFactory,
@@ -103,7 +105,7 @@ def test_fuzzed_atlas_and_matrix_options(tmp_path_factory: pytest.TempPathFactor
 GREEN = {"ok": True, "frontend": {"commit": "0123456789abcdef0123456789abcdef01234567", "dirty": False}}
 
 
-@fuzz_settings(30)
+@fuzz_settings(30, 1000)
 @given(text=json_texts(mutated(GREEN, SCALARS_JSON)))
 def test_fuzzed_good_reports(repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], text: bytes) -> None:
     report = tmp_path / "report.json"
@@ -115,14 +117,25 @@ def test_fuzzed_good_reports(repo: Path, tmp_path: Path, capsys: pytest.CaptureF
     assert_handled(argv, code, err)
 
 
+@pytest.fixture(scope="module")
+def exchange() -> Iterator[tuple[Loopback, dict[str, Any]]]:
+    """A loopback CI endpoint and index whose routes each example sets."""
+    routes: dict[str, Any] = {}
+    server = Loopback(routes)
+    yield server, routes
+    server.httpd.shutdown()
+    server.httpd.server_close()
+
+
 SECRET_CHARS = st.characters(codec="utf-8", categories=["L", "N", "P", "S", "Cc", "Zs"])
 
 
-@fuzz_settings(15)
+@fuzz_settings(15, 600)
 @given(request_token=st.text(SECRET_CHARS, min_size=8, max_size=40), oidc=st.text(SECRET_CHARS, min_size=8,
        max_size=60), where=st.sampled_from(["ci-raw", "ci-list", "ci-json", "mint-422", "mint-raw", "mint-ok"]),
        cut=st.integers(0, 80))
-def test_fuzzed_exchange_never_shows_a_token(request_token: str, oidc: str, where: str, cut: int) -> None:
+def test_fuzzed_exchange_never_shows_a_token(exchange: tuple[Loopback, dict[str, Any]], request_token: str,
+                                             oidc: str, where: str, cut: int) -> None:
     """A CI endpoint and an index that echo the tokens, whole or cut, however they are spelled: the message is
     one line without them (or the exchange succeeds)."""
     echo = f"prefix {request_token} {oidc} suffix"[:cut + 20]
@@ -135,24 +148,23 @@ def test_fuzzed_exchange_never_shows_a_token(request_token: str, oidc: str, wher
                            "/_/oidc/mint-token": reply(400, echo.encode("utf-8", "surrogatepass"))},
               "mint-ok": {"/ci/token": reply(200, {"value": oidc}), "/_/oidc/mint-token": reply(200, {"token": oidc})},
               }[where]
-    server = Loopback({**GOOD, **routes})
+    server, served = exchange
+    served.clear()
+    served.update({**GOOD, **routes})
+    # one server for every example: its routes change, its socket stays
+    environ = {**server.environ(), auth.OIDC_TOKEN_ENV: request_token}
+    credentials = auth.Credentials(auth.Auth(auth.Method.TRUSTED_PUBLISHING), f"{server.url}/", environ)
     try:
-        environ = {**server.environ(), auth.OIDC_TOKEN_ENV: request_token}
-        credentials = auth.Credentials(auth.Auth(auth.Method.TRUSTED_PUBLISHING), f"{server.url}/", environ)
-        try:
-            minted = credentials.env()
-        except auth.AuthError as error:
-            message = str(error)
-            assert "\n" not in message and "\r" not in message
-            for secret in {request_token, oidc}:
-                if len(secret.strip()) >= 8:
-                    assert secret not in message and repr(secret)[1:-1] not in message, (secret, message)
-        else:  # the answers were well formed: the exchange went through, with the index's minted token
-            assert where in ("ci-json", "mint-ok")
-            assert minted["TWINE_PASSWORD"] == (oidc if where == "mint-ok" else "minted-upload-token")
-    finally:
-        server.httpd.shutdown()
-        server.httpd.server_close()
+        minted = credentials.env()
+    except auth.AuthError as error:
+        message = str(error)
+        assert "\n" not in message and "\r" not in message
+        for secret in {request_token, oidc}:
+            if len(secret.strip()) >= 8:
+                assert secret not in message and repr(secret)[1:-1] not in message, (secret, message)
+    else:  # the answers were well formed: the exchange went through, with the index's minted token
+        assert where in ("ci-json", "mint-ok")
+        assert minted["TWINE_PASSWORD"] == (oidc if where == "mint-ok" else "minted-upload-token")
 
 
 @fuzz_settings(40)
@@ -166,7 +178,7 @@ def test_fuzzed_attestations(tmp_path: Path, body: bytes) -> None:
         assert "\n" not in str(error)
 
 
-@fuzz_settings(12)
+@fuzz_settings(12, 400)
 @given(answer=st.one_of(st.binary(max_size=200), st.sampled_from([b"[" * 5000, b'["a", "3.12.1", []]',
                                                                   b'["a", "3.12.1", ["\\u0000"]]'])),
        code=st.integers(0, 3))
