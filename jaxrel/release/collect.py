@@ -159,6 +159,8 @@ def coverage_problems(by_component: dict[str, list[_Found]], backend: Component 
     for plugin in plugins:
         files = by_component.get(plugin.distribution, [])
         own = _pairs(files)
+        if own and all(platform == "any" for _, platform in own):
+            continue  # a pure plugin: one wheel serves every (Python, platform) the backend has
         covered = {(py, plat) for py, plat in have
                    if not plugin.platforms or any(plat.startswith(prefix) for prefix in plugin.platforms)}
         if plugin.python_tag == "py3":
