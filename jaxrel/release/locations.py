@@ -16,7 +16,7 @@ from packaging.requirements import Requirement
 
 from jaxrel._util import localfiles
 from jaxrel._util.literals import line_starts, span
-from jaxrel.errors import BadInput
+from jaxrel.errors import BadInput, EnvironmentFailure
 from jaxrel.release.config import Location
 from jaxrel.release.pyprojects import project_table
 
@@ -97,11 +97,20 @@ def read(root: Path, location: Location) -> str | None:
     return read_text(_file(root, location), location)
 
 
+def _tomlkit() -> Any:
+    """tomlkit (the release extra: it rewrites TOML keeping comments), or one line saying how to install it."""
+    try:
+        import tomlkit
+    except ImportError:
+        raise EnvironmentFailure("rewriting a TOML version needs tomlkit, which is not installed; "
+                                 "pip install 'jaxrel[release]'") from None
+    return tomlkit
+
+
 def rewrite(text: str, location: Location, version: str) -> str:
     """``text`` with the string at ``location`` replaced by ``version`` (quotes kept)."""
     if location.kind == "toml":
-        import tomlkit  # the release extra
-
+        tomlkit = _tomlkit()
         document = tomlkit.parse(text)
         _toml_value(text, location)  # a clear error when missing
         *parents, last = location.key.split(".")
@@ -109,7 +118,7 @@ def rewrite(text: str, location: Location, version: str) -> str:
         for part in parents:
             table = table[part]
         table[last] = version
-        return tomlkit.dumps(document)
+        return str(tomlkit.dumps(document))
     node = _assignment(text, location)
     if not (isinstance(node, ast.Constant) and (isinstance(node.value, str) or node.value is None)):
         raise LocationError(f"{location}: not a string literal in {location.file}; cannot move it")
@@ -130,8 +139,7 @@ def requirement_on(pyproject: str, distribution: str, file: str = "pyproject.tom
 
 def rewrite_requirement(pyproject: str, distribution: str, specifier: str, file: str = "pyproject.toml") -> str:
     """``pyproject`` with the dependency on ``distribution`` given ``specifier`` (extras, markers kept)."""
-    import tomlkit
-
+    tomlkit = _tomlkit()
     found = requirement_on(pyproject, distribution, file)
     if found is None:
         raise LocationError(f"{file}: no dependency on {distribution} in [project].dependencies")
@@ -140,4 +148,4 @@ def rewrite_requirement(pyproject: str, distribution: str, specifier: str, file:
     marker = f"; {requirement.marker}" if requirement.marker else ""
     document = tomlkit.parse(pyproject)
     document["project"]["dependencies"][index] = f"{requirement.name}{extras}{specifier}{marker}"
-    return tomlkit.dumps(document)
+    return str(tomlkit.dumps(document))
