@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import re
+import urllib.parse
 from collections.abc import Sequence
 
 __all__ = ["PASSWORD_ENV", "SECRET_ENVS", "excerpt", "markdown_table", "redact", "remember_secret", "shorten",
@@ -27,9 +29,6 @@ def remember_secret(value: str | None) -> None:
 def _spellings(secret: str) -> set[str]:
     """How ``secret`` can appear in text jaxrel prints: as itself, as Python writes it in a repr (``\\r\\n``), as
     JSON writes it in a string, percent-encoded in a URL."""
-    import json
-    import urllib.parse
-
     return {secret, repr(secret)[1:-1], json.dumps(secret)[1:-1], urllib.parse.quote(secret, safe="")} - {""}
 
 

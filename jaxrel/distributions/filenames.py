@@ -7,6 +7,8 @@ line naming the file, never an exception from inside packaging.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from packaging.tags import Tag
 from packaging.utils import parse_sdist_filename, parse_wheel_filename
 from packaging.version import Version
@@ -14,7 +16,7 @@ from packaging.version import Version
 from jaxrel._util.text import shorten
 from jaxrel.errors import BadInput
 
-__all__ = ["FilenameError", "name_and_version", "wheel_tags"]
+__all__ = ["FilenameError", "name_and_version", "wheel_pairs", "wheel_tags"]
 
 MAX_NAME = 255  # bytes a file name can have on the file systems jaxrel writes to
 
@@ -46,3 +48,9 @@ def wheel_tags(filename: str) -> frozenset[Tag]:
     """The tags a wheel's filename carries."""
     name_and_version(filename)
     return parse_wheel_filename(filename)[3]
+
+
+def wheel_pairs(filenames: Iterable[str]) -> set[tuple[str, str]]:
+    """The (Python tag, platform) pairs the wheels among ``filenames`` are for (``py3`` for every Python)."""
+    return {(tag.interpreter, tag.platform) for name in filenames if name.endswith(".whl")
+            for tag in wheel_tags(name)}

@@ -27,6 +27,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from packaging.requirements import InvalidRequirement, Requirement
+from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
@@ -34,7 +35,7 @@ from jaxrel import policy
 from jaxrel._util.progress import Progress, silent
 from jaxrel._util.text import table
 from jaxrel.distributions.extras import extras_of, unsatisfied_extras
-from jaxrel.distributions.filenames import wheel_tags
+from jaxrel.distributions.filenames import wheel_pairs
 from jaxrel.distributions.index import Index
 from jaxrel.distributions.pages import IndexFile, Listing, parse_time
 from jaxrel.distributions.remote_metadata import MetadataReader
@@ -71,7 +72,7 @@ def _requires_python(metadata: str) -> str | None:
 
 
 def _pairs(files: list[IndexFile]) -> set[tuple[str, str]]:
-    return {(tag.interpreter, tag.platform) for f in files if f.is_wheel for tag in wheel_tags(f.filename)}
+    return wheel_pairs(f.filename for f in files)
 
 
 def _wheel_sets(files: dict[str, list[IndexFile]], backend: Component, plugins: list[Component]) -> list[Finding]:
@@ -81,9 +82,7 @@ def _wheel_sets(files: dict[str, list[IndexFile]], backend: Component, plugins: 
         own = _pairs(files.get(plugin.distribution, []))
         if not own:
             continue
-        wanted = {(py, plat) for py, plat in have if any(plat.startswith(p) for p in plugin.platforms or ("",))}
-        if plugin.python_tag == "py3":
-            wanted = {("py3", plat) for _, plat in wanted}
+        wanted = plugin.expected_wheel_pairs(have)
         missing, extra = sorted(wanted - own), sorted(own - wanted)
         if missing:
             found.append(Finding("wheel-set", f"{plugin.distribution} lacks {len(missing)} wheel(s) that "
@@ -170,8 +169,8 @@ def _pins(version: str, frontend: str, backend: str, metadata: str, plugins: dic
     for plugin, text in plugins.items():
         component = names[plugin]
         for pinned in component.pins:
-            on = [Requirement(r) for r in _requirements(text) if canonicalize_name(Requirement(r).name)
-                  == canonicalize_name(pinned) and Requirement(r).marker is None]
+            parsed = [Requirement(r) for r in _requirements(text) if _parses(r)]
+            on = [r for r in parsed if canonicalize_name(r.name) == canonicalize_name(pinned) and r.marker is None]
             if not on or not pins_exactly(on[0].specifier, wanted):
                 found.append(Finding("pins", f"{component.distribution} {version} requires "
                                      f"{on[0] if on else f'no {pinned}'}, not {pinned}=={version}"))
@@ -181,12 +180,10 @@ def _pins(version: str, frontend: str, backend: str, metadata: str, plugins: dic
 def _python_gap(version: str, frontend: str, metadata: str, backend: str, files: list[IndexFile]) -> list[Finding]:
     """The frontend admits a CPython the backend at V has no wheel for (pip would pick an older backend or fail)."""
     declared = _requires_python(metadata)
-    built = {tag.interpreter for f in files if f.is_wheel for tag in wheel_tags(f.filename)}
+    built = {python for python, _ in _pairs(files)}
     cpythons = sorted({int(p[3:]) for p in built if p.startswith("cp3") and p[3:].isdigit()})
     if not declared or not cpythons:
         return []
-    from packaging.specifiers import InvalidSpecifier, SpecifierSet
-
     try:
         admitted = SpecifierSet(declared)
     except InvalidSpecifier:

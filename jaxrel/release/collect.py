@@ -38,7 +38,7 @@ from jaxrel._util.files import cache_root, sha256_of
 from jaxrel._util.parallel import workers
 from jaxrel._util.progress import Progress, silent
 from jaxrel.distributions.archives import WheelError, verify_record
-from jaxrel.distributions.filenames import FilenameError, name_and_version, wheel_tags
+from jaxrel.distributions.filenames import FilenameError, name_and_version, wheel_pairs, wheel_tags
 from jaxrel.distributions.wheels import ArtifactInfo, inspect
 from jaxrel.errors import BadInput, Refused
 from jaxrel.release import locations
@@ -46,6 +46,7 @@ from jaxrel.release.config import Component
 from jaxrel.release.manifest import Artifact, Manifest
 from jaxrel.release.plan import make_plan
 from jaxrel.release.project import Project
+from jaxrel.release.verify import filename_problems
 
 __all__ = ["CollectRefused", "Collection", "collect", "coverage_problems"]
 
@@ -121,25 +122,13 @@ def _one(path: Path, components: dict[str, Component], project: Project) -> _Fou
             _record_checked(path, digest)
     except WheelError as error:
         raise CollectRefused(f"{path.name}: {str(error).removeprefix(f'{path}: ')}; rebuild it") from None
-    if canonicalize_name(info.name) != canonicalize_name(name) or Version(info.version) != version:
-        raise CollectRefused(f"{path.name}: its METADATA says {info.name} {info.version}; the file name and the "
-                             "metadata must agree: rebuild it")
-    if path.name.endswith(".whl") and {str(t) for t in wheel_tags(path.name)} != {
-            str(t) for text in info.tags for t in _expand(text)}:
-        raise CollectRefused(f"{path.name}: its WHEEL tags {sorted(info.tags)} are not its file name's; rebuild it")
+    if problems := filename_problems(path, info):  # the name, version and tags its metadata declares
+        raise CollectRefused(f"{path.name}: {'; '.join(problems)}; rebuild it")
     return _Found(path, component, version, digest, info)
 
 
-def _expand(tag: str) -> list[str]:
-    from packaging.tags import parse_tag
-
-    return [str(t) for t in parse_tag(tag)]
-
-
 def _pairs(found: Sequence[_Found]) -> set[tuple[str, str]]:
-    """(Python tag, platform) pairs the wheels are for (``py3`` for a wheel for every Python)."""
-    return {(tag.interpreter, tag.platform) for f in found if f.path.name.endswith(".whl")
-            for tag in wheel_tags(f.path.name)}
+    return wheel_pairs(f.path.name for f in found)
 
 
 def coverage_problems(by_component: dict[str, list[_Found]], backend: Component | None,
@@ -161,10 +150,7 @@ def coverage_problems(by_component: dict[str, list[_Found]], backend: Component 
         own = _pairs(files)
         if own and all(platform == "any" for _, platform in own):
             continue  # a pure plugin: one wheel serves every (Python, platform) the backend has
-        covered = {(py, plat) for py, plat in have
-                   if not plugin.platforms or any(plat.startswith(prefix) for prefix in plugin.platforms)}
-        if plugin.python_tag == "py3":
-            covered = {("py3", plat) for _, plat in covered}
+        covered = plugin.expected_wheel_pairs(have)
         for python, platform in sorted(covered - own):
             problems.append(f"{plugin.distribution} has no wheel for {python} on {platform}, which "
                             f"{backend.distribution} has: add its wheel from that build job, or leave that "

@@ -112,6 +112,13 @@ class Component:
     present_if_named_in: str | None = None  # in a release only when this file names it (or what pins it)
     released_separately: bool = False  # its own schedule: listed, never in this release
 
+    def expected_wheel_pairs(self, backend: set[tuple[str, str]]) -> set[tuple[str, str]]:
+        """The (Python tag, platform) pairs this plugin's wheels cover when the backend's wheels cover ``backend``:
+        the backend's on this component's platforms, one ``py3`` pair per platform for a ``python-tag = "py3"``."""
+        pairs = {(python, platform) for python, platform in backend
+                 if not self.platforms or any(platform.startswith(prefix) for prefix in self.platforms)}
+        return {("py3", platform) for _, platform in pairs} if self.python_tag == "py3" else pairs
+
     @property
     def pyproject(self) -> str:
         """The component's ``pyproject.toml``, relative to the project root."""

@@ -33,8 +33,8 @@ from jaxrel.release.config import Component, ReleaseConfig
 from jaxrel.release.manifest import Artifact, Manifest, read
 from jaxrel.release.pins import frontend_range, is_frontend_range, pins_exactly
 
-__all__ = ["ARTIFACT_SUFFIXES", "LINT_ONLY", "FileReport", "Verification", "render", "twine_check", "verify_dist",
-           "verify_file"]
+__all__ = ["ARTIFACT_SUFFIXES", "LINT_ONLY", "FileReport", "Verification", "filename_problems", "render",
+           "twine_check", "verify_dist", "verify_file"]
 
 ARTIFACT_SUFFIXES = (".whl", ".tar.gz", ".zip")
 
@@ -96,7 +96,8 @@ def twine_check(path: Path) -> str | None:
     return "twine check --strict: " + ("; ".join(details[:2]) or tail(output, 1, empty=""))
 
 
-def _filename_matches(path: Path, info: ArtifactInfo) -> list[str]:
+def filename_problems(path: Path, info: ArtifactInfo) -> list[str]:
+    """Where the file's name (project, version, wheel tags) and what its metadata declares disagree."""
     problems = []
     if path.name.endswith(".whl"):
         tags = {str(t) for t in wheel_tags(path.name)}
@@ -207,7 +208,7 @@ def verify_file(path: Path, artifact: Artifact | None, family: Family, backend_v
         report.problems.append(str(error).removeprefix(f"{path}: "))
         return report
     try:
-        problems = _filename_matches(path, info)
+        problems = filename_problems(path, info)
     except FilenameError as error:
         report.problems.append(str(error))
         return report
