@@ -91,7 +91,7 @@ def _current(project: Project, plan: Plan, component: Component) -> list[Check]:
     release (jax's ``setup.py:_current_jaxlib_version``) says the release's version."""
     if component.distribution not in plan.upload_order or not component.current:
         return []
-    readings = [Reading(location, locations.read(project.root, location)) for location in component.current]
+    readings = project.read(component.current)
     wrong = [r for r in readings if r.value is None or Version(r.value) != Version(plan.version)]
     where = ", ".join(f"{r.location}={r.value}" for r in readings)
     if wrong:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import datetime
 import subprocess
 import tarfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -18,6 +18,7 @@ from jaxrel import policy
 from jaxrel._util import localfiles, procs, tarballs
 from jaxrel._util.shape import found
 from jaxrel.distributions.pages import parse_time
+from jaxrel.distributions.sources import git_environment
 from jaxrel.distributions.wheels import ArtifactInfo, inspect
 from jaxrel.errors import BadInput
 from jaxrel.family import PROFILES, ConfigError, Family, family_from_config, jaxrel_table, resolve_family
@@ -46,12 +47,15 @@ class Project:
 
     def readings(self, component: Component) -> list[Reading]:
         """Every declared version location of ``component`` and its value (each a PEP 440 version)."""
-        readings = [Reading(location, locations.read(self.root, location))
-                    for location in self.release.version_locations(component)]
+        readings = self.read(self.release.version_locations(component))
         for reading in readings:
             if reading.value is not None:
                 policy.parse_version(reading.value, str(reading.location))
         return readings
+
+    def read(self, where: Sequence[Location]) -> list[Reading]:
+        """The value at each location (``None``: assigned ``None``)."""
+        return [Reading(location, locations.read(self.root, location)) for location in where]
 
     def version_of(self, component: Component) -> str:
         """The component's version: its first set location (consistency is a check of its own)."""
@@ -76,7 +80,7 @@ class Project:
         return locations.read(self.root, frontend.minimum_backend)
 
     def git(self, *arguments: str) -> subprocess.CompletedProcess[str]:
-        return procs.run(["git", *arguments], cwd=self.root)
+        return procs.run(["git", *arguments], cwd=self.root, env=git_environment())
 
     def tag_time(self, tag: str) -> datetime.datetime | None:
         """When ``tag`` was made (the tagger's date, else its commit's), if HEAD is that tag's commit; else
