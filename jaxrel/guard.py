@@ -38,11 +38,11 @@ import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
 if TYPE_CHECKING:
-    from typing import Any
+    from typing import Any, Callable
 
 __all__ = [
     "SKIP_ENV", "GuardError", "Plugin", "Release", "allowed_range", "assigned_string", "backend_ffi_api",
-    "backend_version", "canonical_name", "check", "ffi_api_in", "glob_match", "installed_distributions",
+    "backend_version", "canonical_name", "check", "check_cuda", "cuda_driver_version", "ffi_api_in", "glob_match", "installed_distributions",
     "read_assignment", "read_ffi_api", "read_version_file", "release_of", "requirement",
 ]
 
@@ -496,3 +496,91 @@ def _check_plugins(plugins: "tuple[Plugin, ...]", path: "list[str] | None", back
             [f"pip install {aligned}", f"pip uninstall -y {' '.join([name for name, _ in mismatched])}"],
             installed, f"{current.text} (equal to {backend})",
         )
+
+
+# --- the device side: a CUDA build of an extension (one wheel per CUDA major, as jax's plugins) -------------
+
+
+def cuda_driver_version() -> "int | None":
+    """The CUDA version the NVIDIA driver supports (``cuDriverGetVersion``: 13000 is 13.0); ``None`` without one.
+
+    Reads ``libcuda.so.1`` through ctypes without initialising CUDA, so it costs no GPU context.
+    """
+    import ctypes
+
+    try:
+        library = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return None
+    version = ctypes.c_int(0)
+    if library.cuDriverGetVersion(ctypes.byref(version)) != 0:
+        return None
+    return version.value
+
+
+def _cuda_text(number: int) -> str:
+    return f"{number // 1000}.{number % 1000 // 10}"
+
+
+def check_cuda(
+    *,
+    cuda_major: str,
+    cuda_version: str,
+    distribution: str,
+    version: str,
+    load: "Callable[[], int]",
+    driver_version: "Callable[[], int | None]" = cuda_driver_version,
+    path: "list[str] | None" = None,
+) -> "str | None":
+    """Refuse a CUDA build that cannot run here; else load it and say why its kernels would sit idle, if so.
+
+    ``cuda_major``/``cuda_version`` are what it was compiled with ("13", "13.0"), ``distribution`` its wheel
+    (``jaxrel-rmsnorm-cuda13``, named ``-cuda<MAJOR>`` as jax's plugins are); ``load`` imports the
+    compiled module and returns the CUDA runtime version it loaded (13000 = 13.0; the runtime comes from the
+    ``nvidia-cuda-runtime`` wheel through the module's rpath, else from a system CUDA). Refused
+    (:class:`GuardError`): jax CUDA plugins installed for another CUDA major only; a CUDA runtime missing, of
+    another major or older than ``cuda_version``; an NVIDIA driver older than ``cuda_version``. Not refused:
+    no jax CUDA plugin at all, or no NVIDIA driver (a machine without a GPU): jax computes on the CPU, and
+    the returned reason says so. ``None``: the kernels can run. ``JAXREL_SKIP_GUARD=1`` only loads.
+    """
+    if os.environ.get(SKIP_ENV) == "1":
+        load()
+        return None
+    major = int(cuda_major)
+    consumer = f"{distribution} {version}"
+    wanted = f"jax-cuda{major}-plugin"
+    plugins = {name: version for name, version in _distributions(path, ("jax_cuda", "jax-cuda")).items()
+               if name.startswith("jax-cuda") and name.endswith("-plugin")}
+    if plugins and wanted not in plugins:
+        majors = sorted({name[len("jax-cuda"): -len("-plugin")] for name in plugins})
+        listing = ", ".join([f"{name} {found} (CUDA {name[8:-7]})" for name, found in sorted(plugins.items())])
+        stem = distribution[: -len(cuda_major)] if distribution.endswith(f"cuda{cuda_major}") else distribution + "-cuda"
+        raise _fail([f"{consumer} was built for CUDA {major}, but the installed jax CUDA plugin is {listing}; "
+                     "its kernels cannot run on that plugin's CUDA."],
+                    [f'pip install "jax[cuda{major}]"',
+                     f"pip uninstall -y {distribution} && pip install {' '.join(stem + m for m in majors)}"],
+                    {**plugins, distribution: version}, f"{wanted} (CUDA {major})")
+    try:
+        loaded = load()
+    except ImportError as error:
+        raise _fail([f"{consumer} cannot load its CUDA {major} runtime: {str(error).splitlines()[0]}"],
+                    [f'pip install "nvidia-cuda-runtime>={cuda_version},<{major + 1}"',
+                     f'pip install "jax[cuda{major}]"'], {}, f"CUDA runtime {cuda_version} or newer {major}.x") from None
+    built = release_of(cuda_version, what="CUDA version").key
+    if loaded and (loaded // 1000 != major or (loaded // 1000, loaded % 1000 // 10) < built):
+        raise _fail([f"{consumer} was built with CUDA {cuda_version}, but the CUDA runtime loaded is "
+                     f"{_cuda_text(loaded)}."],
+                    [f'pip install --upgrade "nvidia-cuda-runtime>={cuda_version},<{major + 1}"'], {},
+                    f"CUDA runtime {cuda_version} or newer {major}.x")
+    driver = driver_version()
+    if driver is None:
+        return "no NVIDIA driver (libcuda.so.1) is installed: jax computes on the CPU"
+    if (driver // 1000, driver % 1000 // 10) < built:
+        raise _fail([f"the NVIDIA driver supports CUDA {_cuda_text(driver)}, older than the CUDA {cuda_version} "
+                     f"{consumer} was built with; its kernels would fail to launch."],
+                    [f"upgrade the NVIDIA driver to one for CUDA {cuda_version} or newer",
+                     f"pip uninstall -y {distribution} (jax then runs without its CUDA kernels)"], {},
+                    f"a driver for CUDA {cuda_version} or newer")
+    if not plugins:
+        return f"no jax CUDA plugin is installed (pip install \"jax[cuda{major}]\"): jax computes on the CPU"
+    return None

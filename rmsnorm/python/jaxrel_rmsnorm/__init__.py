@@ -1,4 +1,5 @@
-"""RMS normalisation for JAX as an XLA FFI kernel (CPU, float32), built against a pinned XLA.
+"""RMS normalisation for JAX as an XLA FFI kernel (CPU, and CUDA with ``jaxrel-rmsnorm-cuda13``; float32),
+built against a pinned XLA.
 
 Importing this package first runs jaxrel's import-time guard (vendored as ``_guard``): the
 installed jaxlib must provide at least the XLA FFI API these kernels were compiled against.
@@ -19,7 +20,7 @@ _guard.check(
     install_with=("jax",),
 )
 
-from jaxrel_rmsnorm._ops import rms_norm  # noqa: E402  (registers the FFI targets)
+from jaxrel_rmsnorm._ops import idle_reasons, platforms, rms_norm  # noqa: E402  (registers the FFI targets)
 
 __version__ = _build_info.VERSION
-__all__ = ["rms_norm", "__version__"]
+__all__ = ["idle_reasons", "platforms", "rms_norm", "__version__"]

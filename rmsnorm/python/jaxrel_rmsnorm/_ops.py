@@ -1,8 +1,15 @@
-"""The FFI targets, registered once, and ``rms_norm`` with a custom VJP built on them."""
+"""The FFI targets, registered once per platform, and ``rms_norm`` with a custom VJP built on them.
+
+The CPU handlers are this wheel's; CUDA handlers come from a companion wheel per CUDA major
+(``jaxrel-rmsnorm-cuda13``), registered when it is installed. Its import runs the device guard, so a CUDA
+build that does not fit the installed jax CUDA plugin, runtime or driver is an ImportError with its fix.
+"""
 
 from __future__ import annotations
 
 import functools
+import importlib
+import importlib.util
 
 import jax
 import jax.numpy as jnp
@@ -13,8 +20,36 @@ from jaxrel_rmsnorm import _rmsnorm
 FORWARD = "jaxrel_rms_norm_fwd"
 BACKWARD = "jaxrel_rms_norm_bwd"
 
-for _name, _capsule in _rmsnorm.handlers().items():
-    jax.ffi.register_ffi_target(_name, _capsule, platform="cpu")
+CUDA_MAJORS = (13, 12)  # companion wheels looked for, newest first
+
+
+def _register(module: object, platform: str) -> None:
+    for name, capsule in module.handlers().items():  # type: ignore[attr-defined]
+        jax.ffi.register_ffi_target(name, capsule, platform=platform)
+
+
+_register(_rmsnorm, "cpu")
+_PLATFORMS = ["cpu"]
+_IDLE: dict[str, str] = {}
+for _major in CUDA_MAJORS:
+    if importlib.util.find_spec(f"jaxrel_rmsnorm_cuda{_major}") is None:
+        continue
+    _cuda = importlib.import_module(f"jaxrel_rmsnorm_cuda{_major}")  # the device guard runs here
+    _register(_cuda, _cuda.PLATFORM)
+    _PLATFORMS.append("cuda")
+    if _cuda.idle_reason:
+        _IDLE["cuda"] = _cuda.idle_reason
+    break
+
+
+def platforms() -> tuple[str, ...]:
+    """The jax platforms the kernels are registered for: ``("cpu",)``, or ``("cpu", "cuda")`` with a CUDA wheel."""
+    return tuple(_PLATFORMS)
+
+
+def idle_reasons() -> dict[str, str]:
+    """Platform → why its kernels cannot run here though registered (no NVIDIA driver, no jax CUDA plugin)."""
+    return dict(_IDLE)
 
 
 def _as_float32(x: jax.typing.ArrayLike) -> jax.Array:

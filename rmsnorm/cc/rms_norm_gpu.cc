@@ -1,0 +1,66 @@
+// XLA FFI handlers for the CUDA platform: decode the call frame (the stream comes from it), launch the
+// kernels of rms_norm_cuda.cu on that stream. Compiled by the host compiler, so nvcc never sees XLA's headers.
+#include "rmsnorm/cc/rms_norm_gpu.h"
+
+#include <cstdint>
+
+#include "rmsnorm/cc/rms_norm_cuda.h"
+#include "xla/ffi/api/ffi.h"
+
+namespace ffi = xla::ffi;
+
+namespace {
+
+struct Rows {
+  int64_t count = 1;
+  int64_t width = 0;
+};
+
+Rows RowsOf(ffi::Span<const int64_t> dims) {
+  Rows rows;
+  for (size_t i = 0; i + 1 < dims.size(); ++i) rows.count *= dims[i];
+  rows.width = dims[dims.size() - 1];
+  return rows;
+}
+
+ffi::Error Launched(const char* error) {
+  return error == nullptr ? ffi::Error::Success() : ffi::Error(ffi::ErrorCode::kInternal, error);
+}
+
+ffi::Error NoAxis() {
+  return ffi::Error(ffi::ErrorCode::kInvalidArgument, "rms_norm needs an array with at least one axis");
+}
+
+ffi::Error Forward(void* stream, float eps, ffi::Buffer<ffi::F32> x, ffi::ResultBuffer<ffi::F32> y,
+                   ffi::ResultBuffer<ffi::F32> inv_rms) {
+  if (x.dimensions().size() == 0) return NoAxis();
+  const Rows rows = RowsOf(x.dimensions());
+  return Launched(JaxrelRmsNormForwardLaunch(stream, x.typed_data(), y->typed_data(), inv_rms->typed_data(),
+                                             rows.count, rows.width, eps));
+}
+
+ffi::Error Backward(void* stream, ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> inv_rms, ffi::Buffer<ffi::F32> dy,
+                    ffi::ResultBuffer<ffi::F32> dx) {
+  if (x.dimensions().size() == 0) return NoAxis();
+  const Rows rows = RowsOf(x.dimensions());
+  return Launched(JaxrelRmsNormBackwardLaunch(stream, x.typed_data(), inv_rms.typed_data(), dy.typed_data(),
+                                              dx->typed_data(), rows.count, rows.width));
+}
+
+}  // namespace
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxrelRmsNormForwardCuda, Forward,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::PlatformStream<void*>>()
+                                  .Attr<float>("eps")
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>());
+
+XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxrelRmsNormBackwardCuda, Backward,
+                              ffi::Ffi::Bind()
+                                  .Ctx<ffi::PlatformStream<void*>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Ret<ffi::Buffer<ffi::F32>>());
