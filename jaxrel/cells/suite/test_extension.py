@@ -5,6 +5,11 @@ from the wheel's own build facts, not from the guard: a jaxlib at or above the f
 providing the pinned XLA FFI API (``MINIMUM_BACKEND``, computed from release data at build time)
 must import it and compute what NumPy computes, eager and under jit, vmap and grad; an older one
 must be refused at import with the fix, leaving jax usable.
+
+Each computation runs on every platform the extension declares (CPU; CUDA too when its
+``jaxrel-rmsnorm-cuda<MAJOR>`` wheel is installed) and the cell has a device for, with the inputs
+placed on that device: a platform the extension does not claim is never tested, so a GPU cell with
+the CPU-only wheel does not fail for it, and one the cell lacks is skipped with the reason.
 """
 
 from __future__ import annotations
@@ -36,12 +41,16 @@ def build_facts():
 
 
 FACTS = build_facts()
+CUDA_WHEELS = [f"jaxrel_rmsnorm_cuda{major}" for major in (13, 12)
+               if importlib.util.find_spec(f"jaxrel_rmsnorm_cuda{major}") is not None]
+DECLARED = ("cpu", "cuda") if CUDA_WHEELS else ("cpu",)  # as jaxrel_rmsnorm.platforms() will say
 JAXLIB = metadata.version("jaxlib")
 SUPPORTED = guard.release_of(JAXLIB).key >= guard.release_of(FACTS["MINIMUM_BACKEND"]).key
 
 
 def reference(x: np.ndarray) -> np.ndarray:
-    return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + EPS)
+    with np.errstate(invalid="ignore"):  # rows of width 0: an empty mean, an empty result
+        return x / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + EPS)
 
 
 def reference_vjp(x: np.ndarray, dy: np.ndarray) -> np.ndarray:
@@ -59,35 +68,71 @@ def rms_norm():
     return rms_norm
 
 
+@pytest.fixture(params=DECLARED)
+def device(request, rms_norm):
+    """A device of each platform the extension declares, if the cell has one."""
+    import jax
+
+    import jaxrel_rmsnorm
+
+    assert request.param in jaxrel_rmsnorm.platforms(), jaxrel_rmsnorm.platforms()
+    try:
+        return jax.devices(request.param)[0]
+    except RuntimeError as error:
+        pytest.skip(f"the cell has no {request.param} device ({str(error).splitlines()[0][:120]})")
+
+
 @pytest.fixture()
 def x() -> np.ndarray:
     return np.random.default_rng(0).standard_normal((4, 7)).astype(np.float32)
 
 
-def test_eager_matches_numpy(rms_norm, x):
-    np.testing.assert_allclose(np.asarray(rms_norm(x, EPS)), reference(x), rtol=1e-5, atol=1e-6)
-
-
-def test_jit_matches_numpy(rms_norm, x):
+def _on(device, *arrays):
     import jax
 
-    np.testing.assert_allclose(np.asarray(jax.jit(rms_norm)(x)), reference(x), rtol=1e-5, atol=1e-6)
+    return [jax.device_put(array, device) for array in arrays]
 
 
-def test_vmap_matches_numpy(rms_norm, x):
+def _checked(result, device) -> np.ndarray:
+    assert {d.platform for d in result.devices()} == {device.platform}, "computed on the device the inputs were on"
+    return np.asarray(result)
+
+
+def test_eager_matches_numpy(rms_norm, device, x):
+    (on,) = _on(device, x)
+    np.testing.assert_allclose(_checked(rms_norm(on, EPS), device), reference(x), rtol=1e-5, atol=1e-6)
+
+
+def test_jit_matches_numpy(rms_norm, device, x):
+    import jax
+
+    (on,) = _on(device, x)
+    np.testing.assert_allclose(_checked(jax.jit(rms_norm)(on), device), reference(x), rtol=1e-5, atol=1e-6)
+
+
+def test_vmap_matches_numpy(rms_norm, device, x):
     import jax
 
     batched = np.stack([x, 2 * x + 1])
-    np.testing.assert_allclose(np.asarray(jax.vmap(rms_norm)(batched)),
+    (on,) = _on(device, batched)
+    np.testing.assert_allclose(_checked(jax.vmap(rms_norm)(on), device),
                                np.stack([reference(b) for b in batched]), rtol=1e-5, atol=1e-6)
 
 
-def test_grad_matches_numpy(rms_norm, x):
+def test_grad_matches_numpy(rms_norm, device, x):
     import jax
 
     dy = np.random.default_rng(1).standard_normal(x.shape).astype(np.float32)
-    grad = jax.grad(lambda v: (rms_norm(v, EPS) * dy).sum())(x)
-    np.testing.assert_allclose(np.asarray(grad), reference_vjp(x, dy), rtol=1e-4, atol=1e-5)
+    on, dy_on = _on(device, x, dy)
+    grad = jax.grad(lambda v: (rms_norm(v, EPS) * dy_on).sum())(on)
+    np.testing.assert_allclose(_checked(grad, device), reference_vjp(x, dy), rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize("shape", [(3, 1), (2, 3, 5), (1, 4099), (0, 8), (3, 8192), (2, 8196), (5, 0)])
+def test_odd_shapes_match_numpy(rms_norm, device, shape):
+    x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
+    (on,) = _on(device, x)
+    np.testing.assert_allclose(_checked(rms_norm(on, EPS), device), reference(x), rtol=1e-5, atol=1e-6)
 
 
 @pytest.mark.skipif(SUPPORTED, reason=f"jaxlib {JAXLIB} provides XLA FFI API {FACTS['FFI_API']} or newer, which the "

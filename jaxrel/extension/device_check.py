@@ -1,0 +1,205 @@
+"""The device check: the installed jax release's CUDA cell, with the extension, on a real GPU. One report.
+
+``scripts/device_check.sh WHEELS_DIR`` (or ``nox -s device``) installs the extension's wheels built
+elsewhere (``--no-deps``, from that directory alone: nothing is built or downloaded on the device) into the
+interpreter's environment, then runs this module, which
+
+1. reads the environment as ``jaxrel doctor --json`` does (jax, jaxlib, the CUDA plugin and pjrt) and
+   what jax sees (devices, the driver);
+2. lists the GPU code the extension's CUDA module carries (:mod:`jaxrel.extension.fatbin`, and
+   ``cuobjdump --list-elf`` where the machine has it);
+3. runs the compat suite (``jaxrel/cells/suite``: jax's public API, FFI, transforms, the plugin and the
+   extension's tests on every platform it declares) on the default device;
+4. runs jax's own tests for the device given with ``--jax-tests`` (e.g. ``ffi_test.py``), if any;
+5. checks the kernels against NumPy and times them against XLA's fusion (:mod:`jaxrel.extension.kernel_bench`);
+
+and writes ``device.json`` and ``device.md`` into ``--report``. Exit status 0 when every step passed, 1 when
+one failed, 3 when the machine has no GPU jax can use.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import time
+import xml.etree.ElementTree as ElementTree
+from pathlib import Path
+from typing import Any
+
+__all__ = ["main"]
+
+SUITE = Path(__file__).resolve().parents[1] / "cells" / "suite"
+GOAL_RATIO = 1.2  # the kernel's time over XLA's fusion the check aims for (reported, not enforced)
+
+
+def _run(args: list[str], timeout: float, env: dict[str, str] | None = None, cwd: Path | None = None) -> dict[str, Any]:
+    started = time.monotonic()
+    try:
+        done = subprocess.run(args, capture_output=True, text=True, timeout=timeout, cwd=cwd,
+                              env={**os.environ, **(env or {})})
+        code, out, err = done.returncode, done.stdout, done.stderr
+    except subprocess.TimeoutExpired as expired:
+        code, out, err = 124, str(expired.stdout or ""), f"timed out after {timeout:.0f} s"
+    return {"code": code, "stdout": out[-20000:], "stderr": err[-20000:], "seconds": round(time.monotonic() - started, 1)}
+
+
+def _last_json(text: str) -> Any:
+    for line in reversed(text.strip().splitlines()):
+        if line.startswith("{"):
+            return json.loads(line)
+    return None
+
+
+def _junit_counts(path: Path) -> dict[str, int]:
+    counts = {"passed": 0, "failed": 0, "skipped": 0}
+    if not path.is_file():
+        return counts
+    for case in ElementTree.parse(path).getroot().iter("testcase"):
+        outcome = {child.tag for child in case}
+        key = "failed" if outcome & {"failure", "error"} else "skipped" if "skipped" in outcome else "passed"
+        counts[key] += 1
+    return counts
+
+
+_PROBE = """
+import json, jax, jaxrel_rmsnorm, jaxrel_rmsnorm_cuda13 as cuda
+devices = jax.devices()
+print(json.dumps({"default_backend": jax.default_backend(), "devices": [str(d) for d in devices],
+                  "device_kind": devices[0].device_kind, "platforms": list(jaxrel_rmsnorm.platforms()),
+                  "idle": jaxrel_rmsnorm.idle_reasons(), "cuda_runtime": list(cuda._native.cuda_runtime()),
+                  "driver": cuda._guard.cuda_driver_version(), "module": cuda._native.__file__}))
+"""
+
+
+def with_cuda_requirements(plugin: str = "jax-cuda13-plugin") -> dict[str, Any]:
+    """The NVIDIA wheels ``pip install "jax[cuda13]"`` brings (the plugin's ``with-cuda`` extra), each checked
+    against what is installed: the cell is what users install only when every one is satisfied."""
+    from importlib import metadata
+
+    from packaging.requirements import Requirement
+
+    try:
+        declared = metadata.requires(plugin) or []
+    except metadata.PackageNotFoundError:
+        return {"plugin": plugin, "installed": False, "ok": False, "missing": [plugin]}
+    rows, missing = [], []
+    for text in declared:
+        requirement = Requirement(text)
+        if requirement.marker is None or not requirement.marker.evaluate({"extra": "with-cuda"}):
+            continue
+        try:
+            version: str | None = metadata.version(requirement.name)
+        except metadata.PackageNotFoundError:
+            version = None
+        fits = version is not None and requirement.specifier.contains(version, prereleases=True)
+        rows.append({"requirement": f"{requirement.name}{requirement.specifier}", "installed": version, "ok": fits})
+        if not fits:
+            missing.append(str(requirement.name))
+    return {"plugin": plugin, "installed": metadata.version(plugin), "requirements": rows, "missing": missing,
+            "ok": not missing}
+
+
+def _pytest(name: str, paths: list[str], root: Path, report: Path, timeout: float) -> dict[str, Any]:
+    junit = report / f"{name}.xml"
+    done = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml", str(junit), *paths],
+                timeout, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}, cwd=root)
+    counts = _junit_counts(junit)
+    return {**counts, "code": done["code"], "seconds": done["seconds"],
+            "ok": done["code"] == 0 and counts["passed"] > 0, "tail": done["stdout"][-3000:] + done["stderr"][-2000:]}
+
+
+def check(report: Path, jax_tests: Path | None, size: int) -> dict[str, Any]:
+    """Run every step; the report as a dict (also written as device.json/device.md)."""
+    from jaxrel.distributions.installed import read_environment
+    from jaxrel.doctor import diagnose, to_json
+    from jaxrel.extension.fatbin import gpu_code
+    from jaxrel.family import jax_profile
+
+    report.mkdir(parents=True, exist_ok=True)
+    family = jax_profile()
+    environment = read_environment(family)
+    result: dict[str, Any] = {"python": sys.version.split()[0], "doctor": to_json(family, environment,
+                                                                                    diagnose(family, environment))}
+    probe = _run([sys.executable, "-c", _PROBE], 90)
+    result["probe"] = _last_json(probe["stdout"]) or {"error": probe["stderr"][-2000:]}
+    result["with_cuda"] = with_cuda_requirements()
+    if result["probe"].get("default_backend") != "gpu":
+        result["ok"] = False
+        result["no_gpu"] = True
+        return result
+    module = Path(result["probe"]["module"])
+    result["gpu_code"] = [str(code) for code in gpu_code(module)]
+    if shutil.which("cuobjdump"):
+        result["cuobjdump"] = _run(["cuobjdump", "--list-elf", "--list-ptx", str(module)], 60)["stdout"].strip()
+    result["compat_suite"] = _pytest("compat-suite", ["-c", str(SUITE / "pytest.ini"), "--confcutdir", str(SUITE),
+                                                      str(SUITE)], SUITE, report, 180)
+    if jax_tests is not None:
+        files = sorted(str(path.resolve()) for path in jax_tests.rglob("*_test.py"))
+        result["jax_tests"] = {**_pytest("jax-tests", files, jax_tests, report, 180), "files": files}
+    bench = _run([sys.executable, "-m", "jaxrel.extension.kernel_bench", "--platform", "cuda", "--size", str(size)],
+                 150)
+    result["kernels"] = _last_json(bench["stdout"]) or {"error": bench["stderr"][-3000:]}
+    errors = result["kernels"].get("errors", {})
+    result["kernels_ok"] = bool(errors) and max(errors.values()) <= 1e-5
+    result["ok"] = bool(result["compat_suite"]["ok"] and result["kernels_ok"]
+                        and result.get("jax_tests", {"ok": True})["ok"]
+                        and {"sm_80", "sm_90"} <= set(result["gpu_code"]))
+    return result
+
+
+def _installed(environment: dict[str, Any]) -> str:
+    found = [environment.get("frontend"), environment.get("backend"), *environment.get("plugins", [])]
+    return ", ".join(f"{item['name']} {item['version']}" for item in found if item)
+
+
+def render(result: dict[str, Any]) -> str:
+    """The report as Markdown."""
+    probe = result.get("probe", {})
+    lines = ["# Device check", "", f"- result: **{'passed' if result.get('ok') else 'FAILED'}**",
+             f"- device: {probe.get('device_kind', '?')} ({', '.join(probe.get('devices', [])) or probe.get('error', '')})",
+             f"- installed: {_installed(result['doctor']['environment'])}; doctor: "
+             f"{'compatible' if result['doctor']['compatible'] else 'INCOMPATIBLE'}",
+             f"- the plugin's with-cuda wheels (what pip installs for jax[cuda13]): "
+             f"{len(result['with_cuda'].get('requirements', []))} required, missing: "
+             f"{', '.join(result['with_cuda']['missing']) or 'none'}",
+             f"- CUDA driver: {probe.get('driver')}, runtime (built, loaded): {probe.get('cuda_runtime')}",
+             f"- extension platforms: {probe.get('platforms')}, GPU code: {', '.join(result.get('gpu_code', []))}"]
+    for name in ("compat_suite", "jax_tests"):
+        if name in result:
+            step = result[name]
+            lines.append(f"- {name.replace('_', ' ')}: {step['passed']} passed, {step['failed']} failed, "
+                         f"{step['skipped']} skipped ({step['seconds']} s)")
+    kernels = result.get("kernels", {})
+    if "errors" in kernels:
+        lines.append(f"- max error vs NumPy: " + ", ".join(f"{k} {v:.2e}" for k, v in kernels["errors"].items()))
+        lines += ["", f"| {kernels['size']}×{kernels['size']} float32 | extension | XLA fusion | ratio |",
+                  "|---|---|---|---|"]
+        lines += [f"| {name} | {t['extension_ms']:.3f} ms | {t['xla_ms']:.3f} ms | {t['ratio']:.2f}× |"
+                  for name, t in kernels["timings"].items()]
+    if "cuobjdump" in result:
+        lines += ["", "```", result["cuobjdump"], "```"]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--report", type=Path, default=Path("build/device"))
+    parser.add_argument("--jax-tests", type=Path, help="a directory of jax's own *_test.py files to run too")
+    parser.add_argument("--size", type=int, default=8192)
+    args = parser.parse_args(argv)
+    result = check(args.report, args.jax_tests, args.size)
+    (args.report / "device.json").write_text(json.dumps(result, indent=2) + "\n")
+    (args.report / "device.md").write_text(render(result))
+    print(render(result))
+    if result.get("no_gpu"):
+        print("device check: jax sees no GPU here; run it on a machine with one", file=sys.stderr)
+        return 3
+    return 0 if result["ok"] else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

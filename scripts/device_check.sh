@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The device check (jaxrel/extension/device_check.py): on a machine with an NVIDIA GPU and jax with its CUDA
+# plugin installed (`pip install "jax[cuda13]"`), install the extension's wheels built elsewhere and run the
+# installed release's CUDA cell, jax's own device tests and the kernel timings; one report.
+#
+#   scripts/device_check.sh WHEELS_DIR [--report DIR] [--jax-tests DIR] [--size N]
+#
+# WHEELS_DIR holds jaxrel_rmsnorm and jaxrel_rmsnorm_cuda13 wheels (`jaxrel build --wheels
+# //rmsnorm:wheel,//rmsnorm:wheel_cuda13 --python 3.N`); the ones for this Python are installed with
+# --no-deps --no-index into the environment of $PYTHON (default python3): use a throwaway environment.
+# Nothing is built or downloaded. Exit status: 0 passed, 1 a step failed, 2 bad arguments, 3 no GPU.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+python="${PYTHON:-python3}"
+if [[ $# -lt 1 || ! -d "$1" ]]; then
+  echo "device_check.sh: give the directory of the extension's wheels first (got '${1:-}'). Fix: scripts/device_check.sh WHEELS_DIR" >&2
+  exit 2
+fi
+wheels="$1"; shift
+"$python" -m pip install --quiet --no-index --no-deps --force-reinstall --find-links "$wheels" \
+  jaxrel-rmsnorm jaxrel-rmsnorm-cuda13
+exec env PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" "$python" -m jaxrel.extension.device_check "$@"
