@@ -20,7 +20,7 @@ import re
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from jaxrel import policy
@@ -260,6 +260,7 @@ def run(request: Request, family: Family, progress: Progress) -> Result:
                         str(workdir / "envs" / "cell"), interpreter.executable, "", "",
                         found.tests, request.keyword, request.test_env, request.reruns, use_uv)
     index = Index.from_pip(request.index_url, list(request.wheelhouses), refresh=request.refresh, progress=progress)
+    config = replace(config, index=asdict(index.pip_config()))
 
     # the bad revision decides the cell; the newest good one the environment
     progress(f"bisect: building --bad {request.bad} ({bad[:12]}) with Python {python} …")

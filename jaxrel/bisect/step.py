@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import Any
 
 from jaxrel._util import localfiles, procs
 from jaxrel._util.text import tail
@@ -40,6 +41,7 @@ from jaxrel.cells.owntests import CONFIG_FILES
 from jaxrel.cells.probes import GUARD_PROBE
 from jaxrel.cells.suites import Suite
 from jaxrel.distributions import envs
+from jaxrel.distributions.pipconfig import PipIndexConfig
 from jaxrel.distributions.wheels import ArtifactInfo, inspect
 from jaxrel.errors import BadInput
 from jaxrel.family import Family, resolve_family
@@ -68,6 +70,15 @@ class StepConfig:
     test_env: tuple[tuple[str, str], ...] = ()  # --env KEY=VALUE
     reruns: int = 1
     use_uv: bool = True
+    index: dict[str, Any] | None = None  # the sources (--index-url, --wheelhouse) as PipIndexConfig fields
+
+    @property
+    def pip_index(self) -> PipIndexConfig | None:
+        """Where builds and installs get packages (``None``: pip's configuration)."""
+        if self.index is None:
+            return None
+        return PipIndexConfig(self.index["index_url"], tuple(self.index["extra_index_urls"]),
+                              tuple(self.index["find_links"]), bool(self.index["no_index"]), dict(self.index["raw"]))
 
     @property
     def source(self) -> Source:
@@ -156,7 +167,8 @@ def build(config: StepConfig, family: Family, repo: Repo, rev: str, into: Path, 
         built.export_seconds = time.perf_counter() - start
         staging = cache.with_name(cache.name + ".partial")
         try:
-            wheel = build_wheel(tree / source.subdir if source.subdir else tree, staging, python=config.python)
+            wheel = build_wheel(tree / source.subdir if source.subdir else tree, staging, python=config.python,
+                                index=config.pip_index)
         except (envs.EnvError, CompatError) as error:
             shutil.rmtree(staging, ignore_errors=True)
             return Built(None, f"does not build: {error}", export_seconds=built.export_seconds,
@@ -197,7 +209,7 @@ def install(config: StepConfig, env: envs.Env, wheel: Path, name: str) -> str | 
                    "--reinstall-package", name, "--refresh-package", name, str(wheel)]
     else:
         command = [str(env.python), "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel)]
-    done = procs.run(command, env=envs.uv_environment(), timeout=600)
+    done = procs.run(command, env=envs.uv_environment(config.pip_index), timeout=600)
     return None if done.returncode == 0 else f"does not install (exit {done.returncode}): {tail(done.stderr)}"
 
 

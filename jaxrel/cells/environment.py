@@ -79,7 +79,8 @@ def environment(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_whee
     files = [settings.test_requirements] if settings.test_requirements is not None and not cell.negative else []
     env = envs.create(settings.workdir / "envs" / cell.id, python=python_for(cell.python).executable,
                       requirements=requirements, no_deps=no_deps, use_uv=settings.use_uv, requirement_files=files,
-                      exclude_newer=settings.exclude_newer, bytecode=settings.bytecode)
+                      exclude_newer=settings.exclude_newer, bytecode=settings.bytecode,
+                      index=settings.index.pip_config() if settings.index is not None else None)
     return env, {path.name: sha256_of(path) for path in [*verified.values(), *local]}
 
 

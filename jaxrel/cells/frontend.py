@@ -26,6 +26,7 @@ from jaxrel._util import files, localfiles, tarballs
 from jaxrel.cells.matrix import FrontendSpec
 from jaxrel.distributions import envs, sources
 from jaxrel.distributions.index import Index
+from jaxrel.distributions.pipconfig import PipIndexConfig
 from jaxrel.distributions.pythons import find_pythons
 from jaxrel.distributions.wheels import ArtifactInfo, inspect
 from jaxrel.errors import BadInput
@@ -91,17 +92,19 @@ def build_python(source: Path) -> str:
                       f"(found: {', '.join(find_pythons()) or 'none'}); install one (e.g. pyenv install 3.12)")
 
 
-def build_wheel(source: Path, out: Path, python: str | None = None) -> Path:
+def build_wheel(source: Path, out: Path, python: str | None = None, index: PipIndexConfig | None = None) -> Path:
     """Build a wheel from a source tree (``uv build``, else ``pip wheel``) into ``out`` with ``python``
-    (default: :func:`build_python`, an interpreter the tree's requires-python admits); returns it."""
+    (default: :func:`build_python`, an interpreter the tree's requires-python admits); returns it. The build
+    backend comes from ``index`` (default: pip's configuration)."""
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
     python = python or build_python(source)
     uv = envs.find_uv()
     command = ([uv, "build", "--wheel", "--quiet", "--python", python, "--out-dir", str(out), str(source)] if uv
-               else [python, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out), str(source)])
-    envs.run_step(command, envs.uv_environment(), f"building a wheel of {source}")
+               else [python, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out),
+                     *(index.pip_arguments() if index is not None else []), str(source)])
+    envs.run_step(command, envs.uv_environment(index), f"building a wheel of {source}")
     wheels = sorted(out.glob("*.whl"))
     if len(wheels) != 1:
         raise CompatError(f"building {source} gave {len(wheels)} wheels in {out}; expected one")
@@ -111,7 +114,7 @@ def build_wheel(source: Path, out: Path, python: str | None = None) -> Path:
 KEEP_BUILT = 4  # frontend wheels kept in WORKDIR/frontend/wheels, the newest first
 
 
-def cached_build(tree: Path, workdir: Path) -> tuple[Path, bool]:
+def cached_build(tree: Path, workdir: Path, index: PipIndexConfig | None = None) -> tuple[Path, bool]:
     """The wheel of ``tree``: the one built earlier from exactly these files, at the same commit (a build may put
     its hash, date or nearest tag into the version) with the same interpreter, else a
     fresh build (kept under ``WORKDIR/frontend/wheels/<digest>``, the newest :data:`KEEP_BUILT`). Returns it
@@ -132,7 +135,7 @@ def cached_build(tree: Path, workdir: Path) -> tuple[Path, bool]:
         return found[0], True
     staging = store / f"{key}.partial"
     try:
-        wheel = build_wheel(tree, staging, python=python)
+        wheel = build_wheel(tree, staging, python=python, index=index)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -195,7 +198,7 @@ def prepare_frontend(
         tree, exported = sources.export(source, workdir / "frontend" / "src", ref, skip=workdir)
         if not (tree / family.frontend.version_file).exists():
             raise CompatError(f"{source} at {ref}: no {family.frontend.version_file} in that revision")
-        wheel, reused = cached_build(tree, workdir)
+        wheel, reused = cached_build(tree, workdir, index.pip_config())
         info = inspect(wheel, family, use_cache=False)
         label = (f"source {source}" + (f" at {ref}" if ref else "")
                  + f" ({exported}, {'its wheel built earlier from the same files' if reused else 'built out of tree'})")
@@ -234,7 +237,7 @@ def prepare_frontend(
         return PreparedFrontend(frontend_spec(family, info, label), None, info)
     start = time.perf_counter()
     tree = _unpack_sdist(sdist, workdir / "frontend" / "src")
-    wheel, reused = cached_build(tree, workdir)
+    wheel, reused = cached_build(tree, workdir, index.pip_config())
     info = inspect(wheel, family, use_cache=False)
     label += ", its wheel built earlier from the same files" if reused else ""
     return PreparedFrontend(frontend_spec(family, info, label), wheel, info, tree, time.perf_counter() - start)

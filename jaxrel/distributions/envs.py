@@ -16,7 +16,7 @@ from pathlib import Path
 
 from jaxrel._util import procs
 from jaxrel._util.text import tail
-from jaxrel.distributions.pipconfig import pip_index_config
+from jaxrel.distributions.pipconfig import PipIndexConfig, pip_index_config
 from jaxrel.errors import EnvironmentFailure
 
 __all__ = ["INHERITED_TEST_STATE", "Env", "EnvError", "create", "existing", "find_uv", "run_step", "uv_environment"]
@@ -86,9 +86,18 @@ def existing(root: Path, bytecode: Path | None = None) -> Env:
     return env
 
 
-def uv_environment() -> dict[str, str]:
-    """This process's environment plus pip's index configuration for uv, without ``PYTHONPATH``."""
-    env = {**os.environ, **pip_index_config().uv_environment()}
+# uv's own source settings: a named index replaces them all, so nothing else is consulted
+_UV_SOURCES = ("UV_INDEX_URL", "UV_DEFAULT_INDEX", "UV_INDEX", "UV_EXTRA_INDEX_URL", "UV_FIND_LINKS", "UV_NO_INDEX")
+
+
+def uv_environment(index: PipIndexConfig | None = None) -> dict[str, str]:
+    """This process's environment plus the index configuration for uv (``index``, e.g. the sources given with
+    ``--index-url``/``--wheelhouse``, else pip's own), without ``PYTHONPATH``."""
+    env = {**os.environ}
+    if index is not None:
+        for name in _UV_SOURCES:
+            env.pop(name, None)
+    env.update((index or pip_index_config()).uv_environment())
     env.pop("PYTHONPATH", None)
     return env
 
@@ -110,6 +119,7 @@ def create(
     requirement_files: Sequence[Path] = (),
     exclude_newer: str | None = None,
     bytecode: Path | None = None,
+    index: PipIndexConfig | None = None,
 ) -> Env:
     """Create a fresh environment at ``root`` and install ``requirements`` (with ``requirement_files``, pip's
     ``-r``, resolved together), then ``no_deps`` without dependencies. ``root`` is made absolute.
@@ -117,7 +127,8 @@ def create(
     ``no_deps`` lets a test assemble pairs that pip's resolver would refuse
     (``jax==0.6.2`` beside ``jaxlib==0.10.2``), as users end up with them. ``exclude_newer``
     (an RFC 3339 time or a date, uv only) resolves as of then: uv's ``--exclude-newer``.
-    ``bytecode``: where its processes keep compiled bytecode (:class:`Env`).
+    ``bytecode``: where its processes keep compiled bytecode (:class:`Env`). ``index``: where packages come
+    from (default: pip's configuration), for uv and for pip alike.
     """
     root = root.absolute()
     uv = find_uv() if use_uv in (None, True) else None
@@ -128,7 +139,7 @@ def create(
     base = {**os.environ}
     base.pop("PYTHONPATH", None)
     if uv:
-        env = uv_environment()
+        env = uv_environment(index)
         run_step([uv, "venv", "--quiet", "--python", python, str(root)], env, f"uv venv {root}")
         install = [uv, "pip", "install", "--quiet", "--python", str(root / "bin" / "python")]
         install += ["--exclude-newer", exclude_newer] if exclude_newer else []
@@ -139,6 +150,7 @@ def create(
         run_step([python, "-m", "venv", str(root)], base, f"python -m venv {root}")
         env = base
         install = [str(root / "bin" / "python"), "-m", "pip", "install", "--quiet"]
+        install += index.pip_arguments() if index is not None else []
     files = [arg for path in requirement_files for arg in ("-r", str(path))]
     if requirements or files:
         what = " ".join([*requirements, *(f"-r {path.name}" for path in requirement_files)])

@@ -38,7 +38,7 @@ from jaxrel.distributions.pages import (
     parse_json,
     parse_page,
 )
-from jaxrel.distributions.pipconfig import pip_command, pip_index_config
+from jaxrel.distributions.pipconfig import PipIndexConfig, pip_command, pip_index_config
 from jaxrel.distributions.transport import IndexClientError, Limits, fetch, read_local, request_for
 from jaxrel.distributions.urls import parse_url
 from jaxrel.errors import BadInput
@@ -145,6 +145,15 @@ class Index:
                     houses.append(_file_path(parse_url(link, f"find-links in {where}").text))
         cafile = config.raw.get("cert") or None
         return cls(urls, houses, cafile=cafile, **options)  # type: ignore[arg-type]
+
+    def pip_config(self) -> PipIndexConfig:
+        """These sources as pip's index configuration, for the environments uv (or pip) makes from them: the
+        first URL as the index, the others as extra indexes, the wheelhouses as find-links, no URL: no index."""
+        return PipIndexConfig(
+            index_url=self.urls[0] if self.urls else None, extra_index_urls=tuple(self.urls[1:]),
+            find_links=tuple(str(house.absolute()) for house in self.wheelhouses), no_index=not self.urls,
+            raw={"cert": self.cafile} if self.cafile else {},
+        )
 
     def describe(self) -> list[str]:
         return [*self.urls, *(f"wheelhouse {h}" for h in self.wheelhouses)]

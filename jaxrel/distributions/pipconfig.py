@@ -45,7 +45,17 @@ class PipIndexConfig:
             env["UV_FIND_LINKS"] = ",".join(self.find_links)
         if self.no_index:
             env["UV_NO_INDEX"] = "1"
+        if self.raw.get("cert"):
+            env["SSL_CERT_FILE"] = self.raw["cert"]
         return env
+
+    def pip_arguments(self) -> list[str]:
+        """The same sources as ``pip install`` options (for environments made without uv)."""
+        args = ["--no-index"] if self.no_index else []
+        args += ["--index-url", self.index_url] if self.index_url else []
+        args += [arg for url in self.extra_index_urls for arg in ("--extra-index-url", url)]
+        args += [arg for link in self.find_links for arg in ("--find-links", link)]
+        return args + (["--cert", self.raw["cert"]] if self.raw.get("cert") else [])
 
 
 def parse_config_list(text: str) -> PipIndexConfig:

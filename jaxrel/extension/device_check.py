@@ -30,6 +30,10 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 from typing import Any
 
+from jaxrel._util import localfiles
+from jaxrel.cells.probes import last_json
+from jaxrel.errors import BadInput
+
 __all__ = ["main"]
 
 SUITE = Path(__file__).resolve().parents[1] / "cells" / "suite"
@@ -47,11 +51,14 @@ def _run(args: list[str], timeout: float, env: dict[str, str] | None = None, cwd
     return {"code": code, "stdout": out[-20000:], "stderr": err[-20000:], "seconds": round(time.monotonic() - started, 1)}
 
 
-def _last_json(text: str) -> Any:
-    for line in reversed(text.strip().splitlines()):
-        if line.startswith("{"):
-            return json.loads(line)
-    return None
+def _last_json(text: str) -> dict[str, Any] | None:
+    """The JSON object a step printed: all of its output (``--json``, indented), else its last ``{`` line."""
+    try:
+        whole = localfiles.loads_json(text.strip(), "the step's answer")
+    except BadInput:
+        lines = [line for line in text.strip().splitlines() if line.startswith("{")]
+        return last_json(lines[-1]) if lines else None
+    return whole if isinstance(whole, dict) else None
 
 
 def _junit_counts(path: Path) -> dict[str, int]:
@@ -114,16 +121,12 @@ def _pytest(name: str, paths: list[str], root: Path, report: Path, timeout: floa
 
 def check(report: Path, jax_tests: Path | None, size: int) -> dict[str, Any]:
     """Run every step; the report as a dict (also written as device.json/device.md)."""
-    from jaxrel.distributions.installed import read_environment
-    from jaxrel.doctor import diagnose, to_json
     from jaxrel.extension.fatbin import gpu_code
-    from jaxrel.family import jax_profile
 
     report.mkdir(parents=True, exist_ok=True)
-    family = jax_profile()
-    environment = read_environment(family)
-    result: dict[str, Any] = {"python": sys.version.split()[0], "doctor": to_json(family, environment,
-                                                                                    diagnose(family, environment))}
+    doctor = _run([sys.executable, "-m", "jaxrel", "doctor", "--json"], 120)
+    result: dict[str, Any] = {"python": sys.version.split()[0],
+                              "doctor": _last_json(doctor["stdout"]) or {"error": doctor["stderr"][-2000:]}}
     probe = _run([sys.executable, "-c", _PROBE], 90)
     result["probe"] = _last_json(probe["stdout"]) or {"error": probe["stderr"][-2000:]}
     result["with_cuda"] = with_cuda_requirements()
@@ -161,8 +164,8 @@ def render(result: dict[str, Any]) -> str:
     probe = result.get("probe", {})
     lines = ["# Device check", "", f"- result: **{'passed' if result.get('ok') else 'FAILED'}**",
              f"- device: {probe.get('device_kind', '?')} ({', '.join(probe.get('devices', [])) or probe.get('error', '')})",
-             f"- installed: {_installed(result['doctor']['environment'])}; doctor: "
-             f"{'compatible' if result['doctor']['compatible'] else 'INCOMPATIBLE'}",
+             f"- installed: {_installed(result['doctor'].get('environment', {}))}; doctor: "
+             f"{'compatible' if result['doctor'].get('compatible') else 'INCOMPATIBLE'}",
              f"- the plugin's with-cuda wheels (what pip installs for jax[cuda13]): "
              f"{len(result['with_cuda'].get('requirements', []))} required, missing: "
              f"{', '.join(result['with_cuda']['missing']) or 'none'}",
