@@ -38,11 +38,13 @@ import sys
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (mypy knows the name)
 if TYPE_CHECKING:
-    from typing import Any, Callable
+    from collections.abc import Callable
+    from typing import Any
 
 __all__ = [
     "SKIP_ENV", "GuardError", "Plugin", "Release", "allowed_range", "assigned_string", "backend_ffi_api",
-    "backend_version", "canonical_name", "check", "check_cuda", "cuda_driver_version", "ffi_api_in", "glob_match", "installed_distributions",
+    "backend_version", "canonical_name", "check", "check_cuda", "cuda_driver_version",
+    "ffi_api_in", "glob_match", "installed_distributions",
     "read_assignment", "read_ffi_api", "read_version_file", "release_of", "requirement",
 ]
 
@@ -554,7 +556,8 @@ def check_cuda(
     if plugins and wanted not in plugins:
         majors = sorted({name[len("jax-cuda"): -len("-plugin")] for name in plugins})
         listing = ", ".join([f"{name} {found} (CUDA {name[8:-7]})" for name, found in sorted(plugins.items())])
-        stem = distribution[: -len(cuda_major)] if distribution.endswith(f"cuda{cuda_major}") else distribution + "-cuda"
+        stem = (distribution[: -len(cuda_major)] if distribution.endswith(f"cuda{cuda_major}")
+                else distribution + "-cuda")
         raise _fail([f"{consumer} was built for CUDA {major}, but the installed jax CUDA plugin is {listing}; "
                      "its kernels cannot run on that plugin's CUDA."],
                     [f'pip install "jax[cuda{major}]"',
@@ -565,7 +568,8 @@ def check_cuda(
     except ImportError as error:
         raise _fail([f"{consumer} cannot load its CUDA {major} runtime: {str(error).splitlines()[0]}"],
                     [f'pip install "nvidia-cuda-runtime>={cuda_version},<{major + 1}"',
-                     f'pip install "jax[cuda{major}]"'], {}, f"CUDA runtime {cuda_version} or newer {major}.x") from None
+                     f'pip install "jax[cuda{major}]"'], {},
+                    f"CUDA runtime {cuda_version} or newer {major}.x") from None
     built = release_of(cuda_version, what="CUDA version").key
     if loaded and (loaded // 1000 != major or (loaded // 1000, loaded % 1000 // 10) < built):
         raise _fail([f"{consumer} was built with CUDA {cuda_version}, but the CUDA runtime loaded is "

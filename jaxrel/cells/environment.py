@@ -16,8 +16,10 @@ from packaging.utils import canonicalize_name
 
 import jaxrel
 from jaxrel._util.files import sha256_of
+from jaxrel.cells import plugin_install
 from jaxrel.cells.frontend import PreparedFrontend
 from jaxrel.cells.matrix import Cell
+from jaxrel.cells.plugin_install import PluginInstall
 from jaxrel.distributions import envs
 from jaxrel.distributions.index import Index, IndexClientError
 from jaxrel.distributions.pages import IndexFile
@@ -38,6 +40,8 @@ class EnvSettings:
     exclude_newer: str | None = None  # resolve the requirements as of this time (uv only)
     bytecode: Path | None = None  # where the cells' interpreters keep compiled bytecode (see envs.Env)
     test_requirements: Path | None = None  # the frontend's test requirements, for positive cells
+    plugin_install: str = "light"  # auto | full | light (jaxrel.cells.plugin_install)
+    devices: frozenset[str] = frozenset()  # the plugin devices this machine has ({"cuda"}: an NVIDIA GPU)
 
 
 def verified_wheel(index: Index, name: str, version: str, python: str) -> Path:
@@ -59,22 +63,26 @@ def wheel_file(index: Index, name: str, version: str, python: str) -> IndexFile:
 
 
 def environment(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: Path, settings: EnvSettings,
-                extensions: list[Path] | str | None = None) -> tuple[envs.Env, dict[str, str]]:
+                extensions: list[Path] | str | None = None,
+                install: PluginInstall | None = None) -> tuple[envs.Env, dict[str, str]]:
     """Create the cell's environment (``WORKDIR/envs/<cell>``): backend, frontend, plugins, pytest, jaxrel, and on
     positive cells the frontend's test requirements. Also returns the sha256 of every family wheel installed.
 
-    The backend and plugins are the files verified against ``settings.index`` (by name without one).
+    The backend and plugins are the files verified against ``settings.index`` (by name without one); so are
+    the wheels a full plugin install brings (``install``, default :func:`plugin_install.plan`).
     """
+    install = install if install is not None else plugin_install.plan(cell, settings)
     backend = family.backend.distribution
     excluded = {str(canonicalize_name(n)) for n in (family.frontend.distribution, backend)}
     assert front.wheel is not None, "prepare_frontend(build=True) first"
     local = [front.wheel, jaxrel_wheel, *(extensions if isinstance(extensions, list) else [])]
-    pinned = [(backend, cell.backend), *cell.plugins]
+    brought = list(install.resolution) if install.mode == "full" else []
+    pinned = [(backend, cell.backend), *cell.plugins, *brought]
     verified = ({name: verified_wheel(settings.index, name, version, cell.python) for name, version in pinned}
                 if settings.index is not None else {})
     installs = {name: str(verified[name]) if name in verified else f"{name}=={version}" for name, version in pinned}
     requirements = [installs[backend], *front.info.plain_requirements(excluded), "pytest"]
-    no_deps = [str(path) for path in local[:2]] + [installs[name] for name, _ in cell.plugins]
+    no_deps = [str(path) for path in local[:2]] + [installs[name] for name, _ in [*cell.plugins, *brought]]
     no_deps += [str(path) for path in local[2:]]
     files = [settings.test_requirements] if settings.test_requirements is not None and not cell.negative else []
     env = envs.create(settings.workdir / "envs" / cell.id, python=python_for(cell.python).executable,

@@ -22,7 +22,7 @@ from packaging.version import Version
 
 from jaxrel import policy
 from jaxrel._util.text import markdown_table
-from jaxrel.distributions.extras import PluginFamily, plugin_families, unsatisfied_extras
+from jaxrel.distributions.extras import PluginFamily, local_flavour, plugin_families, unsatisfied_extras
 from jaxrel.distributions.index import Listing
 from jaxrel.errors import BadInput
 from jaxrel.family import Family
@@ -81,6 +81,8 @@ class Cell:
     expected: Outcome  # accepted or refused
     rules: tuple[str, ...] = ()  # the rules the policy says are broken
     fix: str | None = None
+    with_extras: tuple[tuple[str, str], ...] = ()  # plugin extras its family's extra asks for (with-cuda)
+    local: bool = False  # a -local flavour: the plugins alone, relying on the system's CUDA (or ROCm …)
 
     @property
     def negative(self) -> bool:
@@ -185,8 +187,13 @@ def expectation(
 
 
 def known_plugin_sets(family: Family, frontend: FrontendSpec) -> dict[str, PluginFamily]:
-    """The frontend's plugin families: from its extras, then any set the family declares that they lack."""
-    sets = plugin_families(family, frontend.requires_dist)
+    """The frontend's plugin families: from its extras (each ``-local`` flavour right after its family), then
+    any set the family declares that they lack."""
+    sets: dict[str, PluginFamily] = {}
+    for name, found in plugin_families(family, frontend.requires_dist).items():
+        sets[name] = found
+        if (flavour := local_flavour(found)) is not None:
+            sets[flavour.name] = flavour
     for name, distributions in family.plugin_sets().items():
         if name not in sets:
             specs = [family.plugin_for(d) for d in distributions]
@@ -250,12 +257,14 @@ def _cells_for_python(
     backend_name = family.backend.distribution
     available = installable_versions(listings[backend_name], python, tags)
 
-    def add(backend: Version, purpose: Purpose, plugins: Sequence[tuple[str, str]] = (), suffix: str = "") -> None:
+    def add(backend: Version, purpose: Purpose, plugins: Sequence[tuple[str, str]] = (), suffix: str = "",
+            flavour: PluginFamily | None = None) -> None:
         result = expectation(family, frontend, str(backend), plugins, released)
         cell_id = f"py{python}-{backend_name}{backend}{suffix}"
         matrix.cells.append(Cell(cell_id, python, str(backend), tuple(plugins), purpose,
                                  Outcome.ACCEPTED if result.compatible else Outcome.REFUSED,
-                                 tuple(v.rule for v in result.violations), result.fix))
+                                 tuple(v.rule for v in result.violations), result.fix,
+                                 flavour.with_extras if flavour else (), flavour.local if flavour else False))
 
     admitted = [v for v in available if expectation(family, frontend, str(v), (), released).compatible]
     declared = SpecifierSet(frontend.backend_range) if frontend.backend_range else None
@@ -285,6 +294,8 @@ def _cells_for_python(
                             f"{frontend.version} is installable; no newer-than-frontend cell")
     for set_name in plugin_sets:
         plugin_family = known_sets[set_name]
+        if plugin_family.local:
+            continue  # the same distributions as its family, whose mismatched cell tests the pin
         if not plugin_family.pinned:
             matrix.notes.append(f"Python {python}: plugin set {set_name} is exempt from {PIN_RULE} "
                                 f"({'own numbering' if plugin_family.runtime else 'released separately'}); "
@@ -308,7 +319,7 @@ PIN_RULE = policy.Rule.PLUGIN_MATCHES_BACKEND.value
 def _plugin_cells(
     matrix: Matrix, known_sets: Mapping[str, PluginFamily], plugin_sets: Sequence[str], chosen: Sequence[Version],
     plugins_on: str, listings: Mapping[str, Listing], python: str, tags: Sequence[Tag],
-    add: Callable[[Version, Purpose, Sequence[tuple[str, str]], str], None],
+    add: Callable[[Version, Purpose, Sequence[tuple[str, str]], str, PluginFamily], None],
 ) -> dict[str, Version]:
     """A positive cell per family on the newest admitted backend it installs with (or on each); where placed."""
     placed: dict[str, Version] = {}
@@ -324,7 +335,7 @@ def _plugin_cells(
                     matrix.notes.append(f"Python {python}: plugin set {set_name} has no installable release "
                                         f"for {backend_name} {version}; no plugin cell for it")
                 continue
-            add(version, Purpose.PLUGINS, plugins, f"-{set_name}")
+            add(version, Purpose.PLUGINS, plugins, f"-{set_name}", plugin_family)
             placed.setdefault(set_name, version)
             added = True
             if plugins_on == "newest":

@@ -10,6 +10,7 @@ from pathlib import Path
 from jaxrel import policy
 from jaxrel._util import workdirs
 from jaxrel.cells import frontend as frontends
+from jaxrel.cells.hardware import devices_here
 from jaxrel.cells.matrix import BackendFilter, Matrix, known_plugin_sets
 from jaxrel.cells.planning import matrix_for
 from jaxrel.cli._common import UsageError, index_options, say
@@ -38,7 +39,8 @@ def add_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--backends", metavar="SPEC", help="only these backend releases: >=0.11.2 or 0.12.0,0.11.2")
     sub.add_argument("--plugins", default=None, metavar="all|none|SET[,SET]",
                      help="hardware plugin families to add, as the frontend's extras declare them "
-                          "(cuda12, cuda13, rocm7, oneapi, tpu for jax 0.12); default: all")
+                          "(cuda12, cuda13, cuda12-local, cuda13-local, rocm7, oneapi, tpu for jax 0.12); default: "
+                          "all, the -local flavours only where their device is (an NVIDIA GPU)")
     sub.add_argument("--plugins-on", choices=("newest", "all"), default="newest",
                      help="add plugin sets to the newest admitted backend only (default) or to every one")
     index_options(sub)
@@ -53,8 +55,12 @@ def backend_filter(text: str | None) -> BackendFilter | None:
     return set(found) if isinstance(found, list) else found
 
 
-def plugin_sets(known: Sequence[str], text: str | None, family: str = "") -> list[str]:
-    """``--plugins``: ``all`` (the default: every family the frontend's extras declare), ``none``, or names."""
+def plugin_sets(known: Sequence[str], text: str | None, family: str = "",
+                default: Sequence[str] | None = None) -> list[str]:
+    """``--plugins``: ``all`` (every family the frontend's extras declare), ``none``, or names; not given:
+    ``default`` (else all)."""
+    if text is None and default is not None:
+        return list(default)
     if text is None or text.strip() == "all":
         return list(known)
     if text.strip() in ("", "none"):
@@ -98,9 +104,17 @@ def inputs(args: argparse.Namespace, *, build: bool) -> MatrixInputs:
     )
     pythons = [p.strip() for item in args.python for p in item.split(",") if p.strip()]
     spec = front.spec
-    sets = plugin_sets(list(known_plugin_sets(family, spec)), args.plugins, f"{spec.name} {spec.version}")
+    known = known_plugin_sets(family, spec)
+    # a -local flavour installs like its family's light cell where its device is not: a cell of its own only there
+    here = devices_here()
+    away = [name for name, found in known.items() if found.local and not any(d in name for d in here)]
+    sets = plugin_sets(list(known), args.plugins, f"{spec.name} {spec.version}",
+                       default=[name for name in known if name not in away])
     matrix = matrix_for(family, index, front.spec, pythons=pythons, backends=backends,
                         plugin_sets=sets, plugins_on=args.plugins_on)
+    matrix.notes += [f"plugin set {name}: not run by default without its device here (its install, the plugins "
+                     f"alone on the system's libraries, is the {name.removesuffix('-local')} cell's light one); "
+                     f"--plugins {name} runs it" for name in away if name not in sets]
     if getattr(args, "cell", None):
         matrix = matrix.select(args.cell)
     return MatrixInputs(family, index, front, matrix)

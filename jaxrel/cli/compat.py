@@ -9,6 +9,7 @@ from typing import Any
 
 from jaxrel.bisect import command
 from jaxrel.cells import owntests, records
+from jaxrel.cells.plugin_install import MODES
 from jaxrel.cells.suites import DEFAULT_SUITE
 from jaxrel.cli import _matrix
 from jaxrel.cli._common import UsageError, add_common, add_env_option, env_pairs, say
@@ -40,6 +41,10 @@ def add(verbs: Any) -> None:
     sub.add_argument("--full-plugin-cells", action="store_true",
                      help="run the whole compat suite in plugin cells whose device is not here too (default: their "
                           "plugin tests only when a plain cell of the same Python and backend runs it on the CPU)")
+    sub.add_argument("--plugin-install", choices=MODES, default="auto",
+                     help="what plugin cells install: full (the plugin's extra as pip resolves it, e.g. jax[cuda13]'s "
+                          "NVIDIA wheels), light (the plugins only; the extra is still resolved) or auto (the "
+                          "default: full where the cell's device is, e.g. an NVIDIA GPU, else light)")
     sub.add_argument("--shard", metavar="I/N", help="run only the I-th of N shares of each suite's tests "
                      "(jaxrel matrix --format github --shards N fans them out)")
     sub.add_argument("--jobs", default="auto", metavar="N|auto",
@@ -143,7 +148,7 @@ def run(args: argparse.Namespace) -> int:
                              cells_at_once=at_once,
                              use_uv=False if args.no_uv else None, extensions=not args.no_extension,
                              workspace=workspace, index=found.index, checkpoint=checkpoint, test_env=test_env,
-                             full_plugin_cells=args.full_plugin_cells)
+                             full_plugin_cells=args.full_plugin_cells, plugin_install=args.plugin_install)
     results = run_matrix(matrix, found.family, front, options)
     commands = _bisect_commands(args, found.family, front.commit, results, test_env)
     json_path, md_path = report.write(workdir, matrix, results, frontend_build_seconds=front.build_seconds,

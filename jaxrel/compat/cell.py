@@ -15,10 +15,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jaxrel.cells import driver, records, suites
+from jaxrel.cells import driver, plugin_install, records, suites
 from jaxrel.cells.environment import environment, foreign_files
 from jaxrel.cells.frontend import PreparedFrontend
 from jaxrel.cells.matrix import Cell, Outcome
+from jaxrel.cells.plugin_install import PluginInstall
 from jaxrel.cells.suites import PLUGIN_TESTS, Suite, SuiteRun, TestCounts
 from jaxrel.compat.options import Options
 from jaxrel.compat.triage import Failure, summary
@@ -50,6 +51,7 @@ class CellResult:
     extension: str | None = None  # the extension wheels installed in the cell, or why none were
     own_tests_not_run: str | None = None  # why a positive cell did not run the frontend's own tests
     cpu_suite_in: str | None = None  # a plugin cell without its device: the plain cell that ran the CPU suite
+    plugin_install: str | None = None  # how a plugin cell installed its plugins (full, light or local), and why
     backend_api: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # what failed the cell besides its failed tests
     wheels: dict[str, str] = field(default_factory=dict)  # every family wheel installed (file name -> sha256)
@@ -100,11 +102,14 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
     junit = junit_path(options, cell)
     for stale in (junit, junit_path(options, cell, "own"), junit_path(options, cell, "verdicts")):
         stale.unlink(missing_ok=True)
+    settings = options.environment_settings()
+    install: PluginInstall | None = None
     try:
-        env, wheels = environment(cell, family, front, jaxrel_wheel, options.environment_settings(),
-                                  extensions)
+        install = plugin_install.plan(cell, settings)
+        env, wheels = environment(cell, family, front, jaxrel_wheel, settings, extensions, install)
     except (envs.EnvError, IndexClientError) as error:
-        result = CellResult(cell, Outcome.INSTALL_FAILED, False, time.perf_counter() - start, problems=[str(error)])
+        result = CellResult(cell, Outcome.INSTALL_FAILED, False, time.perf_counter() - start, problems=[str(error)],
+                            plugin_install=install.describe() or None if install else None)
         result.timings["environment"] = result.seconds
         write_junit(junit, cell, False, str(error))
         return result
@@ -134,6 +139,7 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
                                    else extensions), environment=str(env.root))
     result.frontend_import, result.import_error = driven.imported, driven.import_error
     result.cpu_suite_in = cpu_twin if driven.cpu_only else None
+    result.plugin_install = install.describe() or None
     result.import_output = driven.import_output
     seen = installed.read_environment(family, python=str(env.python))
     result.backend_api = {**seen.api_numbers, "xla_ffi_api": seen.xla_ffi_api}

@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from jaxrel._util.progress import Progress, say
 from jaxrel.cells.environment import EnvSettings
+from jaxrel.cells.hardware import devices_here
 from jaxrel.cells.owntests import OwnTests
 from jaxrel.cells.suites import DEFAULT_SUITE, Suite, compat_suite
 from jaxrel.distributions.index import Index
@@ -38,6 +39,7 @@ class Options:
     exclude_newer: str | None = None  # resolve the environments' requirements as of this time (uv only)
     test_env: tuple[tuple[str, str], ...] = ()  # --env KEY=VALUE: set for every suite's pytest run
     full_plugin_cells: bool = False  # the whole suite in plugin cells without their device too (see cpu_twins)
+    plugin_install: str = "auto"  # auto | full | light: what plugin cells install (jaxrel.cells.plugin_install)
     keep_bytecode: bool = True  # False: the cells' interpreters write bytecode as the caller's environment says
 
     def __post_init__(self) -> None:
@@ -56,7 +58,8 @@ class Options:
     def environment_settings(self) -> EnvSettings:
         """How the cells' environments are made."""
         return EnvSettings(self.workdir, self.index, self.use_uv, self.exclude_newer, self.bytecode,
-                           self.own.requirements if self.own is not None else None)
+                           self.own.requirements if self.own is not None else None, self.plugin_install,
+                           devices_here() if self.plugin_install == "auto" else frozenset())
 
     def suites(self) -> list[Suite]:
         """What a positive cell runs: the compat suite, then the frontend's own tests."""

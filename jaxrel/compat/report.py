@@ -98,7 +98,8 @@ def summary(results: Sequence[CellResult]) -> str:
         head += (f"\nplugin tests only (the frontend saw no device but the CPU; the whole suite ran on that backend's "
                  f"CPU in its plain cell; --full-plugin-cells runs it here too): {', '.join(narrowed)}")
     wheels = sorted({r.extension for r in results if r.extension})
-    return head + "".join(f"\nextension: {wheel}" for wheel in wheels)
+    installs = [f"\nplugins in {r.cell.id}: {r.plugin_install}" for r in results if r.plugin_install]
+    return head + "".join(f"\nextension: {wheel}" for wheel in wheels) + "".join(installs)
 
 
 def to_json(matrix: Matrix, results: Sequence[CellResult], *, complete: bool = True,

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.specifiers import SpecifierSet
@@ -26,7 +26,7 @@ from packaging.version import Version
 from jaxrel.distributions.index import Listing
 from jaxrel.family import Family
 
-__all__ = ["PluginFamily", "Unsatisfied", "extras_of", "plugin_families", "unsatisfied_extras"]
+__all__ = ["PluginFamily", "Unsatisfied", "extras_of", "local_flavour", "plugin_families", "unsatisfied_extras"]
 
 _PLUGIN_NAME = re.compile(r"^(?P<stem>.+)-plugin$")
 
@@ -42,6 +42,10 @@ class PluginFamily:
     pinned: bool  # every distribution is held to the backend's release number
     released_separately: bool = False
     runtime: bool = False  # a runtime with its own numbering (libtpu)
+    # what the extra asks of a plugin besides itself: jax-cuda13-plugin[with-cuda] brings NVIDIA's CUDA wheels
+    with_extras: tuple[tuple[str, str], ...] = ()  # (distribution, "extra[,extra]")
+    local_extras: tuple[str, ...] = ()  # the extras bringing the same plugins without them (cuda13-local)
+    local: bool = False  # the -local flavour: the plugins alone, relying on system libraries (see local_flavour)
 
     def specifier(self, distribution: str) -> SpecifierSet | None:
         """The extra's specifier on ``distribution`` (``None`` when the extra does not name it)."""
@@ -63,6 +67,15 @@ class Unsatisfied:
         newest = f"newest on the index: {self.newest}" if self.newest else "no release on the index"
         return (f'{frontend}[{self.extra}] cannot be installed from the index: {self.requirement} has no release '
                 f"({newest})" + ("; released separately, expected later" if self.released_separately else ""))
+
+
+def local_flavour(plugin_family: PluginFamily) -> PluginFamily | None:
+    """The ``-local`` flavour of a family whose extras come both ways (``cuda13`` with NVIDIA's CUDA wheels,
+    ``cuda13-local`` relying on a system CUDA) as a family of its own, or ``None``."""
+    if not plugin_family.with_extras or not plugin_family.local_extras:
+        return None
+    return replace(plugin_family, name=f"{plugin_family.name}-local", extras=plugin_family.local_extras,
+                   with_extras=(), local_extras=(), local=True)
 
 
 def extras_of(requires_dist: Sequence[str]) -> dict[str, list[Requirement]]:
@@ -107,11 +120,15 @@ def plugin_families(family: Family, requires_dist: Sequence[str]) -> dict[str, P
         specs = [family.plugin_for(name) for name in distributions]
         first = {str(canonicalize_name(r.name)): str(r.specifier) for r in members[0][1]}
         name = _family_name(distributions[0], extras)
+        asked = {str(canonicalize_name(r.name)): ",".join(sorted(r.extras))
+                 for _, requirements in members for r in requirements if r.extras}
+        bare = tuple(extra for extra, rs in members if not any(r.extras for r in rs))
         families[name] = PluginFamily(
             name, extras, distributions, tuple(first.items()),
             pinned=all(spec is not None and spec.pinned for spec in specs),
             released_separately=any(spec is not None and spec.released_separately for spec in specs),
             runtime=any(spec is not None and spec.runtime for spec in specs),
+            with_extras=tuple(sorted(asked.items())), local_extras=bare if asked else (),
         )
     return families
 

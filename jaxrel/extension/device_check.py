@@ -48,7 +48,8 @@ def _run(args: list[str], timeout: float, env: dict[str, str] | None = None, cwd
         code, out, err = done.returncode, done.stdout, done.stderr
     except subprocess.TimeoutExpired as expired:
         code, out, err = 124, str(expired.stdout or ""), f"timed out after {timeout:.0f} s"
-    return {"code": code, "stdout": out[-20000:], "stderr": err[-20000:], "seconds": round(time.monotonic() - started, 1)}
+    return {"code": code, "stdout": out[-20000:], "stderr": err[-20000:],
+            "seconds": round(time.monotonic() - started, 1)}
 
 
 def _last_json(text: str) -> dict[str, Any] | None:
@@ -113,7 +114,8 @@ def with_cuda_requirements(plugin: str = "jax-cuda13-plugin") -> dict[str, Any]:
 def _pytest(name: str, paths: list[str], root: Path, report: Path, timeout: float) -> dict[str, Any]:
     junit = report / f"{name}.xml"
     done = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml", str(junit), *paths],
-                timeout, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "XLA_PYTHON_CLIENT_PREALLOCATE": "false"}, cwd=root)
+                timeout, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "XLA_PYTHON_CLIENT_PREALLOCATE": "false"},
+                cwd=root)
     counts = _junit_counts(junit)
     return {**counts, "code": done["code"], "seconds": done["seconds"],
             "ok": done["code"] == 0 and counts["passed"] > 0, "tail": done["stdout"][-3000:] + done["stderr"][-2000:]}
@@ -163,7 +165,8 @@ def render(result: dict[str, Any]) -> str:
     """The report as Markdown."""
     probe = result.get("probe", {})
     lines = ["# Device check", "", f"- result: **{'passed' if result.get('ok') else 'FAILED'}**",
-             f"- device: {probe.get('device_kind', '?')} ({', '.join(probe.get('devices', [])) or probe.get('error', '')})",
+             f"- device: {probe.get('device_kind', '?')} "
+             f"({', '.join(probe.get('devices', [])) or probe.get('error', '')})",
              f"- installed: {_installed(result['doctor'].get('environment', {}))}; doctor: "
              f"{'compatible' if result['doctor'].get('compatible') else 'INCOMPATIBLE'}",
              f"- the plugin's with-cuda wheels (what pip installs for jax[cuda13]): "
@@ -178,7 +181,7 @@ def render(result: dict[str, Any]) -> str:
                          f"{step['skipped']} skipped ({step['seconds']} s)")
     kernels = result.get("kernels", {})
     if "errors" in kernels:
-        lines.append(f"- max error vs NumPy: " + ", ".join(f"{k} {v:.2e}" for k, v in kernels["errors"].items()))
+        lines.append("- max error vs NumPy: " + ", ".join(f"{k} {v:.2e}" for k, v in kernels["errors"].items()))
         lines += ["", f"| {kernels['size']}×{kernels['size']} float32 | extension | XLA fusion | ratio |",
                   "|---|---|---|---|"]
         lines += [f"| {name} | {t['extension_ms']:.3f} ms | {t['xla_ms']:.3f} ms | {t['ratio']:.2f}× |"

@@ -51,7 +51,6 @@ def measure(platform: str, size: int, runs: int = 20) -> dict[str, Any]:
     import jax
     import jax.numpy as jnp
     import numpy as np
-
     from jaxrel_rmsnorm import platforms, rms_norm
 
     device = jax.devices(platform)[0]

@@ -209,6 +209,26 @@ def test_plugin_families_come_from_the_extras():
     assert families["tpu"].distributions == ("libtpu",) and families["tpu"].runtime
     assert str(families["tpu"].specifier("libtpu")) == "==0.0.50.*"
     assert families["oneapi"].pinned and families["cuda13"].pinned
+    # what the extras ask of the plugins: jax[cuda13] wants jax-cuda13-plugin[with-cuda]; cuda13-local does not
+    assert families["cuda13"].with_extras == (("jax-cuda13-plugin", "with-cuda"),)
+    assert families["cuda13"].local_extras == ("cuda13-local",)
+    assert families["oneapi"].with_extras == (("jax-oneapi-plugin", "with-oneapi"),)
+    assert families["oneapi"].local_extras == () and families["rocm7"].with_extras == ()
+
+
+def test_local_flavours_are_families_of_their_own():
+    from jaxrel.cells.matrix import known_plugin_sets
+    from jaxrel.distributions.extras import local_flavour, plugin_families
+
+    families = plugin_families(FAMILY, JAX_0_12_0_1_REQUIRES)
+    local = local_flavour(families["cuda13"])
+    assert local is not None and local.name == "cuda13-local" and local.local
+    assert local.extras == ("cuda13-local",) and local.with_extras == ()
+    assert local.distributions == families["cuda13"].distributions
+    assert local_flavour(families["rocm7"]) is None, "only a local flavour: the family itself"
+    assert local_flavour(families["oneapi"]) is None, "no -local extra"
+    assert list(known_plugin_sets(FAMILY, JAX_0_12_0_1)) == [
+        "tpu", "cuda12", "cuda12-local", "cuda13", "cuda13-local", "rocm7", "oneapi"]
 
 
 def test_default_plugin_families_of_jax_0_12_0_1(listings):
@@ -230,6 +250,12 @@ def test_default_plugin_families_of_jax_0_12_0_1(listings):
     # libtpu at the newest release the tpu extra's pin (==0.0.50.*) admits
     assert cells["py3.12-jaxlib0.12.0.1-tpu"].plugins == (("libtpu", "0.0.50.1"),)
     assert not any(c.id.endswith(("-rocm7@", "-tpu@")) for c in matrix.cells)
+    # the local flavour is a cell of its own, with no plugin extra; its mismatch is its family's cell
+    local = cells["py3.12-jaxlib0.12.0.1-cuda13-local"]
+    assert local.local and local.with_extras == () and local.plugins == cells["py3.12-jaxlib0.12.0.1-cuda13"].plugins
+    assert cells["py3.12-jaxlib0.12.0.1-cuda13"].with_extras == (("jax-cuda13-plugin", "with-cuda"),)
+    assert not cells["py3.12-jaxlib0.12.0.1-cuda13"].local
+    assert not any("-local@" in c.id for c in matrix.cells)
     assert [(u["extra"], u["requirement"], u["newest"], u["released_separately"]) for u in matrix.unsatisfiable] == [
         ("rocm7-local", "jax-rocm7-plugin==0.12.0.1.*", "0.12.0", True),
         ("oneapi", "jax-oneapi-plugin<=0.12.0.1,>=0.12.0.1", "0.11.2", False),
@@ -256,7 +282,7 @@ def test_no_plugin_cell_is_said_not_hidden(listings):
 
 
 def test_unknown_plugin_set_names_the_families_of_the_extras(listings):
-    with pytest.raises(MatrixError, match="has: tpu, cuda12, cuda13, rocm7, oneapi"):
+    with pytest.raises(MatrixError, match="has: tpu, cuda12, cuda12-local, cuda13, cuda13-local, rocm7, oneapi"):
         build_matrix(FAMILY, JAX_0_12_0_1, listings, tags("3.12"), plugin_sets=["cuda11"])
 
 

@@ -72,7 +72,6 @@ def rms_norm():
 def device(request, rms_norm):
     """A device of each platform the extension declares, if the cell has one."""
     import jax
-
     import jaxrel_rmsnorm
 
     assert request.param in jaxrel_rmsnorm.platforms(), jaxrel_rmsnorm.platforms()
