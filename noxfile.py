@@ -1,5 +1,5 @@
-"""nox sessions: compat (the main job), bisect, atlas, tests, tests_oldest, fuzz, build, release, doctor,
-bench, lint, docs.
+"""nox sessions: compat (the main job), bisect, atlas, tests, tests_oldest, fuzz, build, device, release,
+doctor, bench, lint, docs.
 
 Environments are built with uv when it is installed beside nox (fallback: virtualenv),
 with pip's index configuration passed to uv (``jaxrel.distributions.pipconfig``); wheels land in
@@ -87,6 +87,34 @@ def build(session: nox.Session) -> None:
     _build_tools(session)
     session.install("-e", ".")
     session.run("jaxrel", "build", *session.posargs)
+
+
+@nox.session(venv_backend="none")
+def device(session: nox.Session) -> None:
+    """The device check on a machine with an NVIDIA GPU (``scripts/device_check.sh``): builds nothing there.
+
+    ``nox -s device -- WHEELS_DIR [--jax V|newest] [--jax-tests DIR] [--report DIR]``. WHEELS_DIR holds the
+    extension's wheels built elsewhere (``nox -s build -- --wheels //rmsnorm:wheel,//rmsnorm:wheel_cuda13``).
+    With ``--jax``, a fresh environment (``.nox/device-env``) gets ``jax[cuda13]==V`` as users install it;
+    without, the interpreter in ``$PYTHON`` (default python3) is checked as it is installed.
+    """
+    args = list(session.posargs)
+    if not args or args[0].startswith("-"):
+        session.error("give the directory of the extension's wheels first: nox -s device -- WHEELS_DIR")
+    env = {}
+    if "--jax" in args:
+        at = args.index("--jax")
+        version = args[at + 1] if at + 1 < len(args) else session.error("--jax needs a version (or newest)")
+        del args[at:at + 2]
+        uv = shutil.which("uv") or str(Path(sys.executable).parent / "uv")
+        venv = ROOT / ".nox" / "device-env"
+        environment = pip_index_config().uv_environment()
+        session.run(uv, "venv", "--clear", "--seed", "--python", "3.12", str(venv), external=True, env=environment)
+        wanted = "jax[cuda13]" if version == "newest" else f"jax[cuda13]=={version}"
+        session.run(uv, "pip", "install", "--python", str(venv / "bin" / "python"), wanted, "pytest", "absl-py",
+                    external=True, env=environment)
+        env["PYTHON"] = str(venv / "bin" / "python")
+    session.run("bash", str(ROOT / "scripts" / "device_check.sh"), *args, external=True, env=env)
 
 
 @nox.session
