@@ -11,7 +11,10 @@
 
 #include <initializer_list>
 
-namespace {
+// A named namespace, not an anonymous one: nvcc names anonymous namespaces after a hash that differs from
+// build directory to build directory, which would make the wheel's bytes differ too. (-fvisibility=hidden
+// keeps these symbols out of the module's interface all the same.)
+namespace jaxrel_rmsnorm_cuda {
 
 constexpr int kThreads = 256;  // per block: 8 warps
 constexpr int64_t kMaxBlocks = 1 << 20;
@@ -170,7 +173,9 @@ const char* LastError() {
   return error == cudaSuccess ? nullptr : cudaGetErrorString(error);
 }
 
-}  // namespace
+}  // namespace jaxrel_rmsnorm_cuda
+
+using namespace jaxrel_rmsnorm_cuda;  // NOLINT: the launchers below are this file's interface
 
 extern "C" const char* JaxrelRmsNormForwardLaunch(void* stream, const float* x, float* y, float* inv_rms,
                                                   int64_t rows, int64_t width, float eps) {

@@ -6,6 +6,7 @@ wheel's GPU code, its linkage, its metadata, and its import on a CPU-only jax wi
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -96,6 +97,24 @@ def test_metadata_requires_the_cpu_wheel_the_plugin_and_the_runtime(wheels: dict
     assert meta.get_all("Requires-Dist") == [f"jaxrel-rmsnorm=={version}", f"jax-cuda13-plugin>={MINIMUM}",
                                              "nvidia-cuda-runtime>=13.0,<14"]
     assert 'CUDA_VERSION = "13.0"' in facts and 'CUDA_ARCHITECTURES = "sm_80,sm_90,sm_100,sm_120,compute_120"' in facts
+
+
+def test_two_clean_builds_in_different_directories_are_byte_identical(wheels: dict[str, Path], tmp_path: Path) -> None:
+    copy = tmp_path / "workspace"
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=REPO,
+                            capture_output=True, check=True).stdout.decode().split("\0")
+    for relative in filter(None, listed):
+        if (REPO / relative).is_file():
+            (copy / relative).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(REPO / relative, copy / relative)
+    (copy / "build").mkdir()
+    (copy / "build" / "tools").symlink_to(REPO / "build" / "tools")
+    launcher = find_launcher(copy)
+    try:
+        again = build(copy, wheels=["//rmsnorm:wheel_cuda13"], output=tmp_path / "dist")
+    finally:
+        subprocess.run([*launcher, "clean", "--expunge"], cwd=copy, capture_output=True)
+    assert [w.read_bytes() for w in again.wheels] == [wheels["jaxrel_rmsnorm_cuda13"].read_bytes()]
 
 
 def test_a_second_build_needs_no_fetch(wheels: dict[str, Path], tmp_path: Path) -> None:
