@@ -12,7 +12,7 @@ gigabytes). A plugin cell installs in one of three ways:
   the extra is still resolved, so one that cannot be installed fails the cell as it fails a user, but
   nothing is downloaded that the machine could not use;
 - **local** (the ``-local`` flavour, ``jax[cuda13-local]``): the plugin and pjrt alone, relying on the
-  system's CUDA, and saying so.
+  system's libraries (CUDA), and saying so.
 
 The resolution is ``uv pip compile`` (else ``pip install --dry-run --report``) for the cell's interpreter,
 from the cell's index, kept in ``WORKDIR/resolutions`` for the run's other cells and later runs.
@@ -57,14 +57,16 @@ class PluginInstall:
     def describe(self) -> str:
         """One line for the report."""
         brought = ", ".join(f"{name} {version}" for name, version in self.resolution)
+        wheels = f"{len(self.resolution)} {'wheel' if len(self.resolution) == 1 else 'wheels'}"
         if self.mode == "full":
-            return f"full: {self.requirement} as pip resolves it, {len(self.resolution)} wheels verified and " \
-                   f"installed ({brought}); {self.reason}"
+            return f"full: {self.requirement} as pip resolves it, {wheels} verified and installed ({brought}); " \
+                   f"{self.reason}"
         if self.mode == "light":
-            return f"light: the plugins only ({self.reason}); {self.requirement} resolves to " \
-                   f"{len(self.resolution)} more wheels, not installed ({brought})"
+            return f"light: the plugins only ({self.reason}); {self.requirement} resolves to {wheels} more, " \
+                   f"not installed ({brought})"
         if self.mode == "local":
-            return "local: the plugins only, relying on the system's CUDA libraries (a -local extra)"
+            return "local: the plugins only, relying on the system's libraries (CUDA, ROCm) instead of the " \
+                   "wheels their extra brings (a -local extra)"
         return ""
 
 

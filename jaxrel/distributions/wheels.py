@@ -15,6 +15,7 @@ import json
 import re
 import shutil
 import zipfile
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -212,16 +213,19 @@ def _read(archive: Archive, family: Family, digest: str) -> ArtifactInfo:
     )
 
 
-def write_wheel(out: Path, name: str, version: str, files: dict[str, bytes]) -> Path:
+def write_wheel(out: Path, name: str, version: str, files: dict[str, bytes], requires: Sequence[str] = ()) -> Path:
     """Write a pure-Python wheel (``py3-none-any``) of ``files`` (archive path → bytes) into a fresh ``out``.
 
-    METADATA, WHEEL and RECORD are generated; entries are sorted and dated 1980 so equal
-    inputs give equal bytes.
+    METADATA (with ``requires`` as ``Requires-Dist``, and the extras their markers name), WHEEL and
+    RECORD are generated; entries are sorted and dated 1980 so equal inputs give equal bytes.
     """
     stem = f"{name.replace('-', '_')}-{version}"
     dist_info = f"{stem}.dist-info"
     members = dict(files)
-    members[f"{dist_info}/METADATA"] = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n".encode()
+    extras = sorted({extra for text in requires for extra in re.findall(r'extra\s*==\s*"([^"]+)"', text)})
+    members[f"{dist_info}/METADATA"] = (f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                                        + "".join(f"Requires-Dist: {text}\n" for text in requires)
+                                        + "".join(f"Provides-Extra: {extra}\n" for extra in extras)).encode()
     members[f"{dist_info}/WHEEL"] = (b"Wheel-Version: 1.0\nGenerator: jaxrel\nRoot-Is-Purelib: true\n"
                                      b"Tag: py3-none-any\n")
 

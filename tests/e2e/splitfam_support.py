@@ -15,6 +15,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -229,14 +230,15 @@ def core_release(repo: Path, version: str, api: int, wheelhouse: Path, extra: st
     return _into(write_wheel(wheelhouse.parent / f"build-core-{version}", "splitfam-core", version, files), wheelhouse)
 
 
-def plugin_release(repo: Path, version: str, wheelhouse: Path) -> Path:
-    """A ``splitfam-cpu-plugin`` wheel at ``version`` (the template's pure-Python plugin), into ``wheelhouse``."""
+def plugin_release(repo: Path, version: str, wheelhouse: Path, requires: Sequence[str] = ()) -> Path:
+    """A ``splitfam-cpu-plugin`` wheel at ``version`` (the template's pure-Python plugin), into ``wheelhouse``;
+    ``requires``: its ``Requires-Dist`` lines (an extra of its own, as ``jax-cuda13-plugin[with-cuda]``)."""
     from jaxrel.distributions.wheels import write_wheel
 
     files = python_files(repo / "plugin", "splitfam_cpu_plugin")
     files["splitfam_cpu_plugin/version.py"] = f'_version = "{version}"\n__version__ = _version\n'.encode()
-    return _into(write_wheel(wheelhouse.parent / f"build-plugin-{version}", "splitfam-cpu-plugin", version, files),
-                 wheelhouse)
+    built = write_wheel(wheelhouse.parent / f"build-plugin-{version}", "splitfam-cpu-plugin", version, files, requires)
+    return _into(built, wheelhouse)
 
 
 def _into(wheel: Path, wheelhouse: Path) -> Path:

@@ -8,6 +8,10 @@ downloaded once through pip's configuration. Then pip's configuration is pointed
 - a pypiserver on loopback serves the wheelhouse: ``--index-url`` of it must carry every cell (uv's
   environments, the frontend's build, jaxrel's own listings);
 - ``--wheelhouse`` of it with ``PIP_NO_INDEX=1`` and ``UV_OFFLINE=1``: the air-gapped run.
+
+The plugin 0.2.0 has an extra of its own (``with-x``, bringing ``splitfam-extra-dep``), as
+``jax-cuda13-plugin[with-cuda]`` brings NVIDIA's wheels: a frontend whose ``cpu`` extra asks for it gets
+plugin cells that install it in full, light or as the ``cpu-local`` flavour.
 """
 
 from __future__ import annotations
@@ -23,6 +27,7 @@ import pytest
 from splitfam_support import PypiServer, core_release, make_splitfam, plugin_release, set_frontend_version
 
 from jaxrel.distributions.pipconfig import pip_command
+from jaxrel.distributions.wheels import write_wheel
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +43,9 @@ def wheelhouse(index_reachable: None, tmp_path_factory: pytest.TempPathFactory) 
     house = tmp_path_factory.mktemp("airgapped") / "wheels"
     core_release(template, "0.1.0", 1, house)
     core_release(template, "0.2.0", 2, house)
-    plugin_release(template, "0.2.0", house)
+    plugin_release(template, "0.2.0", house, requires=['splitfam-extra-dep==1.0; extra == "with-x"'])
+    dep = write_wheel(house.parent / "build-dep", "splitfam-extra-dep", "1.0", {"splitfam_extra_dep/__init__.py": b""})
+    shutil.move(dep, house / dep.name)
     done = subprocess.run([*pip_command(), "download", "--quiet", "--only-binary=:all:", "--dest", str(house),
                            *THIRD_PARTY], capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-2000:]
@@ -102,3 +109,47 @@ def test_wheelhouse_with_no_index_and_uv_offline_carries_every_cell(repo: Path, 
     done = compat(repo, workdir, nothing_else_reachable(PIP_NO_INDEX="1", UV_OFFLINE="1"),
                   "--wheelhouse", str(wheelhouse))
     assert_every_cell_passed(done, workdir)
+
+
+EXTRAS = """
+[project.optional-dependencies]
+cpu = ["splitfam-cpu-plugin[with-x]>=0.2.0,<=0.2.0"]
+cpu-local = ["splitfam-cpu-plugin>=0.2.0,<=0.2.0"]
+"""
+PLUGIN_CELL = f"py{PY}-splitfam-core0.2.0-cpu"
+
+
+def _installed(workdir: Path, cell: str) -> set[str]:
+    return {path.name.split("-")[0] for path in (workdir / "envs" / cell).rglob("*.dist-info")}
+
+
+def test_plugin_cells_install_the_plugins_extra_in_full_light_or_local(repo: Path, wheelhouse: Path,
+                                                                        tmp_path: Path) -> None:
+    with open(repo / "frontend" / "pyproject.toml", "a") as pyproject:
+        pyproject.write(EXTRAS)
+    offline = nothing_else_reachable(PIP_NO_INDEX="1", UV_OFFLINE="1")
+    full = tmp_path / "full"
+    done = compat(repo, full, offline, "--wheelhouse", str(wheelhouse), "--plugin-install", "full",
+                  "--plugins", "cpu,cpu-local")
+    assert_every_cell_passed(done, full)
+    cells = {c["cell"]["id"]: c for c in json.loads((full / "report.json").read_text())["cells"]}
+    assert cells[PLUGIN_CELL]["plugin_install"].startswith(
+        "full: splitfam-cpu-plugin[with-x]==0.2.0 as pip resolves it, 1 wheel verified and installed "
+        "(splitfam-extra-dep 1.0)")
+    assert "splitfam_extra_dep" in _installed(full, PLUGIN_CELL)
+    assert "splitfam_extra_dep-1.0-py3-none-any.whl" in cells[PLUGIN_CELL]["wheels"], "verified like the backend"
+    local = cells[f"{PLUGIN_CELL}-local"]
+    assert local["plugin_install"].startswith("local: the plugins only") and local["cell"]["local"]
+    assert "splitfam_extra_dep" not in _installed(full, f"{PLUGIN_CELL}-local")
+    assert f"plugins in {PLUGIN_CELL}: full:" in done.stdout
+
+    light = tmp_path / "light"
+    done = compat(repo, light, offline, "--wheelhouse", str(wheelhouse), "--plugin-install", "light")
+    assert_every_cell_passed(done, light)
+    cells = {c["cell"]["id"]: c for c in json.loads((light / "report.json").read_text())["cells"]}
+    assert cells[PLUGIN_CELL]["plugin_install"] == (
+        "light: the plugins only (--plugin-install light); splitfam-cpu-plugin[with-x]==0.2.0 resolves to "
+        "1 wheel more, not installed (splitfam-extra-dep 1.0)")
+    assert "splitfam_extra_dep" not in _installed(light, PLUGIN_CELL)
+    assert f"{PLUGIN_CELL}-local" not in cells, "no -local cell by default without its device"
+    assert "plugin set cpu-local: not run by default" in done.stdout

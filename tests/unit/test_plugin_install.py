@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import os
+import shutil
 import sys
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -17,6 +15,7 @@ from jaxrel.cells.matrix import Cell, Outcome, Purpose
 from jaxrel.distributions import envs
 from jaxrel.distributions.index import Index
 from jaxrel.distributions.pipconfig import PipIndexConfig
+from jaxrel.distributions.wheels import write_wheel
 from jaxrel.errors import BadInput
 
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
@@ -62,7 +61,7 @@ def test_mode_follows_the_device_and_the_option(resolved, tmp_path, setting, dev
 def test_descriptions_name_the_install_and_the_resolution(resolved, tmp_path):
     light = plugin_install.plan(cell(), EnvSettings(tmp_path, plugin_install="auto")).describe()
     assert light.startswith("light: the plugins only (no cuda device here)")
-    assert "resolves to 2 more wheels, not installed (nvidia-cuda-runtime 13.5.37, nvidia-cudnn-cu13 9.28.1.4)" in light
+    assert "resolves to 2 wheels more, not installed (nvidia-cuda-runtime 13.5.37, nvidia-cudnn-cu13 9.28.1.4)" in light
     full = plugin_install.plan(cell(), EnvSettings(tmp_path, plugin_install="full")).describe()
     assert full.startswith("full: jax-cuda13-plugin[with-cuda]==0.11.2 as pip resolves it, 2 wheels verified")
 
@@ -70,7 +69,7 @@ def test_descriptions_name_the_install_and_the_resolution(resolved, tmp_path):
 def test_local_negative_and_extra_less_cells_resolve_nothing(resolved, tmp_path):
     settings = EnvSettings(tmp_path, plugin_install="full", devices=frozenset({"cuda"}))
     local = plugin_install.plan(cell(with_extras=(), local=True), settings)
-    assert local.mode == "local" and "system's CUDA" in local.describe()
+    assert local.mode == "local" and "relying on the system's libraries" in local.describe()
     assert plugin_install.plan(cell(with_extras=()), settings).mode == ""
     assert plugin_install.plan(cell(expected=Outcome.REFUSED), settings).mode == ""
     assert plugin_install.plan(cell(with_extras=()), settings).describe() == ""
@@ -86,20 +85,8 @@ def test_parse_pins_reads_compile_output_and_refuses_anything_else():
 
 
 def _wheel(folder: Path, name: str, version: str, requires: list[str]) -> Path:
-    stem = f"{name.replace('-', '_')}-{version}"
-    files = {f"{name.replace('-', '_')}/__init__.py": b"",
-             f"{stem}.dist-info/METADATA": ("Metadata-Version: 2.1\nName: " + name + "\nVersion: " + version + "\n"
-                                            + "".join(f"Requires-Dist: {r}\n" for r in requires)
-                                            + "Provides-Extra: with-x\n").encode(),
-             f"{stem}.dist-info/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
-    record = "".join(f"{path},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},"
-                     f"{len(data)}\n" for path, data in files.items()) + f"{stem}.dist-info/RECORD,,\n"
-    files[f"{stem}.dist-info/RECORD"] = record.encode()
-    path = folder / f"{stem}-py3-none-any.whl"
-    with zipfile.ZipFile(path, "w") as archive:
-        for member, data in files.items():
-            archive.writestr(member, data)
-    return path
+    built = write_wheel(folder.parent / f"build-{name}", name, version, {f"{name}/__init__.py": b""}, requires)
+    return Path(shutil.move(built, folder / built.name))
 
 
 @pytest.mark.skipif(envs.find_uv() is None, reason="uv is not installed (it comes with the test extra)")
