@@ -19,4 +19,5 @@ fi
 wheels="$1"; shift
 "$python" -m pip install --quiet --no-index --no-deps --force-reinstall --find-links "$wheels" \
   jaxrel-rmsnorm jaxrel-rmsnorm-cuda13
-exec env PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" "$python" -m jaxrel.extension.device_check "$@"
+exec env PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" "$python" -m jaxrel.extension.device_check \
+  --wheels "$wheels" "$@"

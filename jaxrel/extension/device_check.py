@@ -12,6 +12,9 @@ interpreter's environment, then runs this module, which
    extension's tests on every platform it declares) on the default device;
 4. runs jax's own tests for the device given with ``--jax-tests`` (e.g. ``ffi_test.py``), if any;
 5. checks the kernels against NumPy and times them against XLA's fusion (:mod:`jaxrel.extension.kernel_bench`);
+6. with ``--wheels DIR``, runs the extension's tests once more with the CPU wheel alone (the CUDA one
+   uninstalled, then reinstalled from DIR): a GPU machine must not fail a platform the extension does not
+   declare;
 
 and writes ``device.json`` and ``device.md`` into ``--report``. Exit status 0 when every step passed, 1 when
 one failed, 3 when the machine has no GPU jax can use.
@@ -121,7 +124,20 @@ def _pytest(name: str, paths: list[str], root: Path, report: Path, timeout: floa
             "ok": done["code"] == 0 and counts["passed"] > 0, "tail": done["stdout"][-3000:] + done["stderr"][-2000:]}
 
 
-def check(report: Path, jax_tests: Path | None, size: int) -> dict[str, Any]:
+def cpu_only(wheels: Path, report: Path) -> dict[str, Any]:
+    """The extension's tests with the CPU wheel alone on this GPU machine; the CUDA wheel reinstalled after."""
+    pip = [sys.executable, "-m", "pip"]
+    removed = _run([*pip, "uninstall", "--yes", "jaxrel-rmsnorm-cuda13"], 120)
+    try:
+        step = _pytest("cpu-only-wheel", ["-c", str(SUITE / "pytest.ini"), "--confcutdir", str(SUITE),
+                                          str(SUITE / "test_extension.py")], SUITE, report, 180)
+    finally:
+        back = _run([*pip, "install", "--quiet", "--no-index", "--no-deps", "--find-links", str(wheels),
+                     "jaxrel-rmsnorm-cuda13"], 120)
+    return {**step, "ok": step["ok"] and removed["code"] == 0 and back["code"] == 0}
+
+
+def check(report: Path, jax_tests: Path | None, size: int, wheels: Path | None = None) -> dict[str, Any]:
     """Run every step; the report as a dict (also written as device.json/device.md)."""
     from jaxrel.extension.fatbin import gpu_code
 
@@ -150,8 +166,11 @@ def check(report: Path, jax_tests: Path | None, size: int) -> dict[str, Any]:
     result["kernels"] = _last_json(bench["stdout"]) or {"error": bench["stderr"][-3000:]}
     errors = result["kernels"].get("errors", {})
     result["kernels_ok"] = bool(errors) and max(errors.values()) <= 1e-5
+    if wheels is not None:
+        result["cpu_only_wheel"] = cpu_only(wheels, report)
     result["ok"] = bool(result["compat_suite"]["ok"] and result["kernels_ok"]
                         and result.get("jax_tests", {"ok": True})["ok"]
+                        and result.get("cpu_only_wheel", {"ok": True})["ok"]
                         and {"sm_80", "sm_90"} <= set(result["gpu_code"]))
     return result
 
@@ -174,7 +193,7 @@ def render(result: dict[str, Any]) -> str:
              f"{', '.join(result['with_cuda']['missing']) or 'none'}",
              f"- CUDA driver: {probe.get('driver')}, runtime (built, loaded): {probe.get('cuda_runtime')}",
              f"- extension platforms: {probe.get('platforms')}, GPU code: {', '.join(result.get('gpu_code', []))}"]
-    for name in ("compat_suite", "jax_tests"):
+    for name in ("compat_suite", "jax_tests", "cpu_only_wheel"):
         if name in result:
             step = result[name]
             lines.append(f"- {name.replace('_', ' ')}: {step['passed']} passed, {step['failed']} failed, "
@@ -196,8 +215,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", type=Path, default=Path("build/device"))
     parser.add_argument("--jax-tests", type=Path, help="a directory of jax's own *_test.py files to run too")
     parser.add_argument("--size", type=int, default=8192)
+    parser.add_argument("--wheels", type=Path, help="the wheels installed (scripts/device_check.sh passes them): "
+                        "the CPU wheel's tests then run alone too, the CUDA wheel reinstalled from here")
     args = parser.parse_args(argv)
-    result = check(args.report, args.jax_tests, args.size)
+    result = check(args.report, args.jax_tests, args.size, args.wheels)
     (args.report / "device.json").write_text(json.dumps(result, indent=2) + "\n")
     (args.report / "device.md").write_text(render(result))
     print(render(result))
