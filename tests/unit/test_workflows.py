@@ -40,8 +40,12 @@ def _actionlint() -> str:
     return found
 
 
+ACTIONLINT_CONFIG = ROOT / ".github" / "actionlint.yaml"  # the self-hosted runner labels (gpu, tpu)
+
+
 def _lint(path: Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([_actionlint(), "-no-color", str(path)], capture_output=True, text=True, timeout=120)
+    return subprocess.run([_actionlint(), "-no-color", "-config-file", str(ACTIONLINT_CONFIG), str(path)],
+                          capture_output=True, text=True, timeout=120)
 
 
 def _zizmor(path: Path) -> list[dict[str, Any]]:
