@@ -4,28 +4,16 @@
 #include <cmath>
 #include <cstdint>
 
+#include "rmsnorm/cc/rows.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
 
 namespace {
 
-ffi::Error NoAxis() {
-  return ffi::Error(ffi::ErrorCode::kInvalidArgument, "rms_norm needs an array with at least one axis");
-}
-
-// The number of rows (product of the leading dimensions) and the row width (last dimension).
-struct Rows {
-  int64_t count = 1;
-  int64_t width = 0;
-};
-
-Rows RowsOf(ffi::Span<const int64_t> dims) {
-  Rows rows;
-  for (size_t i = 0; i + 1 < dims.size(); ++i) rows.count *= dims[i];
-  rows.width = dims[dims.size() - 1];
-  return rows;
-}
+using jaxrel_rmsnorm::NoAxis;
+using jaxrel_rmsnorm::Rows;
+using jaxrel_rmsnorm::RowsOf;
 
 ffi::Error Forward(float eps, ffi::Buffer<ffi::F32> x, ffi::ResultBuffer<ffi::F32> y,
                    ffi::ResultBuffer<ffi::F32> inv_rms) {

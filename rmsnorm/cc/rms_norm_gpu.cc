@@ -5,30 +5,19 @@
 #include <cstdint>
 
 #include "rmsnorm/cc/rms_norm_cuda.h"
+#include "rmsnorm/cc/rows.h"
 #include "xla/ffi/api/ffi.h"
 
 namespace ffi = xla::ffi;
 
 namespace {
 
-struct Rows {
-  int64_t count = 1;
-  int64_t width = 0;
-};
-
-Rows RowsOf(ffi::Span<const int64_t> dims) {
-  Rows rows;
-  for (size_t i = 0; i + 1 < dims.size(); ++i) rows.count *= dims[i];
-  rows.width = dims[dims.size() - 1];
-  return rows;
-}
+using jaxrel_rmsnorm::NoAxis;
+using jaxrel_rmsnorm::Rows;
+using jaxrel_rmsnorm::RowsOf;
 
 ffi::Error Launched(const char* error) {
   return error == nullptr ? ffi::Error::Success() : ffi::Error(ffi::ErrorCode::kInternal, error);
-}
-
-ffi::Error NoAxis() {
-  return ffi::Error(ffi::ErrorCode::kInvalidArgument, "rms_norm needs an array with at least one axis");
 }
 
 ffi::Error Forward(void* stream, float eps, ffi::Buffer<ffi::F32> x, ffi::ResultBuffer<ffi::F32> y,

@@ -10,6 +10,8 @@ import shutil
 import subprocess
 import sys
 import zipfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from email.parser import Parser
 from pathlib import Path
 
@@ -141,11 +143,16 @@ def _imported(env: envs.Env) -> dict[str, object]:
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
-def _fake_plugin(env: envs.Env, name: str) -> Path:
+@contextmanager
+def _fake_plugin(env: envs.Env, name: str) -> Iterator[None]:
+    """``name``'s metadata in the environment's site-packages (no package: the guard reads names only)."""
     folder = _site(env) / f"{name.replace('-', '_')}-{PIN.backend_version}.dist-info"
     folder.mkdir()
     (folder / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {PIN.backend_version}\n")
-    return folder
+    try:
+        yield
+    finally:
+        shutil.rmtree(folder)
 
 
 def test_without_a_gpu_it_imports_and_computes_on_the_cpu(cpu_env: envs.Env) -> None:
@@ -156,13 +163,8 @@ def test_without_a_gpu_it_imports_and_computes_on_the_cpu(cpu_env: envs.Env) -> 
 
 
 def test_a_plugin_of_another_cuda_major_is_refused_with_the_fix(cpu_env: envs.Env) -> None:
-    fake = _fake_plugin(cpu_env, "jax-cuda12-plugin")
-    try:
+    with _fake_plugin(cpu_env, "jax-cuda12-plugin"):
         result = _imported(cpu_env)
-    finally:
-        for path in fake.iterdir():
-            path.unlink()
-        fake.rmdir()
     assert result["imported"] is False and result["type"] == "GuardError"
     assert f"jax-cuda12-plugin {PIN.backend_version} (CUDA 12)" in result["message"]
     assert result["fix"] == 'pip install "jax[cuda13]"'
@@ -171,13 +173,8 @@ def test_a_plugin_of_another_cuda_major_is_refused_with_the_fix(cpu_env: envs.En
 
 @pytest.mark.skipif(guard.cuda_driver_version() is not None, reason="this machine has an NVIDIA driver")
 def test_the_matching_plugin_imports_and_names_the_missing_driver(cpu_env: envs.Env) -> None:
-    fake = _fake_plugin(cpu_env, "jax-cuda13-plugin")
-    try:
+    with _fake_plugin(cpu_env, "jax-cuda13-plugin"):
         result = _imported(cpu_env)
-    finally:
-        for path in fake.iterdir():
-            path.unlink()
-        fake.rmdir()
     assert result["imported"] is True and result["idle"] == {
         "cuda": "no NVIDIA driver (libcuda.so.1) is installed: jax computes on the CPU"}
 
