@@ -551,7 +551,7 @@ def check_cuda(
     major = int(cuda_major)
     consumer = f"{distribution} {version}"
     wanted = f"jax-cuda{major}-plugin"
-    plugins = {name: version for name, version in _distributions(path, ("jax_cuda", "jax-cuda")).items()
+    plugins = {name: found for name, found in _distributions(path, ("jax_cuda", "jax-cuda")).items()
                if name.startswith("jax-cuda") and name.endswith("-plugin")}
     if plugins and wanted not in plugins:
         majors = sorted({name[len("jax-cuda"): -len("-plugin")] for name in plugins})

@@ -15,12 +15,14 @@ gigabytes). A plugin cell installs in one of three ways:
   system's libraries (CUDA), and saying so.
 
 The resolution is ``uv pip compile`` (else ``pip install --dry-run --report``) for the cell's interpreter,
-from the cell's index, kept in ``WORKDIR/resolutions`` for the run's other cells and later runs.
+from the cell's index (as of ``--exclude-newer`` where the run has one), kept in ``WORKDIR/resolutions``
+for an hour, as jaxrel keeps index listings: the run's other cells and the next run reuse it.
 """
 
 from __future__ import annotations
 
 import hashlib
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -43,6 +45,7 @@ if TYPE_CHECKING:
 __all__ = ["MODES", "PluginInstall", "parse_pins", "plan", "resolve"]
 
 MODES = ("auto", "full", "light")  # --plugin-install: auto is full where the cell's device is, else light
+KEPT_FOR = 3600.0  # seconds a resolution is reused, as long as index listings are
 
 
 @dataclass(frozen=True)
@@ -92,7 +95,8 @@ def plan(cell: Cell, settings: EnvSettings) -> PluginInstall:
         reason = "--plugin-install light" if settings.plugin_install == "light" else f"no {device} device here"
     index = settings.index.pip_config() if settings.index is not None else None
     family = {str(canonicalize_name(name)) for name, _ in cell.plugins}
-    pins = resolve(requirement.split(), python_for(cell.python).executable, settings.workdir / "resolutions", index)
+    pins = resolve(requirement.split(), python_for(cell.python).executable, settings.workdir / "resolutions", index,
+                   settings.exclude_newer)
     return PluginInstall(mode, requirement, tuple(p for p in pins if p[0] not in family), reason)
 
 
@@ -114,15 +118,18 @@ def parse_pins(text: str, what: str) -> list[tuple[str, str]]:
     return pins
 
 
-def resolve(requirements: list[str], python: str, cache: Path, index: PipIndexConfig | None) -> list[tuple[str, str]]:
-    """Every distribution ``requirements`` resolve to for ``python``, as pip would install them."""
-    key = hashlib.sha256(repr((requirements, python, index)).encode()).hexdigest()[:24]
+def resolve(requirements: list[str], python: str, cache: Path, index: PipIndexConfig | None,
+            exclude_newer: str | None = None) -> list[tuple[str, str]]:
+    """Every distribution ``requirements`` resolve to for ``python``, as pip would install them (as of
+    ``exclude_newer`` with uv)."""
+    key = hashlib.sha256(repr((requirements, python, index, exclude_newer)).encode()).hexdigest()[:24]
     kept = cache / f"{key}.txt"
-    if kept.is_file():
+    if kept.is_file() and time.time() - kept.stat().st_mtime < KEPT_FOR:
         return parse_pins(kept.read_text(encoding="utf-8"), str(kept))
     uv = envs.find_uv()
     if uv is not None:
-        command = [uv, "pip", "compile", "-", "--quiet", "--no-header", "--no-annotate", "--python", python]
+        command = [uv, "pip", "compile", "-", "--quiet", "--no-header", "--no-annotate", "--python", python,
+                   *(["--exclude-newer", exclude_newer] if exclude_newer else [])]
         done = procs.run(command, input="\n".join(requirements) + "\n", env=envs.uv_environment(index), timeout=600)
         text = done.stdout
     else:

@@ -34,7 +34,7 @@ def resolved(monkeypatch):
     """``resolve`` answering as pip would for jax-cuda13-plugin[with-cuda] (its own pins included)."""
     asked = []
 
-    def fake(requirements, python, cache, index):
+    def fake(requirements, python, cache, index, exclude_newer=None):
         asked.append(requirements)
         return [("jax-cuda13-pjrt", "0.11.2"), ("jax-cuda13-plugin", "0.11.2"), ("nvidia-cuda-runtime", "13.5.37"),
                 ("nvidia-cudnn-cu13", "9.28.1.4")]
@@ -102,6 +102,10 @@ def test_resolve_with_uv_from_a_wheelhouse_alone_and_cached(tmp_path):
     for path in house.iterdir():
         path.unlink()
     assert plugin_install.resolve(["plug[with-x]==0.1"], sys.executable, cache, index) == pins, "kept for later cells"
+    for kept in cache.iterdir():  # an hour later, resolved again: the wheelhouse is empty now
+        os.utime(kept, (kept.stat().st_mtime - plugin_install.KEPT_FOR - 1,) * 2)
+    with pytest.raises(envs.EnvError):
+        plugin_install.resolve(["plug[with-x]==0.1"], sys.executable, cache, index)
     with pytest.raises(envs.EnvError, match=r"plug\[with-x\]==0.2 cannot be resolved as pip would install it"):
         plugin_install.resolve(["plug[with-x]==0.2"], sys.executable, cache, index)
 
