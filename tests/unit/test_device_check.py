@@ -1,0 +1,64 @@
+"""The device check's pieces that need no GPU: reading pytest's JUnit report and a step's JSON answer, the
+report it renders, and what it says on a machine without a GPU. (The check itself ran on an H100: see
+docs/extension.md.)"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from jaxrel.extension import device_check
+
+JUNIT = """<?xml version="1.0" encoding="utf-8"?><testsuites><testsuite name="pytest">
+<testcase classname="a" name="ok"/><testcase classname="a" name="no"><failure message="x"/></testcase>
+<testcase classname="a" name="err"><error message="x"/></testcase>
+<testcase classname="a" name="skip"><skipped message="x"/></testcase><testcase classname="a" name="ok2"/>
+</testsuite></testsuites>"""
+
+
+def test_junit_counts_and_a_missing_or_damaged_report(tmp_path: Path) -> None:
+    report = tmp_path / "r.xml"
+    report.write_text(JUNIT)
+    assert device_check._junit_counts(report) == {"passed": 2, "failed": 2, "skipped": 1}
+    assert device_check._junit_counts(tmp_path / "none.xml") == {"passed": 0, "failed": 0, "skipped": 0}
+    report.write_text("<testsuites><testcase")
+    assert device_check._junit_counts(report) == {"passed": 0, "failed": 0, "skipped": 0}
+
+
+def test_a_steps_answer_is_its_whole_output_or_its_last_json_line() -> None:
+    assert device_check._last_json('{\n  "compatible": true\n}\n') == {"compatible": True}
+    assert device_check._last_json('warming up\n{"a": 1}\nnoise\n{"b": 2}\n') == {"b": 2}
+    assert device_check._last_json("Traceback (most recent call last):\n") is None
+    assert device_check._last_json("[1, 2]") is None
+
+
+def _result(ratio: float) -> dict:
+    timing = {"extension_ms": 0.3 * ratio, "xla_ms": 0.3, "ratio": ratio}
+    return {"ok": ratio <= 1.2, "doctor": {"compatible": True, "environment": {
+                "frontend": {"name": "jax", "version": "0.11.2"}, "backend": {"name": "jaxlib", "version": "0.11.2"},
+                "plugins": [{"name": "jax-cuda13-plugin", "version": "0.11.2"}]}},
+            "with_cuda": {"requirements": [{}] * 13, "missing": ["nvidia-cuda-nvcc"]},
+            "probe": {"device_kind": "NVIDIA H100 80GB HBM3", "devices": ["cuda:0"], "driver": 13000},
+            "gpu_code": ["sm_80", "sm_90"], "compat_suite": {"passed": 96, "failed": 0, "skipped": 3, "seconds": 9.0},
+            "kernels": {"size": 8192, "errors": {"eager": 4.8e-7}, "timings": {"forward": timing}}}
+
+
+def test_render_names_the_environment_the_steps_and_the_ratio_against_the_goal() -> None:
+    text = device_check.render(_result(1.02))
+    assert "- result: **passed**" in text and "jax 0.11.2, jaxlib 0.11.2, jax-cuda13-plugin 0.11.2" in text
+    assert "13 required, missing: nvidia-cuda-nvcc" in text
+    assert "compat suite: 96 passed, 0 failed, 3 skipped (9.0 s)" in text
+    assert "| forward | 0.306 ms | 0.300 ms | 1.02× |" in text
+    assert "| forward | 0.390 ms | 0.300 ms | 1.30× (over the 1.2× goal) |" in device_check.render(_result(1.3))
+
+
+def test_without_a_gpu_it_says_so_and_exits_3(tmp_path: Path) -> None:
+    done = subprocess.run([sys.executable, "-m", "jaxrel.extension.device_check", "--report", str(tmp_path)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 3, done.stderr[-2000:]
+    assert "jax sees no GPU here" in done.stderr
+    written = json.loads((tmp_path / "device.json").read_text())
+    assert written["ok"] is False and written["no_gpu"] is True
+    assert (tmp_path / "device.md").read_text().startswith("# Device check")
