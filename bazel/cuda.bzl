@@ -71,6 +71,8 @@ cuda_toolkit = repository_rule(
 )
 
 def _cuda_objects_impl(ctx):
+    if len(ctx.files.srcs) != 1:
+        fail("cuda_objects: give one .cu file per target (nvcc -c compiles one source into one object)")
     out = ctx.actions.declare_file(ctx.label.name + ".pic.o")
     nvcc = ctx.file.nvcc
     args = ["-c", "-O3", "-std=c++17", "-Xcompiler", "-fPIC,-fvisibility=hidden", "--cudart", "shared"]
@@ -79,8 +81,6 @@ def _cuda_objects_impl(ctx):
     for arch in ctx.attr.ptx:
         args += ["-gencode", "arch=compute_%s,code=compute_%s" % (arch, arch)]
     args += ["-I."] + [src.path for src in ctx.files.srcs] + ["-o", out.path]
-    if len(ctx.files.srcs) != 1:
-        fail("cuda_objects: give one .cu file per target (nvcc -c compiles one source into one object)")
     ctx.actions.run(
         executable = nvcc,
         arguments = args,
