@@ -114,7 +114,7 @@ def inputs(args: argparse.Namespace, *, build: bool) -> MatrixInputs:
                         plugin_sets=sets, plugins_on=args.plugins_on)
     matrix.notes += [f"plugin set {name}: not run by default without its device here (its install, the plugins "
                      f"alone on the system's libraries, is the {name.removesuffix('-local')} cell's light one); "
-                     f"--plugins {name} runs it" for name in away if name not in sets]
+                     f"--plugins {name} runs it" for name in away if args.plugins is None]
     if getattr(args, "cell", None):
         matrix = matrix.select(args.cell)
     return MatrixInputs(family, index, front, matrix)
