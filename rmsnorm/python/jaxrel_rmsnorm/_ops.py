@@ -28,18 +28,17 @@ def _register(module: object, platform: str) -> None:
         jax.ffi.register_ffi_target(name, capsule, platform=platform)
 
 
+# The companion first: its device guard may refuse, and a refused import registers nothing.
+_cuda = next((importlib.import_module(f"jaxrel_rmsnorm_cuda{major}") for major in CUDA_MAJORS
+              if importlib.util.find_spec(f"jaxrel_rmsnorm_cuda{major}") is not None), None)
 _register(_rmsnorm, "cpu")
 _PLATFORMS = ["cpu"]
 _IDLE: dict[str, str] = {}
-for _major in CUDA_MAJORS:
-    if importlib.util.find_spec(f"jaxrel_rmsnorm_cuda{_major}") is None:
-        continue
-    _cuda = importlib.import_module(f"jaxrel_rmsnorm_cuda{_major}")  # the device guard runs here
+if _cuda is not None:
     _register(_cuda, _cuda.PLATFORM)
     _PLATFORMS.append("cuda")
     if _cuda.idle_reason:
         _IDLE["cuda"] = _cuda.idle_reason
-    break
 
 
 def platforms() -> tuple[str, ...]:
