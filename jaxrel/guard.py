@@ -554,8 +554,9 @@ def check_cuda(
     plugins = {name: found for name, found in _distributions(path, ("jax_cuda", "jax-cuda")).items()
                if name.startswith("jax-cuda") and name.endswith("-plugin")}
     if plugins and wanted not in plugins:
-        majors = sorted({name[len("jax-cuda"): -len("-plugin")] for name in plugins})
-        listing = ", ".join([f"{name} {found} (CUDA {name[8:-7]})" for name, found in sorted(plugins.items())])
+        major_of = {name: name[len("jax-cuda"): -len("-plugin")] for name in plugins}
+        majors = sorted(set(major_of.values()))
+        listing = ", ".join([f"{name} {found} (CUDA {major_of[name]})" for name, found in sorted(plugins.items())])
         stem = (distribution[: -len(cuda_major)] if distribution.endswith(f"cuda{cuda_major}")
                 else distribution + "-cuda")
         raise _fail([f"{consumer} was built for CUDA {major}, but the installed jax CUDA plugin is {listing}; "

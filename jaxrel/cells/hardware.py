@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+from collections.abc import Iterable
 from functools import cache
 
 from jaxrel._util import procs
 
-__all__ = ["devices_here", "nvidia_gpus"]
+__all__ = ["device_for", "devices_here", "nvidia_gpus"]
 
 
 @cache
@@ -27,6 +28,12 @@ def nvidia_gpus() -> tuple[str, ...]:
     if done.returncode != 0:
         return ()
     return tuple(line.strip() for line in done.stdout.splitlines() if line.startswith("GPU "))
+
+
+def device_for(distributions: Iterable[str]) -> str:
+    """The device kind plugin ``distributions`` need, as :func:`devices_here` names it: ``"cuda"`` for jax's CUDA
+    plugins; ``""`` for those this module cannot detect (ROCm, oneAPI, TPU)."""
+    return "cuda" if any("cuda" in name for name in distributions) else ""
 
 
 def devices_here() -> frozenset[str]:

@@ -33,6 +33,7 @@ from packaging.utils import canonicalize_name
 from jaxrel._util import localfiles, procs
 from jaxrel._util.atomic import write_atomically
 from jaxrel._util.text import tail
+from jaxrel.cells.hardware import device_for
 from jaxrel.cells.matrix import Cell
 from jaxrel.distributions import envs
 from jaxrel.distributions.pipconfig import PipIndexConfig, pip_command
@@ -73,10 +74,6 @@ class PluginInstall:
         return ""
 
 
-def _device(cell: Cell) -> str:
-    return "cuda" if any("cuda" in name for name, _ in cell.plugins) else cell.device
-
-
 def plan(cell: Cell, settings: EnvSettings) -> PluginInstall:
     """How ``cell`` installs its plugins (resolving the plugin's extra unless the cell is local or negative)."""
     if cell.local:
@@ -85,7 +82,7 @@ def plan(cell: Cell, settings: EnvSettings) -> PluginInstall:
         return PluginInstall("")
     versions = dict(cell.plugins)
     requirement = " ".join(f"{name}[{extras}]=={versions[name]}" for name, extras in cell.with_extras)
-    device = _device(cell)
+    device = device_for(name for name, _ in cell.plugins) or cell.device
     if settings.plugin_install == "full":
         mode, reason = "full", "--plugin-install full"
     elif settings.plugin_install == "auto" and device in settings.devices:

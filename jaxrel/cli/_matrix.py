@@ -10,7 +10,7 @@ from pathlib import Path
 from jaxrel import policy
 from jaxrel._util import workdirs
 from jaxrel.cells import frontend as frontends
-from jaxrel.cells.hardware import devices_here
+from jaxrel.cells.hardware import device_for, devices_here
 from jaxrel.cells.matrix import BackendFilter, Matrix, known_plugin_sets
 from jaxrel.cells.planning import matrix_for
 from jaxrel.cli._common import UsageError, index_options, say
@@ -107,7 +107,7 @@ def inputs(args: argparse.Namespace, *, build: bool) -> MatrixInputs:
     known = known_plugin_sets(family, spec)
     # a -local flavour installs like its family's light cell where its device is not: a cell of its own only there
     here = devices_here()
-    away = [name for name, found in known.items() if found.local and not any(d in name for d in here)]
+    away = [name for name, found in known.items() if found.local and device_for(found.distributions) not in here]
     sets = plugin_sets(list(known), args.plugins, f"{spec.name} {spec.version}",
                        default=[name for name in known if name not in away])
     matrix = matrix_for(family, index, front.spec, pythons=pythons, backends=backends,

@@ -36,6 +36,7 @@ from typing import Any
 from jaxrel._util import localfiles, procs
 from jaxrel._util.atomic import write_reports
 from jaxrel.cells.probes import last_json
+from jaxrel.distributions.extras import extras_of
 from jaxrel.errors import BadInput
 
 __all__ = ["main"]
@@ -94,17 +95,14 @@ def with_cuda_requirements(plugin: str = "jax-cuda13-plugin") -> dict[str, Any]:
     against what is installed: the cell is what users install only when every one is satisfied."""
     from importlib import metadata
 
-    from packaging.requirements import Requirement
-
     try:
         declared = metadata.requires(plugin) or []
     except metadata.PackageNotFoundError:
         return {"plugin": plugin, "installed": False, "ok": False, "missing": [plugin]}
     rows, missing = [], []
-    for text in declared:
-        requirement = Requirement(text)
-        if requirement.marker is None or not requirement.marker.evaluate({"extra": "with-cuda"}):
-            continue
+    for requirement in extras_of(declared).get("with-cuda", []):
+        if requirement.marker is not None and not requirement.marker.evaluate({"extra": "with-cuda"}):
+            continue  # another platform's (sys_platform, …)
         try:
             version: str | None = metadata.version(requirement.name)
         except metadata.PackageNotFoundError:

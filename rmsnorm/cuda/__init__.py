@@ -37,8 +37,7 @@ idle_reason = _guard.check_cuda(
     version=_build_info.VERSION,
     load=_load,
 )
-if _native is None:  # JAXREL_SKIP_GUARD=1 loads it too; this only makes the invariant plain
-    _load()
+assert _native is not None  # check_cuda loads it on every path that returns (JAXREL_SKIP_GUARD=1 too)
 
 PLATFORM = _native.platform()  # "CUDA"
 CUDA_MAJOR = int(_build_info.CUDA_MAJOR)

@@ -62,3 +62,24 @@ def test_without_a_gpu_it_says_so_and_exits_3(tmp_path: Path) -> None:
     written = json.loads((tmp_path / "device.json").read_text())
     assert written["ok"] is False and written["no_gpu"] is True
     assert (tmp_path / "device.md").read_text().startswith("# Device check")
+
+
+def test_with_cuda_requirements_are_checked_against_what_is_installed(tmp_path: Path, monkeypatch) -> None:
+    def dist(name: str, version: str, requires: list[str] = ()) -> None:
+        info = tmp_path / f"{name.replace('-', '_')}-{version}.dist-info"
+        info.mkdir()
+        (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
+                                       + "".join(f"Requires-Dist: {r}\n" for r in requires))
+
+    dist("fake-cuda-plugin", "1.0", ["fake-pjrt==1.0",
+                                     'fake-cublas>=13.0; sys_platform == "linux" and extra == "with-cuda"',
+                                     'fake-nvcc>=13.0; extra == "with-cuda"', 'fake-win>=1; sys_platform == "win32" '
+                                     'and extra == "with-cuda"', "not a requirement !!; extra == 'with-cuda'"])
+    dist("fake-cublas", "13.1")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    found = device_check.with_cuda_requirements("fake-cuda-plugin")
+    assert found["installed"] == "1.0" and found["missing"] == ["fake-nvcc"] and not found["ok"]
+    assert [(r["requirement"], r["installed"], r["ok"]) for r in found["requirements"]] == [
+        ("fake-cublas>=13.0", "13.1", True), ("fake-nvcc>=13.0", None, False)]
+    assert device_check.with_cuda_requirements("not-installed-plugin") == {
+        "plugin": "not-installed-plugin", "installed": False, "ok": False, "missing": ["not-installed-plugin"]}
