@@ -77,8 +77,8 @@ class StepConfig:
         """Where builds and installs get packages (``None``: pip's configuration)."""
         if self.index is None:
             return None
-        return PipIndexConfig(self.index["index_url"], tuple(self.index["extra_index_urls"]),
-                              tuple(self.index["find_links"]), bool(self.index["no_index"]), dict(self.index["raw"]))
+        fields = {key: tuple(value) if isinstance(value, list) else value for key, value in self.index.items()}
+        return PipIndexConfig(**fields)  # type: ignore[arg-type]  # written from asdict(PipIndexConfig)
 
     @property
     def source(self) -> Source:

@@ -38,7 +38,7 @@ from jaxrel.distributions.pages import (
     parse_json,
     parse_page,
 )
-from jaxrel.distributions.pipconfig import PipIndexConfig, pip_command, pip_index_config
+from jaxrel.distributions.pipconfig import PipConfigError, PipIndexConfig, pip_command, pip_index_config
 from jaxrel.distributions.transport import IndexClientError, Limits, fetch, read_local, request_for
 from jaxrel.distributions.urls import parse_url
 from jaxrel.errors import BadInput
@@ -107,6 +107,7 @@ class Index:
 
     urls: list[str]
     wheelhouses: list[Path] = field(default_factory=list)
+    flat_pages: list[str] = field(default_factory=list)  # http(s) find-links: one page listing files of any project
     refresh: bool = False
     cache: Path = field(default_factory=cache_root)
     cafile: str | None = None
@@ -117,46 +118,49 @@ class Index:
 
     def __post_init__(self) -> None:
         self.urls = [parse_url(url, "index URL").text for url in self.urls]
+        self.flat_pages = [parse_url(url, "find-links URL").text for url in self.flat_pages]
         if self.timeout is not None:
             self.limits = Limits(**{**self.limits.__dict__, "connect": self.timeout})
 
     @classmethod
     def from_pip(cls, index_url: str | None = None, wheelhouses: Sequence[str | Path] = (), **options: object) -> Index:
         """Sources as pip would use them; ``index_url`` replaces pip's indexes (like ``--index-url``)."""
-        config = pip_index_config()
-        where = "pip's configuration (pip config list; PIP_INDEX_URL / PIP_EXTRA_INDEX_URL)"
         if index_url is not None:
             urls = [parse_url(index_url, "--index-url").text]
-        elif config.no_index:
-            urls = []
+            try:  # --index-url replaces pip's sources, not its CA bundle (as on pip's command line)
+                config = PipIndexConfig(ca_bundle=pip_index_config().ca_bundle)
+            except PipConfigError:
+                config = PipIndexConfig()  # the system's CA bundle: verification is never weakened
         else:
-            urls = [parse_url(config.index_url, f"index-url in {where}").text if config.index_url
-                    else pip_default_index()]
-            urls += [parse_url(url, f"extra-index-url in {where}").text for url in config.extra_index_urls]
+            config = pip_index_config()
+            urls = [] if config.no_index else [config.index_url or pip_default_index(), *config.extra_index_urls]
         houses = [Path(p) for p in wheelhouses]
         missing = [str(house) for house in houses if not house.is_dir()]
         if missing:
             raise BadInput(f"--wheelhouse {missing[0]}: no such directory; pass a directory of wheels")
-        if index_url is None:
-            for link in config.find_links:
-                if "://" not in link:
-                    houses.append(Path(link))
-                elif link.startswith("file:"):
-                    houses.append(_file_path(parse_url(link, f"find-links in {where}").text))
-        cafile = config.raw.get("cert") or None
-        return cls(urls, houses, cafile=cafile, **options)  # type: ignore[arg-type]
+        flat = []
+        for link in config.find_links:  # as pip reads them: a directory, a file:// directory, or an http(s) page
+            if "://" not in link:
+                houses.append(Path(os.path.expanduser(link)))
+            elif link.startswith("file:"):
+                houses.append(_file_path(parse_url(link, config.origin("find_links")).text))
+            else:
+                flat.append(parse_url(link, config.origin("find_links")).text)
+        return cls(urls, houses, flat, cafile=config.ca_bundle, **options)  # type: ignore[arg-type]
 
     def pip_config(self) -> PipIndexConfig:
         """These sources as pip's index configuration, for the environments uv (or pip) makes from them: the
         first URL as the index, the others as extra indexes, the wheelhouses as find-links, no URL: no index."""
         return PipIndexConfig(
             index_url=self.urls[0] if self.urls else None, extra_index_urls=tuple(self.urls[1:]),
-            find_links=tuple(str(house.absolute()) for house in self.wheelhouses), no_index=not self.urls,
-            raw={"cert": self.cafile} if self.cafile else {},
+            find_links=(*(str(house.absolute()) for house in self.wheelhouses), *self.flat_pages),
+            no_index=not self.urls,
+            cert=self.cafile, ca_bundle=self.cafile,
         )
 
     def describe(self) -> list[str]:
-        return [*self.urls, *(f"wheelhouse {h}" for h in self.wheelhouses)]
+        return [*self.urls, *(f"find-links {page}" for page in self.flat_pages),
+                *(f"wheelhouse {h}" for h in self.wheelhouses)]
 
     # -- listings ---------------------------------------------------------------------------
 
@@ -168,7 +172,9 @@ class Index:
                            "distribution name")
         merged: dict[str, IndexFile] = {}
         for url in self.urls:
-            self._merge(merged, self._index_files(url, name) or [])
+            self._merge(merged, self._index_files(url.rstrip("/") + f"/{name}/", url, name) or [])
+        for page in self.flat_pages:
+            self._merge(merged, self._index_files(page, page, name) or [])
         for house in self.wheelhouses:
             self._merge(merged, [f for f in scan_wheelhouse(house) if name_and_version(f.filename)[0] == name],
                         wheelhouse=True)
@@ -192,9 +198,8 @@ class Index:
                     "one of them serves another build: pass --index-url to use only one"
                 )
 
-    def _index_files(self, url: str, project: str) -> list[IndexFile] | None:
-        """A project's files on one index (cached); ``None`` when the index does not have it."""
-        page = url.rstrip("/") + f"/{project}/"
+    def _index_files(self, page: str, url: str, project: str) -> list[IndexFile] | None:
+        """A project's files on one index page (cached); ``None`` when the index does not have it."""
         cached = listcache.entry_path(self.cache, page, project)
         age = listcache.age(cached)
         if age is not None and age < listcache.TTL and not self.refresh:

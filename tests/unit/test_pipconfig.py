@@ -11,13 +11,14 @@ global.index-url='https://files.example/simple'
 install.index-url='https://install.example/simple'
 :env:.find-links='/env/wheels /env/more'
 :env:.cert='/etc/ssl/certs/ca.crt'
-unrelated line
+download.index-url='https://download.example/simple'
 """
 
 
 def test_environment_beats_files_and_install_beats_global():
     config = parse_config_list(LISTING)
-    assert config.index_url == "https://install.example/simple"
+    assert config.index_url == "https://install.example/simple"  # [download] is pip download's, not pip install's
+    assert parse_config_list(LISTING, "download").index_url == "https://download.example/simple"
     assert config.extra_index_urls == ("file:///srv/a/simple", "file:///srv/b/simple")
     assert config.find_links == ("/env/wheels", "/env/more")
     assert not config.no_index
@@ -34,3 +35,13 @@ def test_uv_environment_carries_every_source_and_never_downloads_python():
 def test_defaults_leave_uv_on_its_own_default_index():
     env = parse_config_list("").uv_environment()
     assert "UV_INDEX_URL" not in env and "UV_EXTRA_INDEX_URL" not in env
+
+
+def test_no_index_hands_uv_no_index_at_all():
+    env = parse_config_list(LISTING + "global.no-index='yes'\n").uv_environment()
+    assert env["UV_NO_INDEX"] == "1" and "UV_INDEX_URL" not in env and "UV_EXTRA_INDEX_URL" not in env
+
+
+def test_an_empty_value_is_ignored_as_pip_ignores_it():
+    config = parse_config_list("global.index-url='https://files.example/simple'\n:env:.index-url=''\n")
+    assert config.index_url == "https://files.example/simple"
