@@ -12,6 +12,7 @@ Written on :mod:`http.server` (HTTP/1.1, keep-alive); 127.0.0.1 only.
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import socket
@@ -40,7 +41,7 @@ class Behaviour:
     retry_after: str | None = None  # the Retry-After header sent with those 503s
     reset_once: bool = False  # reset the connection on the first request of each path
     echo: bool = False  # answer 401 with the request's headers in the body (an index that echoes secrets)
-    redirect_to: str | None = None  # answer every file request with a 302 to this origin + the same path
+    redirect_to: str | None = None  # answer every file request with a 302 to <redirect_to>/files/<file name>
 
 
 @dataclass
@@ -55,6 +56,11 @@ class Request:
     path: str
     headers: dict[str, str]
     method: str = "GET"
+
+
+class _QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        pass  # a client that hangs up (as jaxrel does on a refused answer) is not the server's business
 
 
 class SimpleIndexServer:
@@ -86,7 +92,7 @@ class SimpleIndexServer:
             def do_HEAD(self) -> None:
                 server._answer(self, head=True)
 
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.httpd = _QuietServer(("127.0.0.1", 0), Handler)
         if tls is not None:
             self.httpd.socket = tls.wrap_socket(self.httpd.socket, server_side=True)
         self.httpd.daemon_threads = True
@@ -148,9 +154,18 @@ class SimpleIndexServer:
         if seen <= behaviour.fail_503:
             extra = {"Retry-After": behaviour.retry_after} if behaviour.retry_after else {}
             return _send(handler, 503, "text/plain", b"busy", head, extra)
-        if behaviour.echo:
+        if behaviour.echo:  # the credentials, decoded too, in the reason phrase and the body
+            sent = handler.headers.get("Authorization", "")
+            decoded = base64.b64decode(sent.split()[-1]).decode("utf-8", "replace") if sent.startswith("Basic ") else ""
             said = "\n".join(f"{k}: {v}" for k, v in handler.headers.items()).encode()
-            return _send(handler, 401, "text/plain", b"unauthorized; you sent:\n" + said, head)
+            handler.send_response(401, f"you sent {sent} ({decoded})")
+            handler.send_header("Content-Type", "text/plain")
+            body = b"unauthorized; you sent:\n" + said + f"\ndecoded: {decoded}\n".encode()
+            handler.send_header("Content-Length", str(len(body)))
+            handler.end_headers()
+            if not head:
+                handler.wfile.write(body)
+            return None
         kind = parts[1]
         if kind == "simple" and len(parts) == 3:
             return self._project_page(handler, parts[0], index, parts[2], head)
@@ -161,7 +176,7 @@ class SimpleIndexServer:
         if kind == "files" and len(parts) == 3:
             if behaviour.redirect_to:
                 handler.send_response(302)
-                handler.send_header("Location", behaviour.redirect_to.rstrip("/") + path)
+                handler.send_header("Location", f"{behaviour.redirect_to.rstrip('/')}/files/{parts[2]}")
                 handler.send_header("Content-Length", "0")
                 handler.end_headers()
                 return None
@@ -268,7 +283,6 @@ def self_signed(folder: Path) -> tuple[Path, ssl.SSLContext]:
 def make_wheel(folder: Path, name: str, version: str, requires: tuple[str, ...] = (), padding: int = 0) -> Path:
     """A small valid pure-Python wheel of ``name`` ``version`` (``padding`` bytes of incompressible data put
     the METADATA far from the end, as in a large wheel)."""
-    import base64
     import os
 
     module = name.replace("-", "_")

@@ -38,8 +38,14 @@ def _stage(path: Path, data: bytes) -> str:
 
 
 def write_bytes_atomically(path: Path, data: bytes) -> None:
-    """Replace (or create) ``path`` with ``data`` in one rename."""
-    os.replace(_stage(path, data), path)
+    """Replace (or create) ``path`` with ``data`` in one rename; when the rename fails (a directory in the way),
+    the staged copy is removed and the error raised: nothing is left half-written."""
+    staged = _stage(path, data)
+    try:
+        os.replace(staged, path)
+    except BaseException:
+        os.unlink(staged)
+        raise
 
 
 def write_atomically(path: Path, text: str) -> None:

@@ -10,17 +10,19 @@ SIGKILL: a build backend that ignores signals, under uv, goes too. :func:`stop` 
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
 import threading
 import time
 from collections import deque
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from types import FrameType
 from typing import IO, Any
 
-__all__ = ["GRACE", "MAX_OUTPUT", "popen", "run", "stop"]
+__all__ = ["GRACE", "MAX_OUTPUT", "Terminated", "popen", "run", "stop", "terminate_as_interrupt"]
 
 MAX_OUTPUT = 4 << 20  # bytes of each stream kept (the end of it: errors and answers come last)
 GRACE = 3.0  # seconds between SIGINT and SIGKILL
@@ -29,13 +31,35 @@ GRACE = 3.0  # seconds between SIGINT and SIGKILL
 def popen(args: Sequence[str | Path], **options: Any) -> subprocess.Popen[Any]:
     """:class:`subprocess.Popen` in a new session (its own process group); stop it with :func:`stop`.
 
-    SIGINT waits while the child starts, so an interrupt never leaves one running unseen.
+    SIGINT and SIGTERM wait while the child starts, so an interrupt never leaves one running unseen.
     """
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT})
+    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
     try:
         return subprocess.Popen([str(a) for a in args], start_new_session=True, **options)
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM (what CI runners, ``timeout`` and service managers send), handled as an interrupt: every child's
+    process group is stopped on the way out, as for Ctrl-C."""
+
+
+def _terminated(signum: int, frame: FrameType | None) -> None:
+    raise Terminated
+
+
+@contextlib.contextmanager
+def terminate_as_interrupt() -> Iterator[None]:
+    """Within the block, SIGTERM raises :class:`Terminated` in the main thread (elsewhere: no change)."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _terminated)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _signal_group(process: subprocess.Popen[Any], sig: int) -> None:

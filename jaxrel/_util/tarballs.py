@@ -28,8 +28,9 @@ def _inside(base: str, path: str) -> bool:
     return os.path.commonpath([base, os.path.realpath(path)]) == base
 
 
-def safe_member(member: tarfile.TarInfo, base: str) -> tarfile.TarInfo:
-    """``member`` as the data filter would extract it into ``base`` (a resolved directory), or :class:`UnsafeMember`."""
+def safe_member(member: tarfile.TarInfo, base: str, links: bool = True) -> tarfile.TarInfo:
+    """``member`` as the data filter would extract it into ``base`` (a resolved directory), or :class:`UnsafeMember`;
+    ``links=False`` leaves link targets unchecked, as the tar filter does (a repository's own export)."""
     name = member.name
     if name.startswith(("/", os.sep)) or os.path.isabs(name):
         raise UnsafeMember(f"member {name[:100]!r} has an absolute path")
@@ -39,12 +40,12 @@ def safe_member(member: tarfile.TarInfo, base: str) -> tarfile.TarInfo:
     if member.ischr() or member.isblk() or member.isfifo() or not (member.isreg() or member.isdir()
                                                                   or member.issym() or member.islnk()):
         raise UnsafeMember(f"member {name[:100]!r} is a special file (device, FIFO)")
-    if member.issym():
+    if member.issym() and links:
         if os.path.isabs(member.linkname):
             raise UnsafeMember(f"symlink {name[:100]!r} points to an absolute path")
         if not _inside(base, os.path.join(os.path.dirname(target), member.linkname)):
             raise UnsafeMember(f"symlink {name[:100]!r} points outside the destination")
-    if member.islnk() and not _inside(base, os.path.join(base, member.linkname)):
+    if member.islnk() and links and not _inside(base, os.path.join(base, member.linkname)):
         raise UnsafeMember(f"hard link {name[:100]!r} points outside the destination")
     safe = copy.copy(member)
     mode = member.mode & 0o755  # no setuid/setgid/sticky, no group/other write
@@ -60,11 +61,12 @@ def safe_member(member: tarfile.TarInfo, base: str) -> tarfile.TarInfo:
     return safe
 
 
-def extract_all(archive: tarfile.TarFile, destination: Path) -> None:
-    """Extract every member of ``archive`` into ``destination`` under the data filter's rules."""
+def extract_all(archive: tarfile.TarFile, destination: Path, trusted_links: bool = False) -> None:
+    """Extract every member of ``archive`` into ``destination`` under the data filter's rules (``trusted_links``:
+    the tar filter's, which leave symlink targets alone: ``git archive`` of the user's own repository)."""
     if HAS_DATA_FILTER:
-        archive.extractall(destination, filter="data")
+        archive.extractall(destination, filter="tar" if trusted_links else "data")
         return
     base = os.path.realpath(destination)
-    members = [safe_member(member, base) for member in archive.getmembers()]
+    members = [safe_member(member, base, links=not trusted_links) for member in archive.getmembers()]
     archive.extractall(destination, members=members)

@@ -16,7 +16,8 @@ PASSWORD_ENV = "TWINE_PASSWORD"
 SECRET_ENVS = (PASSWORD_ENV, "ACTIONS_ID_TOKEN_REQUEST_TOKEN")
 _SHORT = 6  # a secret shorter than this is replaced only where it stands alone ("b" inside "unreachable" stays)
 _remembered: set[str] = set()
-_USERINFO = re.compile(r"(://)([^/\s:@]+)(:[^@\s/]*)?@")
+# userinfo runs to the last "@" of a URL token: a password may hold "/" or "@"
+_USERINFO = re.compile(r"(://)([^/\s:@'\"<>]+)(:[^\s'\"<>]*)?@")
 
 
 def remember_secret(value: str | None) -> None:

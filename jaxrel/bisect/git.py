@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from jaxrel._util import procs
+from jaxrel._util import procs, tarballs
 from jaxrel._util.text import tail
 from jaxrel.distributions.sources import git_environment
 from jaxrel.errors import BadInput, EnvironmentFailure
@@ -195,7 +195,7 @@ class Repo:
             raise GitError(f"git archive {rev[:12]} failed (exit {done.returncode}): "
                            f"{tail(done.stderr.decode(errors='replace'))}")
         with tarfile.open(fileobj=io.BytesIO(done.stdout)) as archive:
-            archive.extractall(dest, filter="tar")
+            tarballs.extract_all(archive, dest, trusted_links=True)
 
     def start(self, bad: str, goods: Sequence[str]) -> str:
         """``git bisect start --no-checkout BAD GOOD…`` (``BISECT_HEAD`` moves, nothing is checked out); its output."""

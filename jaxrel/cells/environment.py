@@ -9,7 +9,6 @@ jaxrel checked are the bytes that run.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.utils import canonicalize_name
@@ -20,6 +19,7 @@ from jaxrel.cells import plugin_install
 from jaxrel.cells.frontend import PreparedFrontend
 from jaxrel.cells.matrix import Cell
 from jaxrel.cells.plugin_install import PluginInstall
+from jaxrel.cells.settings import EnvSettings
 from jaxrel.distributions import envs
 from jaxrel.distributions.index import Index, IndexClientError
 from jaxrel.distributions.pages import IndexFile
@@ -28,20 +28,6 @@ from jaxrel.distributions.wheels import write_wheel
 from jaxrel.family import Family
 
 __all__ = ["EnvSettings", "environment", "foreign_files", "jaxrel_wheel", "verified_wheel", "wheel_file"]
-
-
-@dataclass(frozen=True)
-class EnvSettings:
-    """Where and how cell environments are made."""
-
-    workdir: Path  # environments go to WORKDIR/envs/<cell>
-    index: Index | None = None  # install the backend and plugins from files verified against it (else by name)
-    use_uv: bool | None = None
-    exclude_newer: str | None = None  # resolve the requirements as of this time (uv only)
-    bytecode: Path | None = None  # where the cells' interpreters keep compiled bytecode (see envs.Env)
-    test_requirements: Path | None = None  # the frontend's test requirements, for positive cells
-    plugin_install: str = "light"  # auto | full | light (jaxrel.cells.plugin_install)
-    devices: frozenset[str] = frozenset()  # the plugin devices this machine has ({"cuda"}: an NVIDIA GPU)
 
 
 def verified_wheel(index: Index, name: str, version: str, python: str) -> Path:

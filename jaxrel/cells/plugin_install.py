@@ -25,7 +25,6 @@ import hashlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
@@ -35,13 +34,11 @@ from jaxrel._util.atomic import write_atomically
 from jaxrel._util.text import tail
 from jaxrel.cells.hardware import device_for
 from jaxrel.cells.matrix import Cell
+from jaxrel.cells.settings import EnvSettings
 from jaxrel.distributions import envs
 from jaxrel.distributions.pipconfig import PipIndexConfig, pip_command
 from jaxrel.distributions.pythons import python_for
 from jaxrel.errors import BadInput
-
-if TYPE_CHECKING:
-    from jaxrel.cells.environment import EnvSettings
 
 __all__ = ["MODES", "PluginInstall", "parse_pins", "plan", "resolve"]
 

@@ -18,7 +18,7 @@ from collections.abc import Iterator, Sequence
 from typing import TextIO
 
 from jaxrel import __version__
-from jaxrel._util import workdirs
+from jaxrel._util import procs, workdirs
 from jaxrel._util.shape import printable
 from jaxrel._util.text import redact
 from jaxrel.cli import atlas, bisect, build, compat, doctor, gates, matrix, release, verdict, xla
@@ -94,13 +94,18 @@ def _redacted_output() -> Iterator[None]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``jaxrel`` command; the exit code (see the module docstring). Everything it prints is redacted."""
     try:
-        with _redacted_output():
+        with _redacted_output(), procs.terminate_as_interrupt():
             return _main(argv)
-    except KeyboardInterrupt:  # while parsing, or between the verb and its error line
-        print("jaxrel: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as stopped:  # while parsing, or between the verb and its error line
+        print(f"jaxrel: {_stopped(stopped)}", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
     finally:
         workdirs.discard_unused()  # a run that wrote nothing leaves no empty work directory behind
+
+
+def _stopped(stopped: KeyboardInterrupt) -> str:
+    return "terminated (SIGTERM); its child processes were stopped" if isinstance(stopped, procs.Terminated) \
+        else "interrupted"
 
 
 def _main(argv: Sequence[str] | None) -> int:
@@ -121,8 +126,8 @@ def _main(argv: Sequence[str] | None) -> int:
         print(_one_line(f"jaxrel {verb}: error: {error.filename or ''}: {error.strerror or error}; "
                         "check permissions and free space, then run it again"), file=sys.stderr)
         return int(ExitCode.ENVIRONMENT)
-    except KeyboardInterrupt:
-        print(f"jaxrel {verb}: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as stopped:
+        print(f"jaxrel {verb}: {_stopped(stopped)}", file=sys.stderr)
         return int(ExitCode.INTERRUPTED)
     except Exception as error:  # a bug: one line, the traceback in a file
         if debug:

@@ -141,7 +141,7 @@ def run_audit(args: argparse.Namespace) -> int:
         with open_project(Path(args.project), args.family) as project:
             family, release_config = project.family, project.release
     index = _index(args)
-    reader = MetadataReader()
+    reader = MetadataReader(limits=index.limits, cafile=index.cafile)
     results = audit.audit(family, release_config, index, audit.releases(index, family, args.version, args.since),
                           reader=reader, progress=say)
     requests = reader.requests + index.requests  # METADATA reads and listing pages

@@ -5,17 +5,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from jaxrel._util.progress import Progress, say
-from jaxrel.cells.environment import EnvSettings
 from jaxrel.cells.hardware import devices_here
 from jaxrel.cells.owntests import OwnTests
+from jaxrel.cells.settings import EnvSettings
 from jaxrel.cells.suites import DEFAULT_SUITE, Suite, compat_suite
+from jaxrel.compat.result import CellResult
 from jaxrel.distributions.index import Index
-
-if TYPE_CHECKING:
-    from jaxrel.compat.cell import CellResult
 
 __all__ = ["Options"]
 

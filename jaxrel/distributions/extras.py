@@ -17,13 +17,14 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
-from packaging.requirements import InvalidRequirement, Requirement
+from packaging.requirements import Requirement
 from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from jaxrel.distributions.index import Listing
+from jaxrel.distributions.metadata import extra_requirements
 from jaxrel.family import Family
 
 __all__ = ["PluginFamily", "Unsatisfied", "extras_of", "local_flavour", "plugin_families", "unsatisfied_extras"]
@@ -78,19 +79,10 @@ def local_flavour(plugin_family: PluginFamily) -> PluginFamily | None:
                    with_extras=(), local_extras=(), local=True)
 
 
-def extras_of(requires_dist: Sequence[str]) -> dict[str, list[Requirement]]:
-    """Extra name → its requirements (from ``Requires-Dist`` lines with ``extra == "NAME"`` markers)."""
-    extras: dict[str, list[Requirement]] = {}
-    for text in requires_dist:
-        try:
-            requirement = Requirement(text)
-        except InvalidRequirement:
-            continue
-        if requirement.marker is None:
-            continue
-        for name in re.findall(r'extra\s*==\s*["\']([^"\']+)["\']', str(requirement.marker)):
-            extras.setdefault(canonicalize_name(name), []).append(requirement)
-    return extras
+def extras_of(requires_dist: Sequence[str], provides: Sequence[str] = ()) -> dict[str, list[Requirement]]:
+    """Extra name → its requirements, each marker evaluated as pip evaluates it
+    (:func:`jaxrel.distributions.metadata.extra_requirements`)."""
+    return extra_requirements(list(requires_dist), list(provides))
 
 
 def _family_name(distribution: str, extras: Sequence[str]) -> str:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from packaging.utils import canonicalize_name
 
-from jaxrel._util import procs
+from jaxrel._util import localfiles, procs
 from jaxrel._util.atomic import write_bytes_atomically
 from jaxrel._util.files import cache_root, sha256_of
 from jaxrel.distributions import listcache
@@ -39,9 +39,9 @@ from jaxrel.distributions.pages import (
     parse_page,
 )
 from jaxrel.distributions.pipconfig import PipConfigError, PipIndexConfig, pip_command, pip_index_config
-from jaxrel.distributions.transport import IndexClientError, Limits, fetch, read_local, request_for
+from jaxrel.distributions.transport import IndexClientError, Limits, fetch, request_for
 from jaxrel.distributions.urls import parse_url
-from jaxrel.errors import BadInput
+from jaxrel.errors import BadInput, JaxrelError
 
 __all__ = ["Index", "IndexClientError", "IndexFile", "Limits", "Listing", "parse_html", "parse_json",
            "pip_default_index", "scan_wheelhouse", "sha256_of"]
@@ -57,9 +57,10 @@ def scan_wheelhouse(directory: Path) -> list[IndexFile]:
     hashes_path = cache_root() / "wheelhouse-hashes.json"
     known: dict[str, object] = {}
     try:
-        loaded = json.loads(read_local(hashes_path, listcache.MAX_ENTRY, "the wheelhouse hash cache"))
+        loaded = json.loads(localfiles.read_bytes(hashes_path, what="the wheelhouse hash cache",
+                                                  limit=listcache.MAX_ENTRY))
         known = loaded if isinstance(loaded, dict) else {}
-    except (BadInput, ValueError, RecursionError):
+    except (JaxrelError, ValueError, RecursionError):
         known = {}  # a cache is never trusted: damaged or absent is a miss, rewritten below
     changed = False
     for path in sorted(directory.iterdir()) if directory.is_dir() else []:
@@ -229,8 +230,8 @@ class Index:
                                        "or pip's index configuration (pip config list), or pass --index-url / "
                                        "--wheelhouse")
             try:
-                body = read_local(html, self.limits.max_page, "the index page")
-            except BadInput as error:
+                body = localfiles.read_bytes(html, what="the index page", limit=self.limits.max_page)
+            except JaxrelError as error:
                 raise IndexClientError(str(error)) from None
             return parse_page(body, "text/html", None, html.as_uri(), source, project)
         self.requests += 1

@@ -21,7 +21,8 @@ from jaxrel.distributions.transport import MIB, IndexClientError
 
 __all__ = ["MAX_ENTRY", "SCHEMA", "TTL", "age", "entry_path", "read", "write"]
 
-SCHEMA = 2  # bump when IndexFile gains fields (2: upload times and served METADATA), so old entries are misses
+SCHEMA = 3  # bump when IndexFile gains fields (2: upload times and served METADATA; 3: its sha256), so old
+# entries are misses
 TTL = 3600.0  # seconds a cached listing is trusted without refresh
 MAX_ENTRY = 64 * MIB
 

@@ -32,7 +32,7 @@ from jaxrel.distributions.urls import parse_url
 
 __all__ = ["GZIP_MAGIC", "HTML_TYPES", "JSON_TYPES", "SHA256", "IndexFile", "Listing", "PageError", "Said",
            "checked_sha256", "checked_time", "distribution_filename", "file_from_record", "parse_html", "parse_json",
-           "parse_page", "parse_time"]
+           "parse_page", "parse_time", "printable_reason"]
 
 SHA256 = re.compile(r"[0-9a-f]{64}")
 JSON_TYPES = ("application/vnd.pypi.simple.v1+json", "application/vnd.pypi.simple.latest+json")
@@ -54,6 +54,7 @@ class IndexFile:
     size: int | None = None  # bytes, when the index says (PEP 700)
     upload_time: str | None = None  # "YYYY-MM-DDTHH:MM:SSZ", when the index says (PEP 700)
     metadata: bool = False  # the index serves the wheel's METADATA beside it (PEP 658 / PEP 714)
+    metadata_sha256: str | None = None  # that METADATA's sha256 as the index announces it (checked when read)
 
     def uploaded_by(self, moment: datetime.datetime) -> bool:
         """Whether the file was on the index at ``moment`` (timezone-aware); unknown upload times count as yes."""
@@ -266,14 +267,39 @@ def _json_file(item: Any, i: int, page_url: str, source: str, project: str | Non
     uploaded = item.get("upload-time")
     if uploaded is not None:
         uploaded = checked_time(uploaded, page_url, f"{where}.upload-time")
-    served = item.get("core-metadata", item.get("dist-info-metadata", False))
+    metadata, metadata_sha256 = _served_metadata(item.get("core-metadata", item.get("dist-info-metadata", False)),
+                                                 page_url, f"{where}.core-metadata")
     return IndexFile(
         filename=filename, url=_file_url(href, page_url, f"{where}.url"), source=source,
         sha256=None if sha is None else checked_sha256(sha, page_url, f"{where}.hashes.sha256"),
         requires_python=requires or None,
-        yanked=None if yanked is False else (yanked if isinstance(yanked, str) else ""), size=size,
-        upload_time=uploaded, metadata=served is True or (isinstance(served, dict) and bool(served)),
+        yanked=None if yanked is False else (printable_reason(yanked) if isinstance(yanked, str) else ""), size=size,
+        upload_time=uploaded, metadata=metadata, metadata_sha256=metadata_sha256,
     )
+
+
+def printable_reason(text: str, width: int = 300) -> str:
+    """Text an index wrote for people (a yank reason) with every control character escaped (a terminal never
+    gets an escape sequence from an index) and its length bounded."""
+    clean = "".join(c if c.isprintable() else repr(c)[1:-1] for c in text[: width * 2])
+    return clean if len(clean) <= width else clean[: width - 1] + "…"
+
+
+def _served_metadata(value: object, url: str, where: str) -> tuple[bool, str | None]:
+    """PEP 658/714 ``core-metadata`` (JSON: true, false or a hashes object; HTML: ``"true"`` or ``"sha256=…"``) as
+    (served, its sha256). Metadata announced with hashes but no sha256 is not used (it could not be checked)."""
+    if value is None or value is False or value == "false":
+        return False, None
+    if value is True or value == "true" or value == "":
+        return True, None
+    if isinstance(value, str):
+        algorithm, _, digest = value.partition("=")
+        value = {algorithm.strip().lower(): digest.strip()}
+    if not isinstance(value, dict):
+        raise PageError(url, where, "true, false or a hashes object", value)
+    if "sha256" not in value:
+        return False, None
+    return True, checked_sha256(value["sha256"], url, f"{where}.sha256")
 
 
 def parse_time(text: str) -> datetime.datetime:
@@ -323,11 +349,16 @@ def parse_html(text: str, page_url: str, source: str, project: str | None = None
         if filename is None:
             continue
         algorithm, _, digest = fragment.partition("=")
+        served = link.get("data-core-metadata", link.get("data-dist-info-metadata"))
+        metadata, metadata_sha256 = (False, None) if served is None and "data-core-metadata" not in link \
+            and "data-dist-info-metadata" not in link else _served_metadata(served or "true", page_url,
+                                                                            f"{where} data-core-metadata")
         files.append(IndexFile(
             filename=filename, url=_file_url(url, page_url, where), source=source,
             sha256=checked_sha256(digest, page_url, f"{where} #sha256") if algorithm == "sha256" else None,
             requires_python=link.get("data-requires-python") or None,
-            yanked=None if "data-yanked" not in link else (link["data-yanked"] or ""),
+            yanked=None if "data-yanked" not in link else printable_reason(link["data-yanked"] or ""),
+            metadata=metadata, metadata_sha256=metadata_sha256,
         ))
     return files
 
@@ -352,5 +383,8 @@ def file_from_record(item: object, source_page: str) -> IndexFile:
     metadata = item.get("metadata", False)
     if not isinstance(metadata, bool):
         raise PageError(source_page, "a cached file", "an IndexFile record", item)
-    return IndexFile(name, item["url"], item["source"], digest, item.get("requires_python"), item.get("yanked"), size,
-                     uploaded, metadata)
+    served = item.get("metadata_sha256")
+    metadata_sha256 = None if served is None else checked_sha256(served, source_page, "metadata_sha256")
+    yanked = item.get("yanked")
+    return IndexFile(name, item["url"], item["source"], digest, item.get("requires_python"),
+                     None if yanked is None else printable_reason(yanked), size, uploaded, metadata, metadata_sha256)

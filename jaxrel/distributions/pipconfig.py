@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from functools import cache
 
 from jaxrel._util import procs
-from jaxrel._util.text import shorten
+from jaxrel._util.text import redact, shorten
 from jaxrel.distributions.urls import parse_url
 from jaxrel.errors import BadInput, EnvironmentFailure
 
@@ -131,8 +131,9 @@ def decode_config_list(text: str) -> list[tuple[str, str, str]]:
                 decoded = (section, key.strip().lower().replace("_", "-"), value)
             at = line.find("=", at + 1)
         if decoded is None:
-            raise PipConfigError(f"pip config list printed a line jaxrel cannot read ({shorten(line)!r}); check "
-                                 "pip's configuration files and PIP_* variables, or pass --index-url")
+            shown = shorten(redact(line))
+            raise PipConfigError(f"pip config list printed a line jaxrel cannot read ({shown!r}); check pip's "
+                                 "configuration files and PIP_* variables, or pass --index-url")
         entries.append(decoded)
     return entries
 

@@ -1,8 +1,11 @@
 """Python interpreters on this machine, by ``major.minor``, with the wheel tags each accepts.
 
-Looks at the running interpreter, ``pythonX.Y`` on ``PATH`` and pyenv's versions
-(``$PYENV_ROOT/versions/*/bin``, where pyenv shims fail unless a version is selected).
-Each candidate is run once to confirm what it is.
+As uv finds them first, since uv makes the environments: ``uv python find X.Y`` names the
+interpreter uv will use for a version, and ``uv python list --only-installed`` every CPython it
+sees (its JSON, read at this boundary). Then today's search, for what uv misses: the running
+interpreter, ``pythonX.Y`` on ``PATH`` and pyenv's versions (``$PYENV_ROOT/versions/*/bin``,
+where pyenv shims fail unless a version is selected, and uv gives up on them). Each candidate is
+run once to confirm what it is; uv failing, absent or answering garbage only leaves its part out.
 """
 
 from __future__ import annotations
@@ -20,12 +23,13 @@ from pathlib import Path
 from packaging import tags as packaging_tags
 from packaging.tags import Tag
 
-from jaxrel._util import procs
+from jaxrel._util import localfiles, procs
 from jaxrel._util.text import shorten
-from jaxrel.errors import BadInput, EnvironmentFailure
+from jaxrel.distributions.envs import find_uv
+from jaxrel.errors import BadInput, EnvironmentFailure, JaxrelError
 
 __all__ = ["Python", "PythonNotFound", "PythonVersionError", "find_pythons", "newest_python", "probe_answer",
-           "python_for", "supported_tags"]
+           "python_for", "supported_tags", "uv_find", "uv_interpreters"]
 
 
 class PythonNotFound(EnvironmentFailure):
@@ -56,8 +60,48 @@ def supported_tags(version: str, platforms: list[str] | None = None) -> list[Tag
             *packaging_tags.compatible_tags((major, minor), f"cp{major}{minor}", platforms=chosen)]
 
 
+def _uv_json(args: list[str]) -> object:
+    """uv's JSON answer to ``args``, or ``None`` (no uv, a failure, not JSON)."""
+    uv = find_uv()
+    if uv is None:
+        return None
+    try:
+        done = procs.run([uv, *args], timeout=60, env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"})
+    except (OSError, subprocess.SubprocessError):
+        return None
+    if done.returncode != 0:
+        return None
+    try:
+        return localfiles.loads_json(done.stdout, "uv python list")
+    except JaxrelError:
+        return None
+
+
+def uv_interpreters() -> list[str]:
+    """The CPython interpreters ``uv python list --only-installed`` reports, in uv's order (paths only)."""
+    listed = _uv_json(["python", "list", "--only-installed", "--output-format", "json", "--no-config"])
+    if not isinstance(listed, list):
+        return []
+    return [entry["path"] for entry in listed if isinstance(entry, dict) and entry.get("implementation") == "cpython"
+            and isinstance(entry.get("path"), str) and entry["path"]]
+
+
+def uv_find(version: str) -> str | None:
+    """The interpreter ``uv python find`` picks for ``version`` (what uv will use), or ``None``."""
+    uv = find_uv()
+    if uv is None:
+        return None
+    try:
+        done = procs.run([uv, "python", "find", "--no-config", version], timeout=60,
+                         env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"})
+    except (OSError, subprocess.SubprocessError):
+        return None
+    path = done.stdout.strip()
+    return path if done.returncode == 0 and path and "\n" not in path and os.path.isabs(path) else None
+
+
 def _candidates() -> list[str]:
-    found = [sys.executable]
+    found = [sys.executable, *uv_interpreters()]
     for minor in range(8, 20):
         on_path = shutil.which(f"python3.{minor}")
         if on_path:
@@ -118,6 +162,9 @@ def python_for(version: str) -> Python:
     """The interpreter for ``version`` (``"3.12"``), or :class:`PythonNotFound` naming what exists."""
     if not re.fullmatch(r"3\.\d{1,3}", version):
         raise PythonVersionError(f"Python version {shorten(version)!r} is not of the form 3.N (e.g. 3.12)")
+    chosen = uv_find(version)
+    if chosen is not None and _probe(chosen) == version:
+        return Python(version, chosen)
     pythons = find_pythons()
     if version not in pythons:
         raise PythonNotFound(

@@ -1,39 +1,161 @@
-"""A wheel's METADATA read from the index without downloading the wheel.
+"""A wheel's METADATA read from the index without downloading the wheel, as pip reads it.
 
-PEP 658 where the index serves it (``<file URL>.metadata``, checked against its listed hash when
-there is one); else HTTP range reads: the wheel's last 512 KiB (its zip central directory, and
-usually the ``.dist-info`` files, which wheel builders write last), then the METADATA member itself
-if it lies earlier. Every read goes through the transport (deadline, size cap) and the answer is
-cached under the wheel's sha256 (a file on an index never changes). A server that ignores ``Range``
-answers the whole wheel: refused past the cap, never downloaded silently.
+First PEP 658/714 (``<file URL>.metadata``) where the index announces it: its sha256, when the index
+gives one, must match (a mismatch is refused naming both hashes). Otherwise the wheel is opened
+the way pip's "lazy wheel" does: :class:`RangeFile` is a seekable file whose bytes come from HTTP
+range reads as :mod:`zipfile` asks for them, starting with the last :data:`TAIL` bytes (the zip
+directory and, as wheel builders write them last, usually the ``.dist-info`` files). The total
+size is the index's (PEP 700) or the ``Content-Range`` of that first answer (every PEP 503 HTML
+index gives no size). A server that ignores ``Range`` answers 200 with the whole wheel: it is
+spooled to a temporary file within the download cap, checked against the listed sha256 and read
+there. Every read goes through the transport (deadline, size cap, retries).
+
+The METADATA is parsed once (:func:`jaxrel.distributions.metadata.parse_core_metadata`) and must
+name the file's project and version (pip's "metadata inconsistent" check). The cache keeps the
+METADATA bytes under the wheel's sha256; an entry is a hint read back through the same checks: one
+that is not a regular file (a directory, a FIFO, a symlink: never followed), too large, damaged,
+or of another project is a miss, fetched again and replaced; a cache that cannot be written is
+skipped, never half-written.
 """
 
 from __future__ import annotations
 
 import hashlib
 import io
+import os
+import re
+import stat
 import struct
+import tempfile
 import urllib.parse
 import urllib.request
 import zipfile
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import IO
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
 
 from jaxrel._util.atomic import write_bytes_atomically
 from jaxrel._util.files import cache_root
 from jaxrel.distributions import transport
+from jaxrel.distributions.filenames import name_and_version
+from jaxrel.distributions.metadata import MAX_METADATA, CoreMetadata, parse_core_metadata
 from jaxrel.distributions.pages import IndexFile
 from jaxrel.distributions.transport import IndexClientError
+from jaxrel.errors import JaxrelError
 
-__all__ = ["TAIL", "MetadataReader", "RemoteMetadataError", "metadata_of_local"]
+__all__ = ["MAX_READS", "TAIL", "MetadataReader", "RangeFile", "RemoteMetadataError", "metadata_of_local",
+           "read_wheel_metadata"]
 
 TAIL = 512 * 1024  # bytes of a wheel's end read first: its central directory and, usually, its .dist-info
-MAX_METADATA = 4 << 20
+MIN_READ = 64 * 1024  # the least a later range read asks for
+MAX_READS = 16  # range reads of one wheel at most (a scattered or hostile zip is refused, not chased)
+_CONTENT_RANGE = re.compile(r"bytes (\d+)-(\d+)/(\d+)")
 
 
 class RemoteMetadataError(IndexClientError):
     """The index's answer does not give the wheel's METADATA (exit 3)."""
+
+
+class _CacheMiss(JaxrelError):
+    """A cache entry that does not hold usable METADATA."""
+
+
+class RangeFile(io.RawIOBase):
+    """A remote file of ``size`` bytes as a seekable, read-only file; missing bytes come from ``fetch(start, end)``
+    (inclusive), at least :data:`MIN_READ` at a time, and are kept."""
+
+    def __init__(self, size: int, fetch: object, known: dict[int, bytes] | None = None, name: str = "") -> None:
+        super().__init__()
+        self.size = size
+        self._fetch = fetch
+        self._segments: dict[int, bytes] = dict(known or {})  # start → bytes
+        self._position = 0
+        self.name = name
+        self.reads = 0
+
+    def readable(self) -> bool:
+        return True
+
+    def seekable(self) -> bool:
+        return True
+
+    def tell(self) -> int:
+        return self._position
+
+    def seek(self, offset: int, whence: int = io.SEEK_SET) -> int:
+        base = {io.SEEK_SET: 0, io.SEEK_CUR: self._position, io.SEEK_END: self.size}[whence]
+        if base + offset < 0:
+            raise OSError(f"{self.name}: a seek before the start of the file")
+        self._position = base + offset
+        return self._position
+
+    def _covered(self, start: int, end: int) -> bytes | None:
+        for at, data in self._segments.items():
+            if at <= start and end <= at + len(data):
+                return data[start - at:end - at]
+        return None
+
+    def readinto(self, buffer: memoryview) -> int:  # type: ignore[override]
+        start = self._position
+        end = min(self.size, start + len(buffer))
+        if start >= end:
+            return 0
+        data = self._covered(start, end)
+        if data is None:
+            if self.reads >= MAX_READS:
+                raise RemoteMetadataError(f"{self.name}: its zip directory and METADATA take more than {MAX_READS} "
+                                          "range reads; not a wheel jaxrel reads remotely")
+            first = start
+            last = min(self.size, max(end, start + MIN_READ)) - 1
+            fetched = self._fetch(first, last)  # type: ignore[operator]
+            self.reads += 1
+            self._segments[first] = fetched
+            data = fetched[: end - start]
+        buffer[: len(data)] = data
+        self._position = start + len(data)
+        return len(data)
+
+
+def read_wheel_metadata(archive_file: IO[bytes] | io.RawIOBase, where: str) -> bytes:
+    """The raw METADATA of the wheel in ``archive_file`` (any seekable file): the one ``*.dist-info/METADATA`` at
+    the top, at most :data:`MAX_METADATA` bytes inflated. Every way a zip can be broken is
+    :class:`RemoteMetadataError`: truncated records (zip64 included), a bomb, an unknown method."""
+    try:
+        with zipfile.ZipFile(archive_file) as archive:
+            members = [info for info in archive.infolist()
+                       if info.filename.count("/") == 1 and info.filename.endswith(".dist-info/METADATA")]
+            if len(members) != 1:
+                found = "none" if not members else f"{len(members)} of them"
+                raise RemoteMetadataError(f"{where}: expected one .dist-info/METADATA in the wheel, found {found}: "
+                                          "not a valid wheel")
+            member = members[0]
+            if member.file_size > MAX_METADATA or member.compress_size > MAX_METADATA:
+                raise RemoteMetadataError(f"{where}: its METADATA claims {member.file_size} bytes, more than the "
+                                          f"{MAX_METADATA // transport.MIB} MiB jaxrel reads; not a wheel jaxrel reads")
+            with archive.open(member) as stream:
+                data = stream.read(MAX_METADATA + 1)
+    except RemoteMetadataError:
+        raise
+    except IndexClientError:
+        raise
+    except (zipfile.BadZipFile, zipfile.LargeZipFile, struct.error, EOFError, OSError, ValueError, KeyError,
+            NotImplementedError, RuntimeError, zlib.error, MemoryError, OverflowError) as error:
+        raise RemoteMetadataError(f"{where}: not a readable wheel ({type(error).__name__}: "
+                                  f"{str(error)[:100]})") from None
+    if len(data) > MAX_METADATA:
+        raise RemoteMetadataError(f"{where}: its METADATA inflates past {MAX_METADATA // transport.MIB} MiB (a zip "
+                                  "bomb?); not a wheel jaxrel reads")
+    return data
+
+
+def metadata_of_local(path: Path) -> str:
+    """METADATA of a wheel on disk (the same answer :class:`MetadataReader` gives for it on an index)."""
+    with path.open("rb") as stream:
+        return read_wheel_metadata(stream, str(path)).decode("utf-8", "replace")
 
 
 @dataclass
@@ -41,131 +163,153 @@ class MetadataReader:
     """Reads METADATA of index files, counting requests (``requests``) and answering from the cache first."""
 
     limits: transport.Limits = field(default_factory=transport.Limits)
-    cache: Path = field(default_factory=lambda: cache_root() / "remote-metadata")
+    cache: Path = field(default_factory=lambda: cache_root() / "remote-metadata" / "v2")
+    cafile: str | None = None
     requests: int = 0
     cached: int = 0
 
-    def metadata(self, file: IndexFile) -> str:
-        """The METADATA text of wheel ``file``."""
+    def metadata(self, file: IndexFile) -> CoreMetadata:
+        """The core metadata of wheel ``file``, parsed and checked against its file name."""
         if not file.is_wheel:
             raise RemoteMetadataError(f"{file.filename}: not a wheel; METADATA is read from wheels")
         key = file.sha256 or hashlib.sha256(file.url.encode()).hexdigest()
-        entry = self.cache / f"{key}.txt"
-        if entry.is_file():
+        entry = self.cache / f"{key}.metadata"
+        try:
+            found = _checked(_read_entry(entry), file, _CacheMiss)
             self.cached += 1
-            return entry.read_text(encoding="utf-8", errors="replace")
-        if file.url.startswith("file:"):  # a wheelhouse or find-links directory: read the file where it is
-            try:
-                text = metadata_of_local(Path(urllib.request.url2pathname(urllib.parse.urlsplit(file.url).path)))
-            except (OSError, zipfile.BadZipFile, StopIteration, KeyError) as error:
-                raise RemoteMetadataError(f"{file.filename}: its METADATA cannot be read ({error})") from None
-        else:
-            served = self._pep658(file) if file.metadata else None
-            text = served if served is not None else self._ranges(file)
-        write_bytes_atomically(entry, text.encode("utf-8", "surrogateescape"))
-        return text
+            return found
+        except _CacheMiss:
+            pass
+        raw = self._fetch(file)
+        parsed = _checked(raw, file, RemoteMetadataError)
+        try:
+            if entry.is_dir() and not entry.is_symlink():
+                os.rmdir(entry)  # an empty directory in an entry's place; a full one makes the write fail below
+            write_bytes_atomically(entry, raw)
+        except OSError:
+            pass  # a cache that cannot be written is skipped: the answer stands
+        return parsed
 
-    def _get(self, url: str, byte_range: str | None = None, cap: int = TAIL + 65536) -> transport.Response:
+    def _fetch(self, file: IndexFile) -> bytes:
+        if file.url.startswith("file:"):  # a wheelhouse or find-links directory: read the file where it is
+            path = Path(urllib.request.url2pathname(urllib.parse.urlsplit(file.url).path))
+            try:
+                with path.open("rb") as stream:
+                    return read_wheel_metadata(stream, file.filename)
+            except OSError as error:
+                raise RemoteMetadataError(f"{file.filename}: its METADATA cannot be read ({error.strerror})") from None
+        if file.metadata:
+            served = self._pep658(file)
+            if served is not None:
+                return served
+        return self._ranges(file)
+
+    def _get(self, url: str, byte_range: str | None, cap: int, sink: IO[bytes] | None = None) -> transport.Response:
         request = transport.request_for(url)
         if byte_range:
             request.add_header("Range", f"bytes={byte_range}")
         request.add_header("Accept-Encoding", "identity")
         self.requests += 1
-        answer = transport.fetch(request, limits=self.limits, max_bytes=cap)
-        if answer.status not in (200, 206):
-            raise RemoteMetadataError(f"{transport._shown(url)}: the index answered HTTP {answer.status} to a read of "
-                                      "the wheel's metadata")
-        return answer
+        return transport.fetch(request, limits=self.limits, cafile=self.cafile, max_bytes=cap, sink=sink)
 
-    def _pep658(self, file: IndexFile) -> str | None:
-        answer = self._get(file.url + ".metadata", cap=MAX_METADATA)
-        return answer.body.decode("utf-8", "replace") if answer.status == 200 else None
+    def _pep658(self, file: IndexFile) -> bytes | None:
+        answer = self._get(file.url + ".metadata", None, MAX_METADATA)
+        if answer.status == 404:
+            return None  # announced but absent: read the wheel itself, as a client without PEP 658 would
+        if answer.status != 200:
+            raise RemoteMetadataError(f"{transport.shown_url(file.url)}.metadata: the index answered HTTP "
+                                      f"{answer.status}; check the index")
+        if file.metadata_sha256 is not None:
+            actual = hashlib.sha256(answer.body).hexdigest()
+            if actual != file.metadata_sha256:
+                raise RemoteMetadataError(
+                    f"{file.filename}: the METADATA the index serves has sha256 {actual}, but the index lists "
+                    f"{file.metadata_sha256}; refused: the index is broken or its files were altered (report it "
+                    "to the index, or pass --index-url of another)")
+        return answer.body
 
-    def _ranges(self, file: IndexFile) -> str:
-        tail = self._get(file.url, f"-{TAIL}")
-        body = tail.body
-        if tail.status == 200:  # no Range support: the whole wheel came (within the cap)
-            return _metadata_from(body, 0, file.filename)
-        size = file.size or _total(tail, file.filename)
-        start = max(0, size - len(body))
-        try:
-            return _metadata_from(body, start, file.filename)
-        except _Outside as outside:
-            member = self._get(file.url, f"{outside.offset}-{outside.offset + outside.length - 1}",
-                               cap=outside.length + 1024)
-            return _local_member(member.body, file.filename)
+    def _ranges(self, file: IndexFile) -> bytes:
+        with tempfile.SpooledTemporaryFile(max_size=TAIL + MIN_READ) as spool:
+            tail = self._get(file.url, f"-{TAIL}", self.limits.max_download, sink=spool)
+            spool.seek(0)
+            if tail.status == 200:  # no Range support: the whole wheel came, within the download cap
+                return self._whole(spool, file)
+            if tail.status != 206:
+                raise RemoteMetadataError(f"{transport.shown_url(file.url)}: the index answered HTTP {tail.status} "
+                                          "to a range read of the wheel; check the index")
+            body = spool.read()
+        first, last, total = _content_range(tail, file, len(body))
+        if file.size is not None and total != file.size:
+            raise RemoteMetadataError(f"{file.filename}: the index lists {file.size} bytes but serves {total}; the "
+                                      "listing and the file disagree: refresh the listing (--refresh)")
 
+        def fetch(start: int, end: int) -> bytes:
+            with tempfile.SpooledTemporaryFile(max_size=MIN_READ * 4) as part:
+                answer = self._get(file.url, f"{start}-{end}", end - start + 1, sink=part)
+                part.seek(0)
+                data = part.read()
+            got = _content_range(answer, file, len(data)) if answer.status == 206 else None
+            if got is None or got[:2] != (start, end) or got[2] != total:
+                raise RemoteMetadataError(f"{transport.shown_url(file.url)}: a range read of bytes {start}-{end} "
+                                          "was answered with other bytes; the index's range support is broken")
+            return data
 
-class _Outside(Exception):
-    """The METADATA member lies before the bytes read: its offset and a length that holds it."""
+        return read_wheel_metadata(RangeFile(total, fetch, {first: body}, file.filename), file.filename)
 
-    def __init__(self, offset: int, length: int) -> None:
-        super().__init__(offset, length)
-        self.offset, self.length = offset, length
-
-
-def _total(answer: transport.Response, name: str) -> int:
-    raise RemoteMetadataError(f"{name}: the index neither listed the file's size nor answered a range read with it; "
-                              "pass --index-url of an index that serves PEP 691 JSON")
-
-
-def _metadata_from(data: bytes, start: int, name: str) -> str:
-    """METADATA from the last bytes of a zip (``data`` begins at file offset ``start``)."""
-    end = data.rfind(b"PK\x05\x06")
-    if end < 0 or len(data) - end < 22:
-        raise RemoteMetadataError(f"{name}: no zip end record in its last {len(data)} bytes: not a wheel")
-    entries, cd_size, cd_offset = struct.unpack("<HII", data[end + 10:end + 20])
-    if cd_offset == 0xFFFFFFFF or entries == 0xFFFF:
-        cd_offset, cd_size = _zip64(data, end, name)
-    if cd_offset < start:
-        raise RemoteMetadataError(f"{name}: its central directory ({cd_size} bytes) is larger than the {TAIL} bytes "
-                                  "read; jaxrel reads wheels whose directory fits")
-    directory = data[cd_offset - start:cd_offset - start + cd_size]
-    at = 0
-    while at + 46 <= len(directory) and directory[at:at + 4] == b"PK\x01\x02":
-        method, = struct.unpack("<H", directory[at + 10:at + 12])
-        compressed, _, name_length, extra_length, comment_length = struct.unpack("<IIHHH", directory[at + 20:at + 34])
-        offset, = struct.unpack("<I", directory[at + 42:at + 46])
-        member = directory[at + 46:at + 46 + name_length].decode("utf-8", "replace")
-        at += 46 + name_length + extra_length + comment_length
-        parts = member.split("/")
-        if len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] == "METADATA":
-            if compressed > MAX_METADATA or method not in (0, 8):
-                raise RemoteMetadataError(f"{name}: its METADATA is {compressed} bytes or stored with method "
-                                          f"{method}; not a wheel jaxrel reads")
-            length = 30 + name_length + 1024 + compressed
-            if offset < start:
-                raise _Outside(offset, length)
-            return _local_member(data[offset - start:offset - start + length], name)
-    raise RemoteMetadataError(f"{name}: no .dist-info/METADATA in its central directory: not a wheel")
+    def _whole(self, spool: IO[bytes], file: IndexFile) -> bytes:
+        if file.sha256 is not None:
+            digest = hashlib.sha256()
+            for chunk in iter(lambda: spool.read(transport.CHUNK), b""):
+                digest.update(chunk)
+            if digest.hexdigest() != file.sha256:
+                raise RemoteMetadataError(f"{file.filename}: the wheel the index sent has sha256 "
+                                          f"{digest.hexdigest()}, not {file.sha256} as listed; the file is corrupt or "
+                                          "was altered")
+            spool.seek(0)
+        return read_wheel_metadata(spool, file.filename)
 
 
-def _zip64(data: bytes, end: int, name: str) -> tuple[int, int]:
-    locator = data.rfind(b"PK\x06\x07", 0, end)
-    record = data.rfind(b"PK\x06\x06", 0, locator if locator >= 0 else end)
-    if record < 0:
-        raise RemoteMetadataError(f"{name}: a zip64 wheel whose end record is not in the bytes read")
-    cd_size, cd_offset = struct.unpack("<QQ", data[record + 40:record + 56])
-    return cd_offset, cd_size
+def _content_range(answer: transport.Response, file: IndexFile, length: int) -> tuple[int, int, int]:
+    """``(first, last, total)`` of a 206 answer, checked against the bytes that came."""
+    header = (answer.headers or {}).get("Content-Range", "")
+    match = _CONTENT_RANGE.fullmatch(header.strip())
+    if match is None:
+        raise RemoteMetadataError(f"{transport.shown_url(file.url)}: a range read was answered without a usable "
+                                  f"Content-Range ({header[:60]!r}); the index's range support is broken")
+    first, last, total = (int(part) for part in match.groups())
+    if last < first or last >= total or last - first + 1 != length:
+        raise RemoteMetadataError(f"{transport.shown_url(file.url)}: Content-Range {header[:60]!r} does not describe "
+                                  f"the {length} bytes sent; the index's range support is broken")
+    return first, last, total
 
 
-def _local_member(data: bytes, name: str) -> str:
-    """The member at the start of ``data`` (a local file header, then its bytes), decompressed."""
-    if data[:4] != b"PK\x03\x04" or len(data) < 30:
-        raise RemoteMetadataError(f"{name}: no zip entry where its directory says METADATA is")
-    method, = struct.unpack("<H", data[8:10])
-    compressed, = struct.unpack("<I", data[18:22])
-    name_length, extra_length = struct.unpack("<HH", data[26:30])
-    body = data[30 + name_length + extra_length:30 + name_length + extra_length + compressed]
+def _checked(raw: bytes, file: IndexFile, error: type[JaxrelError]) -> CoreMetadata:
+    """``raw`` parsed, and naming the project and version of ``file`` (pip refuses inconsistent metadata too)."""
+    parsed = parse_core_metadata(raw, file.filename, error)
+    name, version = name_and_version(file.filename)
     try:
-        raw = zlib.decompress(body, -15) if method == 8 else body
-    except zlib.error:
-        raise RemoteMetadataError(f"{name}: its METADATA does not inflate") from None
-    return raw.decode("utf-8", "replace")
+        consistent = canonicalize_name(parsed.name) == name and Version(parsed.version) == version
+    except InvalidVersion:
+        consistent = False
+    if not consistent:
+        raise error(f"{file.filename}: its METADATA names {parsed.name[:60]!r} {parsed.version[:40]!r}, not the "
+                    f"file's project and version; the index serves inconsistent metadata")
+    return parsed
 
 
-def metadata_of_local(path: Path) -> str:
-    """METADATA of a wheel on disk (the same answer :class:`MetadataReader` gives for it on an index)."""
-    with zipfile.ZipFile(path) as archive:
-        member = next(n for n in archive.namelist() if n.count("/") == 1 and n.endswith(".dist-info/METADATA"))
-        return io.TextIOWrapper(archive.open(member), encoding="utf-8", errors="replace").read()
+def _read_entry(path: Path) -> bytes:
+    """A cache entry's bytes: a regular file of at most :data:`MAX_METADATA` bytes, opened without following a
+    symlink or waiting on a FIFO; anything else is a :class:`_CacheMiss`."""
+    try:
+        handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
+    except OSError:
+        raise _CacheMiss(str(path)) from None
+    try:
+        status = os.fstat(handle)
+        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_METADATA:
+            raise _CacheMiss(str(path))
+        os.set_blocking(handle, True)
+        with os.fdopen(handle, "rb", closefd=False) as stream:
+            return stream.read(MAX_METADATA + 1)
+    finally:
+        os.close(handle)

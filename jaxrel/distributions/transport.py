@@ -1,249 +1,73 @@
-"""Reading URLs with a deadline and a size cap: the one place jaxrel talks HTTP(S) to an index.
+"""Reading URLs with a deadline, a size cap and bounded retries: the one place jaxrel talks HTTP(S) to an index.
 
-Every read has a connect timeout (which also bounds any single stall), a total deadline and a
-size cap (:class:`Limits`, from ``JAXREL_NET_*`` variables). urllib's ``timeout=`` bounds one
-socket operation only, so a server that trickles a byte every few seconds would never time out:
-a watchdog thread shuts the connection's sockets down when the total deadline passes, which ends
-any blocked read at once, and the read loop checks a monotonic clock between chunks. Every
-failure of the transport (refused, reset, TLS, a bad status line, broken chunks, too many
-headers, a stall, a trickle, too many bytes) is :class:`IndexClientError` (exit 3) naming the URL.
+Built on urllib3 2 (:class:`urllib3.PoolManager`): connections are kept alive and reused within a
+run (one TLS handshake per host, not per request); redirects are followed by urllib3, which drops
+``Authorization`` when a redirect leaves the origin it was given for (pip's and requests' rule).
+
+Deadlines. urllib3's timeouts bound one socket operation; a server that trickles a byte every few
+seconds would never time out. So the request and its headers (name resolution, connect, TLS, the
+status line) run in a daemon thread the caller waits on for at most the deadline, and the body is
+read with ``read1`` (one socket read per call), the monotonic clock checked between reads: a whole
+answer takes at most the deadline plus one stall (the connect timeout).
+
+Retries (pip retries too, with urllib3's ``Retry``): idempotent requests (GET, HEAD) are tried again
+on a connection reset or a broken answer and on HTTP 429 and 5xx (500, 502, 503, 504, 520, 527), at most
+``Limits.retries`` times, with exponential backoff, honouring ``Retry-After`` up to
+:data:`RETRY_AFTER_CAP` seconds, and never past the deadline: when the next try would not fit, the
+last answer or error is the result. A refused connection or a timeout is not retried (the index is
+down or the deadline is spent), and neither is a POST (an upload or a token exchange decides itself).
+
+Every failure (refused, reset, TLS, a bad status line, broken chunks, too many headers, a stall, a
+trickle, too many bytes) is :class:`IndexClientError` (exit 3) naming the URL without credentials. The
+server's own reason phrase and body never reach a message (an index can echo the credentials it was sent).
 """
 
 from __future__ import annotations
 
-import base64
+import http
 import http.client
-import os
-import socket
 import ssl
-import stat
 import threading
 import time
-import urllib.error
 import urllib.parse
 import urllib.request
 import zlib
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable
 from typing import IO, Any
 
-from jaxrel.errors import BadInput, EnvironmentFailure
+import urllib3
+from urllib3.exceptions import HTTPError as Urllib3Error
+from urllib3.exceptions import (
+    LocationValueError,
+    MaxRetryError,
+    NewConnectionError,
+    ProtocolError,
+    ReadTimeoutError,
+    SSLError,
+)
+from urllib3.exceptions import TimeoutError as Urllib3Timeout
 
-__all__ = ["CHUNK", "IndexClientError", "Limits", "MIB", "Response", "TooBig", "TooSlow", "Unreachable", "fetch",
-    "read_local", "request_for"]
+from jaxrel._util import localfiles
+from jaxrel.distributions.netlimits import (
+    CHUNK,
+    MIB,
+    IndexClientError,
+    Limits,
+    Response,
+    TooBig,
+    TooSlow,
+    Unreachable,
+    request_for,
+    shown_url,
+)
+from jaxrel.errors import BadInput, JaxrelError
 
-MIB = 1 << 20
-CHUNK = 64 * 1024
+__all__ = ["CHUNK", "MIB", "RETRY_AFTER_CAP", "IndexClientError", "Limits", "Response", "TooBig", "TooSlow",
+           "Unreachable", "fetch", "request_for", "shown_url"]
 
-
-class IndexClientError(EnvironmentFailure):
-    """An index cannot be read, a file cannot be fetched, or a hash does not match (exit 3)."""
-
-
-class TooSlow(IndexClientError):
-    """No complete answer within the deadline, or a stall longer than the connect timeout."""
-
-
-class TooBig(IndexClientError):
-    """An answer larger than the cap."""
-
-
-class Unreachable(IndexClientError):
-    """No connection, or a broken HTTP answer; ``reason`` is the cause in a few words."""
-
-    def __init__(self, message: str, reason: str) -> None:
-        super().__init__(message)
-        self.reason = reason
-
-
-@dataclass(frozen=True)
-class Limits:
-    """How long and how much one network read may take.
-
-    ``connect``: seconds to connect, and the longest single stall once connected;
-    ``deadline``: seconds for a whole index page (redirects included); ``download_deadline``: the
-    same for one distribution file; ``max_page`` / ``max_download``: bytes.
-    """
-
-    connect: float = 30.0
-    deadline: float = 120.0
-    download_deadline: float = 1800.0
-    max_page: int = 64 * MIB
-    max_download: int = 8192 * MIB
-
-    VARIABLES = {  # noqa: RUF012 - a constant table, not a field
-        "JAXREL_NET_TIMEOUT": ("connect", float), "JAXREL_NET_DEADLINE": ("deadline", float),
-        "JAXREL_DOWNLOAD_DEADLINE": ("download_deadline", float),
-        "JAXREL_MAX_PAGE_MIB": ("max_page", int), "JAXREL_MAX_DOWNLOAD_MIB": ("max_download", int),
-    }
-
-    @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> Limits:
-        """The defaults, overridden by ``JAXREL_NET_TIMEOUT``, ``JAXREL_NET_DEADLINE``,
-        ``JAXREL_DOWNLOAD_DEADLINE`` (seconds), ``JAXREL_MAX_PAGE_MIB``, ``JAXREL_MAX_DOWNLOAD_MIB``."""
-        env = os.environ if environ is None else environ
-        values: dict[str, float | int] = {}
-        for variable, (name, kind) in cls.VARIABLES.items():
-            text = env.get(variable, "").strip()
-            if not text:
-                continue
-            try:
-                value = kind(text)
-                ok = 0 < value < 10**7
-            except (ValueError, OverflowError):
-                ok = False
-            if not ok:
-                unit = "seconds" if kind is float else "a whole number of MiB"
-                raise BadInput(f"{variable}={text[:40]!r}: expected a positive number ({unit}) below 10000000; "
-                               f"unset it or fix it")
-            values[name] = value * MIB if kind is int else value
-        return cls(**values)  # type: ignore[arg-type]
-
-
-@dataclass(frozen=True)
-class Response:
-    """A complete answer: the final URL (after redirects), status, media type, charset and body."""
-
-    url: str
-    status: int
-    content_type: str
-    charset: str | None
-    body: bytes
-
-
-class _Watchdog:
-    """Shuts down every socket it was given once ``seconds`` pass (wakes any blocked read)."""
-
-    def __init__(self, seconds: float) -> None:
-        self.expired = False
-        self._sockets: list[socket.socket] = []
-        self._lock = threading.Lock()
-        self._timer = threading.Timer(seconds, self._fire)
-        self._timer.daemon = True
-        self._timer.start()
-
-    def add(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._sockets.append(sock)
-            if self.expired:
-                self._shut(sock)
-
-    def _fire(self) -> None:
-        with self._lock:
-            self.expired = True
-            for sock in self._sockets:
-                self._shut(sock)
-
-    @staticmethod
-    def _shut(sock: socket.socket) -> None:
-        try:
-            sock.shutdown(socket.SHUT_RDWR)
-        except OSError:
-            pass
-
-    def cancel(self) -> None:
-        self._timer.cancel()
-
-
-def _resolve(host: str, port: int, seconds: float) -> list[Any]:
-    """``getaddrinfo`` in a daemon thread, given up after ``seconds``: the resolver has no timeout of its
-    own that jaxrel sets, and a stuck DNS server must not outlast the deadline."""
-    found: list[Any] = []
-    failed: list[OSError] = []
-
-    def work() -> None:
-        try:
-            found.extend(socket.getaddrinfo(host, port, type=socket.SOCK_STREAM))
-        except OSError as error:
-            failed.append(error)
-
-    thread = threading.Thread(target=work, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    if thread.is_alive():
-        raise TimeoutError(f"resolving {host} took more than {seconds:g} s")
-    if failed:
-        raise failed[0]
-    return found
-
-
-def _watched(base: type[http.client.HTTPConnection], watchdog: _Watchdog) -> Callable[..., http.client.HTTPConnection]:
-    """``base`` whose host name is resolved within the connect timeout and whose raw sockets are handed to
-    ``watchdog`` as soon as they exist (TLS handshakes included)."""
-
-    def make(*args: Any, **kwargs: Any) -> http.client.HTTPConnection:
-        connection = base(*args, **kwargs)
-
-        def create_watched(address: tuple[str, int], timeout: Any = None, source: Any = None) -> socket.socket:
-            seconds = float(timeout) if isinstance(timeout, (int, float)) else 30.0
-            last: OSError | None = None
-            for _, _, _, _, sockaddr in _resolve(address[0], address[1], seconds):
-                try:
-                    sock = socket.create_connection((sockaddr[0], sockaddr[1]), seconds, source)
-                except OSError as error:
-                    last = error
-                    continue
-                watchdog.add(sock)
-                return sock
-            raise last or OSError(f"{address[0]} has no address")
-
-        connection._create_connection = create_watched  # type: ignore[attr-defined]
-        return connection
-
-    return make
-
-
-class _HTTP(urllib.request.HTTPHandler):
-    def __init__(self, watchdog: _Watchdog) -> None:
-        super().__init__()
-        self.watchdog = watchdog
-
-    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(_watched(http.client.HTTPConnection, self.watchdog), req)
-
-
-class _HTTPS(urllib.request.HTTPSHandler):
-    def __init__(self, watchdog: _Watchdog, context: ssl.SSLContext) -> None:
-        super().__init__(context=context)
-        self.watchdog = watchdog
-        self.tls = context
-
-    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(_watched(http.client.HTTPSConnection, self.watchdog), req,
-                            context=self.tls)
-
-
-class _NoFTP(urllib.request.FTPHandler):
-    """A redirect to ftp:// is refused (it would run outside the watchdog)."""
-
-    def ftp_open(self, req: urllib.request.Request) -> Any:
-        raise urllib.error.URLError("a redirect to ftp://, which jaxrel does not follow")
-
-
-def request_for(url: str, accept: str | None = None) -> urllib.request.Request:
-    """A GET of ``url``; credentials written into it (``https://user:token@host/…``) are sent as Basic
-    auth, as pip does, rather than left in the host name where DNS would see them."""
-    parts = urllib.parse.urlsplit(url)
-    headers = {"Accept": accept} if accept else {}
-    if parts.username is not None:
-        user = urllib.parse.unquote(parts.username)
-        password = urllib.parse.unquote(parts.password or "")
-        headers["Authorization"] = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
-        host = parts.hostname or ""
-        netloc = f"[{host}]" if ":" in host else host
-        url = urllib.parse.urlunsplit(parts._replace(netloc=netloc + (f":{parts.port}" if parts.port else "")))
-    return urllib.request.Request(url, headers=headers)
-
-
-def _shown(url: str) -> str:
-    """``url`` without credentials or query (a token endpoint's parameters), for messages."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.username is None:
-        return urllib.parse.urlunsplit(parts._replace(query=""))
-    host = parts.hostname or ""
-    netloc = (f"[{host}]" if ":" in host else host) + (f":{parts.port}" if parts.port else "")
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query=""))
+RETRY_AFTER_CAP = 60  # seconds of a Retry-After header honoured at most
+RETRY_STATUSES = frozenset({429, 500, 502, 503, 504, 520, 527})
+IDEMPOTENT = frozenset({"GET", "HEAD"})
 
 
 def _decoder(encoding: str, url: str) -> Any:
@@ -257,80 +81,297 @@ def _decoder(encoding: str, url: str) -> Any:
                            "(expected no Content-Encoding, gzip or deflate); use another index")
 
 
+# -- connections -----------------------------------------------------------------------------
+
+_POOLS: dict[tuple[str | None, float], urllib3.PoolManager] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+def _tls_context(cafile: str | None) -> ssl.SSLContext:
+    """The default context, trusting ``cafile`` when given: read as a regular file of at most 16 MiB (a FIFO or a
+    device named by ``cert`` is refused at once, never waited on)."""
+    if not cafile:
+        return ssl.create_default_context()
+    try:
+        data = localfiles.read_bytes(cafile, what="the CA bundle (pip's cert)", limit=16 * MIB)
+        return ssl.create_default_context(cadata=data.decode("ascii", "replace"))
+    except (JaxrelError, ssl.SSLError, ValueError) as error:
+        why = str(error) if isinstance(error, JaxrelError) else f"{cafile}: not PEM CA certificates ({error})"
+        raise BadInput(f"pip's cert option: {why.rstrip('.')}; fix pip's configuration (pip config list)") from None
+
+
+def _pool(cafile: str | None, connect: float) -> urllib3.PoolManager:
+    """One pool manager per CA bundle and connect timeout for the whole run: connections are kept alive."""
+    key = (cafile, connect)
+    with _POOLS_LOCK:
+        manager = _POOLS.get(key)
+        if manager is None:
+            manager = urllib3.PoolManager(num_pools=32, maxsize=8, block=False, ssl_context=_tls_context(cafile),
+                                          timeout=urllib3.Timeout(connect=connect, read=connect))
+            _POOLS[key] = manager
+        return manager
+
+
+class _Inner(urllib3.Retry):
+    """The Retry urllib3 applies inside one try: redirects (at most 10, ``Authorization`` dropped off-origin) and,
+    for an idempotent request, one read error that is not a timeout (a kept-alive connection the server closed
+    as it was reused: HTTP clients try that once more). Every other retry is decided by :func:`fetch`, where
+    the deadline is known."""
+
+    def increment(self, method: str | None = None, url: str | None = None, response: Any = None,
+                  error: Exception | None = None, _pool: Any = None, _stacktrace: Any = None) -> _Inner:
+        if isinstance(error, ReadTimeoutError):
+            raise error  # a stall is the deadline's business, not a stale connection
+        return super().increment(method, url, response, error, _pool, _stacktrace)
+
+
+_INNER = {idempotent: _Inner(total=None, connect=0, read=1 if idempotent else 0, status=0, other=0, redirect=10,
+                             raise_on_redirect=False, raise_on_status=False) for idempotent in (True, False)}
+
+
+class _Late(Exception):
+    """The deadline passed before the answer's headers came."""
+
+
+def _open(manager: urllib3.PoolManager, method: str, url: str, headers: dict[str, str], body: bytes | None,
+          seconds: float) -> urllib3.BaseHTTPResponse:
+    """The request sent and its headers read (redirects followed) within ``seconds``: in a daemon thread the
+    caller waits on, so a resolver, a handshake or headers that never finish cannot outlast the deadline."""
+    box: dict[str, Any] = {}
+    lock = threading.Lock()
+    done = threading.Event()
+
+    def work() -> None:
+        try:
+            answer = manager.urlopen(method, url, headers=headers, body=body, retries=_INNER[method in IDEMPOTENT],
+                                     redirect=True, preload_content=False, decode_content=False)
+        except BaseException as error:  # noqa: BLE001 - handed to the caller's thread as it is
+            answer, box["error"] = None, error
+        with lock:
+            if box.get("abandoned") and answer is not None:
+                answer.close()  # the caller gave up: the connection is not reused
+            box["answer"] = answer
+            done.set()
+
+    threading.Thread(target=work, name=f"jaxrel-http {method}", daemon=True).start()
+    finished = done.wait(max(seconds, 0.0))
+    with lock:
+        if not finished:
+            box["abandoned"] = True
+            if box.get("answer") is not None:
+                box["answer"].close()
+            raise _Late()
+    if "error" in box:
+        raise box["error"]
+    return box["answer"]  # type: ignore[no-any-return]
+
+
+def _cause(error: BaseException) -> BaseException:
+    """The error under urllib3's wrappers (``MaxRetryError(reason=ProtocolError('…', ConnectionResetError()))``)."""
+    for _ in range(4):
+        if isinstance(error, MaxRetryError) and error.reason is not None:
+            error = error.reason
+        elif isinstance(error, ProtocolError) and len(error.args) > 1 and isinstance(error.args[1], BaseException):
+            error = error.args[1]
+        elif isinstance(error, SSLError) and error.args and isinstance(error.args[0], BaseException):
+            error = error.args[0]
+        elif isinstance(error, NewConnectionError) and error.__cause__ is not None:
+            error = error.__cause__  # NewConnectionError is a ConnectTimeoutError to urllib3, whatever the cause
+        else:
+            break
+    return error
+
+
+def _transient(error: BaseException) -> bool:
+    """A reset or an answer cut short: worth another try of an idempotent request."""
+    cause = _cause(error)
+    return isinstance(cause, (ConnectionResetError, BrokenPipeError, http.client.IncompleteRead,
+                              ConnectionAbortedError)) or (isinstance(error, ProtocolError) and cause is error)
+
+
 def fetch(request: urllib.request.Request, *, limits: Limits, cafile: str | None = None, download: bool = False,
           sink: IO[bytes] | None = None, max_bytes: int | None = None, http_errors: bool = False) -> Response:
     """Send ``request`` (a GET, or a POST when it carries data) and read the answer whole within the deadline and
-    the cap (``download`` picks the file limits).
+    the cap (``download`` picks the file limits), trying again as the module says.
 
-    The body is returned, or written to ``sink`` (then ``Response.body`` is empty). A 404 is
-    returned as a response with that status, and with ``http_errors`` every HTTP error status, its
+    The body is returned, or written to ``sink`` (then ``Response.body`` is empty; a retry after part of
+    the body was written starts the sink over when it can seek, and is not made when it cannot). A 404
+    is returned as a response with that status, and with ``http_errors`` every HTTP error status, its
     body read within the same limits (for protocols that explain refusals in the body). Any other
     failure raises :class:`IndexClientError`: :class:`TooSlow`, :class:`TooBig`, :class:`Unreachable`.
     """
-    url = _shown(request.full_url)
+    url = shown_url(request.full_url)
     deadline = limits.download_deadline if download else limits.deadline
     cap = max_bytes if max_bytes is not None else (limits.max_download if download else limits.max_page)
     knob = "JAXREL_DOWNLOAD_DEADLINE" if download else "JAXREL_NET_DEADLINE"
     started = time.monotonic()
-    watchdog = _Watchdog(deadline)
+    stall = min(limits.connect, deadline)
+    method = request.get_method()
+    headers = dict(request.header_items())
+    data = request.data if isinstance(request.data, bytes) or request.data is None else bytes(request.data)  # type: ignore[arg-type]
+    manager = _pool(cafile, stall)
+    policy = urllib3.Retry(total=limits.retries if method in IDEMPOTENT else 0, connect=0, other=0,
+                           backoff_factor=0.5, status_forcelist=RETRY_STATUSES, allowed_methods=IDEMPOTENT,
+                           raise_on_status=False)
+
+    def left() -> float:
+        return deadline - (time.monotonic() - started)
 
     def late() -> IndexClientError:
         return TooSlow(
             f"{url}: no complete answer within {deadline:g} s (the server stalls, trickles or never answers); "
             f"check the network and the index, or raise {knob}")
 
-    try:
-        context = ssl.create_default_context(cafile=cafile) if cafile else ssl.create_default_context()
-    except (OSError, ssl.SSLError) as error:
-        watchdog.cancel()
-        raise BadInput(f"pip's cert option {cafile}: cannot be read as CA certificates ({error}); fix pip's "
-                       "configuration (pip config list)") from None
-    opener = urllib.request.build_opener(_HTTP(watchdog), _HTTPS(watchdog, context), _NoFTP())
-    try:
+    def fits(wait: float) -> bool:
+        """Whether another try, ``wait`` seconds from now, still fits before the deadline."""
+        return wait + stall / 10 < left()
+
+    while True:
+        answer: urllib3.BaseHTTPResponse | None = None
         try:
-            response = opener.open(request, timeout=min(limits.connect, deadline))
-        except urllib.error.HTTPError as error:
-            if not http_errors:
-                error.close()
-                if error.code == 404:
-                    return Response(error.geturl() or request.full_url, 404, "", None, b"")
-                why = (str(error.reason).strip().splitlines() or [""])[0][:80]
-                raise IndexClientError(f"{url}: the index answered HTTP {error.code} {why}; check the URL and "
-                                       "credentials (pip config list), or pass --index-url") from None
-            response = error  # an answer like any other: its body is read below
-        with response:
-            body = _read_body(response, url, cap, download, sink, lambda: watchdog.expired or
-                              time.monotonic() - started > deadline, late)
-            media, _, params = (response.headers.get("Content-Type") or "").partition(";")
-            charset = next((p.split("=", 1)[1].strip().strip('"').lower() for p in params.split(";")
-                            if p.strip().lower().startswith("charset=")), None)
-            status = response.code if isinstance(response, urllib.error.HTTPError) else response.status
-            return Response(response.geturl(), status, media.strip().lower(), charset, body)
-    except IndexClientError:
-        raise
-    except zlib.error as error:
-        raise IndexClientError(f"{url}: the compressed answer is corrupt ({error}); retry, or use another index"
-                               ) from None
-    except (http.client.HTTPException, urllib.error.URLError, OSError, ValueError) as error:
-        if watchdog.expired:
+            answer = _open(manager, method, request.full_url, headers, data, left())
+            status = answer.status
+            if method in IDEMPOTENT and policy.is_retry(method, status, "Retry-After" in answer.headers):
+                try:
+                    policy = policy.increment(method, request.full_url, response=answer)
+                except MaxRetryError:
+                    pass  # tries spent: this answer is the result
+                else:
+                    asked = policy.get_retry_after(answer)
+                    wait = policy.get_backoff_time() if asked is None else min(asked, RETRY_AFTER_CAP)
+                    if fits(wait):  # else this answer is the result
+                        answer.close()
+                        time.sleep(wait)
+                        continue
+            return _finish(answer, url, status, cap, download, sink, http_errors, left, late)
+        except _Late:
             raise late() from None
-        reason = getattr(error, "reason", None) or error
-        if isinstance(reason, TimeoutError):
-            raise TooSlow(f"{url}: no answer for {min(limits.connect, deadline):g} s (connecting, or stalled "
-                          "mid-answer); check the network and the index, or raise JAXREL_NET_TIMEOUT") from None
-        text = str(reason).strip().splitlines()[0][:160] if str(reason).strip() else type(reason).__name__
-        if isinstance(reason, BaseException):
-            text = f"{type(reason).__name__}: {text}"
-        what = "a broken HTTP answer" if isinstance(error, http.client.HTTPException) else "unreachable"
-        raise Unreachable(f"{url}: {what} ({text}); check the network and the "
-                          "index (pip config list), or pass --index-url", text) from None
-    finally:
-        watchdog.cancel()
+        except IndexClientError:
+            raise
+        except (_Retryable, Urllib3Error, http.client.HTTPException, OSError, ValueError) as error:
+            if answer is not None:
+                answer.close()
+            policy, pause = _after_error(error, policy, method, request.full_url, sink)
+            if pause is None or not fits(pause):
+                failed = error.error if isinstance(error, _Retryable) else error
+                raise _failure(failed, url, stall, left, late) from None
+            time.sleep(pause)
+        except zlib.error as error:
+            raise IndexClientError(f"{url}: the compressed answer is corrupt ({error}); retry, or use another index"
+                                   ) from None
 
 
-def _read_body(response: http.client.HTTPResponse, url: str, cap: int, download: bool, sink: IO[bytes] | None,
-               expired: Callable[[], bool], late: Callable[[], IndexClientError]) -> bytes:
-    """The body in chunks, decoded per Content-Encoding, within ``cap`` bytes and until ``expired``."""
+def _after_error(error: BaseException, policy: urllib3.Retry, method: str, url: str,
+                 sink: IO[bytes] | None) -> tuple[urllib3.Retry, float | None]:
+    """The policy after a failed try and the seconds to wait before the next, or ``None``: no next try (not
+    idempotent, not transient, tries spent, or a sink that cannot start over)."""
+    body_started = isinstance(error, _Retryable)
+    cause = error.error if isinstance(error, _Retryable) else error
+    if method not in IDEMPOTENT or not (body_started or _transient(cause)):
+        return policy, None
+    try:
+        policy = policy.increment(method, url, error=ProtocolError("retry", cause))
+    except MaxRetryError:
+        return policy, None
+    if body_started and sink is not None and not _restart(sink):
+        return policy, None
+    return policy, policy.get_backoff_time()
+
+
+class _Retryable(Exception):
+    """The body broke off after it began (a reset, a short read): another try may succeed."""
+
+    def __init__(self, error: BaseException) -> None:
+        super().__init__(str(error))
+        self.error = error
+
+
+def _restart(sink: IO[bytes]) -> bool:
+    try:
+        sink.seek(0)
+        sink.truncate()
+        return True
+    except (OSError, ValueError):
+        return False
+
+
+def _failure(error: BaseException, url: str, stall: float, left: Callable[[], float],
+             late: Callable[[], IndexClientError]) -> IndexClientError:
+    """One line for a failed try."""
+    cause = _cause(error)
+    if left() <= 0:
+        return late()
+    if isinstance(cause, LocationValueError) or isinstance(error, LocationValueError):
+        return Unreachable(f"{url}: a redirect to {_scheme_of(cause)}, which jaxrel does not follow; check the "
+                           "index (pip config list), or pass --index-url", "a redirect jaxrel does not follow")
+    if isinstance(cause, (TimeoutError, Urllib3Timeout)):
+        return TooSlow(f"{url}: no answer for {stall:g} s (connecting, or stalled mid-answer); check the network "
+                       "and the index, or raise JAXREL_NET_TIMEOUT")
+    text = str(cause).strip().splitlines()[0][:160] if str(cause).strip() else type(cause).__name__
+    text = f"{type(cause).__name__}: {text}"
+    broken = isinstance(cause, http.client.HTTPException) or (isinstance(error, ProtocolError) and cause is error)
+    what = "a broken HTTP answer" if broken else "unreachable"
+    return Unreachable(f"{url}: {what} ({text}); check the network and the index (pip config list), or pass "
+                       "--index-url", text)
+
+
+def _scheme_of(error: BaseException) -> str:
+    text = str(error)
+    scheme = next((word.rstrip(",.:;'\")") for word in text.replace("'", " ").split() if "://" in word), None)
+    if scheme:
+        return scheme.split("://", 1)[0] + "://"
+    return (text.split()[-1].strip("'\"") + "://") if text.split() else "another scheme"
+
+
+def _finish(answer: urllib3.BaseHTTPResponse, url: str, status: int, cap: int, download: bool,
+            sink: IO[bytes] | None, http_errors: bool, left: Callable[[], float],
+            late: Callable[[], IndexClientError]) -> Response:
+    """The answer's status judged and its body read; the connection goes back to the pool when all was read."""
+    final = _final_url(answer, url)
+    if status >= 400 and not http_errors:
+        answer.close()
+        if status == 404:
+            return Response(final, 404, "", None, b"", answer.headers)
+        phrase = _phrase(status)
+        raise IndexClientError(f"{url}: the index answered HTTP {status} {phrase}; check the URL and credentials "
+                               "(pip config list), or pass --index-url")
+    if 300 <= status < 400:
+        answer.close()  # redirects past urllib3's limit, or without a Location
+        raise IndexClientError(f"{url}: the index answered HTTP {status} {_phrase(status)} (a redirect loop, or "
+                               "one that goes nowhere); check the URL, or pass --index-url")
+    try:
+        body = _read_body(answer, url, cap, download, sink, left, late)
+    except (ProtocolError, http.client.HTTPException, ConnectionError) as error:
+        answer.close()
+        if _transient(error):
+            raise _Retryable(_cause(error)) from None
+        raise
+    except BaseException:
+        answer.close()
+        raise
+    answer.release_conn()
+    media, _, params = (answer.headers.get("Content-Type") or "").partition(";")
+    charset = next((p.split("=", 1)[1].strip().strip('"').lower() for p in params.split(";")
+                    if p.strip().lower().startswith("charset=")), None)
+    return Response(final, status, media.strip().lower(), charset, body, answer.headers)
+
+
+def _phrase(status: int) -> str:
+    """The standard phrase of ``status``: never the server's own reason text, which may echo what it was sent."""
+    try:
+        return http.HTTPStatus(status).phrase
+    except ValueError:
+        return ""
+
+
+def _final_url(answer: urllib3.BaseHTTPResponse, url: str) -> str:
+    final = answer.url or ""
+    return final if "://" in final else url
+
+
+def _read_body(response: urllib3.BaseHTTPResponse, url: str, cap: int, download: bool, sink: IO[bytes] | None,
+               left: Callable[[], float], late: Callable[[], IndexClientError]) -> bytes:
+    """The body one socket read at a time, decoded per Content-Encoding, within ``cap`` bytes and the deadline."""
     length = response.headers.get("Content-Length")
     if length and length.strip().isdigit() and int(length) > cap:
         raise _too_big(url, cap, download)
@@ -339,10 +380,10 @@ def _read_body(response: http.client.HTTPResponse, url: str, cap: int, download:
     chunks: list[bytes] = []
     size = 0
     while True:
-        if expired():
+        if left() <= 0:
             raise late()
-        chunk = response.read(CHUNK)
-        if expired():
+        chunk = response.read1(CHUNK, decode_content=False)
+        if left() <= 0:
             raise late()
         if not chunk:
             break
@@ -367,25 +408,3 @@ def _too_big(url: str, cap: int, download: bool) -> IndexClientError:
     size = f"{cap // MIB} MiB" if cap >= MIB else f"{cap} bytes"
     return TooBig(f"{url}: the answer is larger than {size}, more than the index lists or sends; "
                   f"check the index, or raise {knob}")
-
-
-def read_local(path: Path, cap: int, what: str) -> bytes:
-    """A regular local file's bytes (at most ``cap``); a FIFO, a device or a directory is refused
-    without waiting on it (opened non-blocking, checked with fstat)."""
-    try:
-        handle = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
-    except OSError as error:
-        raise BadInput(f"{path}: {what} cannot be read ({error.strerror}); check the path") from None
-    try:
-        mode = os.fstat(handle).st_mode
-        if not stat.S_ISREG(mode):
-            raise BadInput(f"{path}: {what} is not a regular file (a FIFO, device or directory); "
-                           "point it at a file")
-        os.set_blocking(handle, True)
-        with os.fdopen(handle, "rb", closefd=False) as stream:
-            data = stream.read(cap + 1)
-    finally:
-        os.close(handle)
-    if len(data) > cap:
-        raise BadInput(f"{path}: {what} is larger than {cap // MIB} MiB; check the file")
-    return data

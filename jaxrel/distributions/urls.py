@@ -43,9 +43,23 @@ class Url:
         return self.text
 
 
+def _masked(text: str) -> str:
+    """``text`` with everything between ``://`` and its last ``@`` masked (``user:***@``, or ``***@`` when the user
+    part is unclear): a password may hold ``/``, ``@`` or a space, which end userinfo for a URL parser. What was
+    masked is remembered as a secret, so no later message prints it either."""
+    scheme, separator, rest = text.partition("://")
+    if not separator or "@" not in rest:
+        return text
+    userinfo, _, after = rest.rpartition("@")
+    user, colon, password = userinfo.partition(":")
+    remember_secret(password if colon else userinfo)
+    shown_user = f"{user}:" if colon and user and not any(c in user for c in "/ \t@") else ""
+    return f"{scheme}://{shown_user}***@{after}"
+
+
 def _short(text: str) -> str:
     """The URL for an error line: secrets and userinfo out first, then cut."""
-    text = redact(text)
+    text = redact(_masked(text))
     return repr(text if len(text) <= 80 else text[:77] + "...")
 
 
@@ -59,8 +73,10 @@ def parse_url(text: object, origin: str, schemes: frozenset[str] = INDEX_SCHEMES
     allowed = " or ".join(f"{s}://" for s in sorted(schemes))
 
     def bad(why: str) -> JaxrelError:
-        return error(f"{origin}: {_short(str(text))} is not a usable URL ({why}); expected an absolute {allowed} "
-                     "URL such as <scheme>://host/simple/")
+        userinfo = isinstance(text, str) and "@" in text.partition("://")[2]
+        hint = " (a password holding / @ : or a space must be percent-encoded: %2F %40 %3A %20)" if userinfo else ""
+        return error(f"{origin}: {_short(str(text))} is not a usable URL ({why}){hint}; expected an absolute "
+                     f"{allowed} URL such as <scheme>://host/simple/")
 
     if not isinstance(text, str):
         raise bad(f"a {type(text).__name__}, not text")

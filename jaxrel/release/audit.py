@@ -37,6 +37,7 @@ from jaxrel._util.text import table
 from jaxrel.distributions.extras import extras_of, unsatisfied_extras
 from jaxrel.distributions.filenames import wheel_pairs
 from jaxrel.distributions.index import Index
+from jaxrel.distributions.metadata import CoreMetadata
 from jaxrel.distributions.pages import IndexFile, Listing, parse_time
 from jaxrel.distributions.remote_metadata import MetadataReader
 from jaxrel.family import Family
@@ -60,15 +61,6 @@ class ReleaseAudit:
     first_upload: str | None
     present: dict[str, int] = field(default_factory=dict)  # component → files at this version
     findings: list[Finding] = field(default_factory=list)
-
-
-def _requirements(metadata: str) -> list[str]:
-    return [line.split(":", 1)[1].strip() for line in metadata.splitlines() if line.startswith("Requires-Dist:")]
-
-
-def _requires_python(metadata: str) -> str | None:
-    return next((line.split(":", 1)[1].strip() for line in metadata.splitlines()
-                 if line.startswith("Requires-Python:")), None)
 
 
 def _pairs(files: list[IndexFile]) -> set[tuple[str, str]]:
@@ -137,17 +129,14 @@ def _timing(version: str, files: dict[str, list[IndexFile]]) -> tuple[str | None
     return first.strftime("%Y-%m-%dT%H:%M:%SZ"), findings
 
 
-def _pins(version: str, frontend: str, backend: str, metadata: str, plugins: dict[str, str],
+def _pins(version: str, frontend: str, backend: str, metadata: CoreMetadata, plugins: dict[str, CoreMetadata],
           release: ReleaseConfig, present: set[str]) -> list[Finding]:
     """The frontend's backend range and hardware extras, and each plugin's pjrt pin (``plugins``: METADATA)."""
     found = []
     wanted = Version(version)
-    requirements = []
-    for text in _requirements(metadata):
-        try:
-            requirements.append(Requirement(text))
-        except InvalidRequirement:
-            found.append(Finding("pins", f"{frontend} {version}: Requires-Dist {text[:80]!r} does not parse"))
+    requirements, broken = metadata.requirements()
+    for text in broken:
+        found.append(Finding("pins", f"{frontend} {version}: Requires-Dist {text[:80]!r} does not parse"))
     plain = [r for r in requirements if canonicalize_name(r.name) == canonicalize_name(backend) and r.marker is None]
     if plain:
         specifier = plain[0].specifier
@@ -157,7 +146,7 @@ def _pins(version: str, frontend: str, backend: str, metadata: str, plugins: dic
             found.append(Finding("pins", f"{frontend} {version} requires {backend}{specifier}, "
                                  f"not >=minimum,<={version}"))
     names = {str(canonicalize_name(c.distribution)): c for c in release.components}
-    for extra, items in extras_of(_requirements(metadata)).items():
+    for extra, items in extras_of(metadata.requires_dist, metadata.provides_extra).items():
         for requirement in items:
             component = names.get(str(canonicalize_name(requirement.name)))
             if component is None or component.released_separately or component.role != "plugin" \
@@ -166,10 +155,10 @@ def _pins(version: str, frontend: str, backend: str, metadata: str, plugins: dic
             if not requirement.specifier.contains(wanted, prereleases=True):
                 found.append(Finding("pins", f"{frontend}[{extra}] {version} requires {requirement}, which excludes "
                                      f"{requirement.name} {version} released with it"))
-    for plugin, text in plugins.items():
+    for plugin, declared in plugins.items():
         component = names[plugin]
         for pinned in component.pins:
-            parsed = [Requirement(r) for r in _requirements(text) if _parses(r)]
+            parsed = declared.requirements()[0]
             on = [r for r in parsed if canonicalize_name(r.name) == canonicalize_name(pinned) and r.marker is None]
             if not on or not pins_exactly(on[0].specifier, wanted):
                 found.append(Finding("pins", f"{component.distribution} {version} requires "
@@ -177,9 +166,10 @@ def _pins(version: str, frontend: str, backend: str, metadata: str, plugins: dic
     return found
 
 
-def _python_gap(version: str, frontend: str, metadata: str, backend: str, files: list[IndexFile]) -> list[Finding]:
+def _python_gap(version: str, frontend: str, metadata: CoreMetadata | None, backend: str,
+                files: list[IndexFile]) -> list[Finding]:
     """The frontend admits a CPython the backend at V has no wheel for (pip would pick an older backend or fail)."""
-    declared = _requires_python(metadata)
+    declared = metadata.requires_python if metadata is not None else None
     built = {python for python, _ in _pairs(files)}
     cpythons = sorted({int(p[3:]) for p in built if p.startswith("cp3") and p[3:].isdigit()})
     if not declared or not cpythons:
@@ -223,8 +213,8 @@ def audit(family: Family, release: ReleaseConfig, index: Index, versions: list[s
         result.findings += late
         result.findings += _yanked(files)
         wheel = next((f for f in files[frontend_name] if f.is_wheel), None)
-        metadata = reader.metadata(wheel) if wheel is not None else ""
-        requires = _requirements(metadata)
+        metadata = reader.metadata(wheel) if wheel is not None else None
+        requires = list(metadata.requires_dist) if metadata is not None else []
         withdrawn = all(f.yanked is not None for f in files[frontend_name])  # the yank is the finding
         if not withdrawn:
             result.findings += _extras(family, version, requires, listing)
@@ -238,7 +228,7 @@ def audit(family: Family, release: ReleaseConfig, index: Index, versions: list[s
         if backend is not None and backend.distribution in files:
             result.findings += _wheel_sets(files, backend, together)
             result.findings += _python_gap(version, frontend_name, metadata, backend_name, files[backend.distribution])
-        if metadata:
+        if metadata is not None:
             result.findings += _pins(version, frontend_name, backend_name, metadata, plugin_metadata, release, present)
         results.append(result)
     return results

@@ -3,16 +3,21 @@
 Three ways, chosen before anything is uploaded and named in the printed plan (never the secret):
 
 * **token**: ``TWINE_PASSWORD`` (with ``TWINE_USERNAME``, default ``__token__``) in the environment;
-* **trusted publishing**: no password in the environment, and the job has an OIDC identity
-  (GitHub Actions with ``permissions: id-token: write`` sets ``ACTIONS_ID_TOKEN_REQUEST_URL`` and
-  ``ACTIONS_ID_TOKEN_REQUEST_TOKEN``); asked for explicitly with ``--trusted-publishing``, where a
+* **trusted publishing**: no password in the environment, and the job has an OIDC identity: GitHub
+  Actions with ``permissions: id-token: write`` (``ACTIONS_ID_TOKEN_REQUEST_URL`` and
+  ``ACTIONS_ID_TOKEN_REQUEST_TOKEN``), or an ambient identity the ``id`` package reads (the library
+  twine and sigstore use): GitLab CI (``GITLAB_CI`` and an ``id_tokens`` variable ``<AUDIENCE>_ID_TOKEN``),
+  Buildkite (``BUILDKITE`` and ``buildkite-agent``), CircleCI (``CIRCLECI`` and ``circleci``), Google
+  Cloud (``GOOGLE_SERVICE_ACCOUNT_NAME``); asked for explicitly with ``--trusted-publishing``, where a
   job without an identity is an environment failure (exit 3);
 * **keyring**: neither; twine asks the keyring (username from ``TWINE_USERNAME`` or ``~/.pypirc``),
   and an index that wants credentials it does not get answers 401 (exit 3, as before).
 
 The exchange follows the index's published protocol, each request under a deadline:
-``GET {index}/_/oidc/audience`` → ``{"audience": A}``; ``GET $ACTIONS_ID_TOKEN_REQUEST_URL&audience=A``
-with ``Authorization: bearer $ACTIONS_ID_TOKEN_REQUEST_TOKEN`` → ``{"value": OIDC}``;
+``GET {index}/_/oidc/audience`` → ``{"audience": A}``; the OIDC token for audience A (on GitHub
+``GET $ACTIONS_ID_TOKEN_REQUEST_URL&audience=A`` with ``Authorization: bearer
+$ACTIONS_ID_TOKEN_REQUEST_TOKEN`` → ``{"value": OIDC}``, through jaxrel's transport; elsewhere
+``id.detect_credential(A)``, within :data:`DEADLINE`, its audience claim checked by ``id``);
 ``POST {index}/_/oidc/mint-token`` with ``{"token": OIDC}`` → ``{"token": T}``; twine then uploads as
 ``__token__`` / ``T``. ``{index}`` is the scheme and host of the upload URL, as twine derives it.
 twine 7 performs the same exchange itself, but only for the default index's hosts and only over
@@ -23,7 +28,9 @@ from __future__ import annotations
 
 import http
 import json
+import shutil
 import tempfile
+import threading
 import time
 import urllib.parse
 import urllib.request
@@ -39,9 +46,8 @@ from jaxrel.distributions.urls import WEB, parse_url
 from jaxrel.errors import BadInput, EnvironmentFailure
 
 __all__ = ["Auth", "AuthError", "Credentials", "DEADLINE", "MAX_ANSWER", "Method", "OIDC_TOKEN_ENV", "OIDC_URL_ENV",
-    "RENEW_AFTER", "SETUP", "TOKEN_USERNAME", "audience", "choose", "has_oidc_identity", "header_safe", "index_base",
-    "mint",
-    "oidc_token", "upload_url"]
+    "RENEW_AFTER", "SETUP", "TOKEN_USERNAME", "ambient_provider", "audience", "choose", "has_oidc_identity",
+    "header_safe", "index_base", "mint", "oidc_token", "upload_url"]
 
 OIDC_URL_ENV = "ACTIONS_ID_TOKEN_REQUEST_URL"
 OIDC_TOKEN_ENV = "ACTIONS_ID_TOKEN_REQUEST_TOKEN"
@@ -93,9 +99,28 @@ def upload_url(name: str | None, url: str | None, pypirc: str) -> str | None:
     return found if isinstance(found, str) else None
 
 
-def has_oidc_identity(environ: Mapping[str, str]) -> bool:
-    """Whether the job can ask its CI for an OIDC token (GitHub Actions with ``id-token: write``)."""
+def _github(environ: Mapping[str, str]) -> bool:
     return bool(environ.get(OIDC_URL_ENV)) and bool(environ.get(OIDC_TOKEN_ENV))
+
+
+def ambient_provider(environ: Mapping[str, str]) -> str | None:
+    """The CI whose OIDC identity this job has, as far as the environment shows it (``None``: none)."""
+    if _github(environ):
+        return "GitHub Actions"
+    if environ.get("GITLAB_CI") and any(key.endswith("_ID_TOKEN") and value for key, value in environ.items()):
+        return "GitLab CI"
+    if environ.get("BUILDKITE") and shutil.which("buildkite-agent", path=environ.get("PATH")):
+        return "Buildkite"
+    if environ.get("CIRCLECI") and shutil.which("circleci", path=environ.get("PATH")):
+        return "CircleCI"
+    if environ.get("GOOGLE_SERVICE_ACCOUNT_NAME"):
+        return "Google Cloud"
+    return None
+
+
+def has_oidc_identity(environ: Mapping[str, str]) -> bool:
+    """Whether the job can ask its CI for an OIDC token (see :func:`ambient_provider`)."""
+    return ambient_provider(environ) is not None
 
 
 def choose(environ: Mapping[str, str], *, trusted_publishing: bool = False) -> Auth:
@@ -104,8 +129,9 @@ def choose(environ: Mapping[str, str], *, trusted_publishing: bool = False) -> A
         if not has_oidc_identity(environ):
             missing = " and ".join(name for name in (OIDC_URL_ENV, OIDC_TOKEN_ENV) if not environ.get(name))
             raise AuthError(f"--trusted-publishing: this job has no OIDC identity ({missing} not set); nothing was "
-                            "uploaded. Fix: run it in GitHub Actions in a job with `permissions: id-token: write`, "
-                            f"or drop --trusted-publishing and set TWINE_USERNAME/{PASSWORD_ENV}")
+                            "uploaded. Fix: run it in GitHub Actions in a job with `permissions: id-token: write` "
+                            "(or GitLab CI with an id_tokens entry, Buildkite, CircleCI, Google Cloud: see "
+                            f"{SETUP}), or drop --trusted-publishing and set TWINE_USERNAME/{PASSWORD_ENV}")
         return Auth(Method.TRUSTED_PUBLISHING)
     if environ.get(PASSWORD_ENV):
         return Auth(Method.TOKEN)
@@ -201,9 +227,13 @@ def _string(answer: dict[str, Any], key: str, url: str, step: str) -> str:
     return value
 
 
-def _fix(step: str) -> str:
+def _fix(step: str, provider: str = "GitHub Actions") -> str:
     if step == "OIDC token":
-        return "give the job `permissions: id-token: write` (and rerun it)"
+        return {"GitLab CI": "give the job an `id_tokens:` entry named <AUDIENCE>_ID_TOKEN with that audience",
+                "Buildkite": "let the pipeline's agent request OIDC tokens (buildkite-agent oidc request-token)",
+                "CircleCI": "enable OIDC for the project (circleci run oidc get)",
+                "Google Cloud": "grant the service account the Service Account Token Creator role",
+                }.get(provider, "give the job `permissions: id-token: write` (and rerun it)")
     return "check that the index supports trusted publishing (its /_/oidc/ endpoints) and the upload URL"
 
 
@@ -214,8 +244,45 @@ def audience(base: str) -> str:
                    "audience", url, "audience")
 
 
+def _ambient_token(provider: str, audience_: str) -> str:
+    """The OIDC token ``id`` detects for ``audience_`` (it reads the process environment and runs the CI's own
+    agent), within :data:`DEADLINE`; its failures are one :class:`AuthError` that never shows a token."""
+    import id as oidc_identity  # the release extra
+
+    box: dict[str, object] = {}
+
+    def detect() -> None:
+        try:
+            box["token"] = oidc_identity.detect_credential(audience_)
+        except Exception as error:  # noqa: BLE001 - IdentityError and whatever a detector raises
+            box["error"] = error
+
+    worker = threading.Thread(target=detect, name="jaxrel-oidc", daemon=True)
+    worker.start()
+    worker.join(DEADLINE)
+    if worker.is_alive():
+        raise AuthError(f"trusted publishing (OIDC token): {provider} gave no OIDC token within {DEADLINE:g} s; "
+                        "nothing was uploaded. Fix: rerun when the CI's token service answers")
+    error = box.get("error")
+    if error is not None:
+        said = excerpt(" ".join(str(error).split()), 160)
+        raise AuthError(f"trusted publishing (OIDC token): {provider} did not give an OIDC token for audience "
+                        f"{audience_!r} ({type(error).__name__}: {said}); nothing was uploaded. Fix: "
+                        f"{_fix('OIDC token', provider)}")
+    token = box.get("token")
+    if not isinstance(token, str) or not token:
+        raise AuthError(f"trusted publishing (OIDC token): {provider} gave no OIDC token; nothing was uploaded. "
+                        f"Fix: {_fix('OIDC token', provider)}")
+    remember_secret(token)
+    return header_safe(token, f"the OIDC token {provider} gave", _fix("OIDC token", provider))
+
+
 def oidc_token(environ: Mapping[str, str], audience_: str) -> str:
-    """The job's OIDC token for ``audience_``, from the GitHub Actions token endpoint."""
+    """The job's OIDC token for ``audience_``: GitHub Actions' token endpoint through jaxrel's transport, another
+    CI's through the ``id`` package."""
+    provider = ambient_provider(environ)
+    if provider is not None and provider != "GitHub Actions":
+        return _ambient_token(provider, audience_)
     if not has_oidc_identity(environ):
         raise AuthError(f"trusted publishing: this job has no OIDC identity ({OIDC_URL_ENV}/{OIDC_TOKEN_ENV} "
                         f"not set); nothing was uploaded. Fix: {_fix('OIDC token')}")

@@ -44,8 +44,10 @@ AUDIENCE = "jaxrel-loopback-index"
 class OidcFront:
     """The CI's OIDC token endpoint and the index's exchange endpoints, in front of a pypiserver."""
 
-    def __init__(self, server: PypiServer, *, publisher_registered: bool = True, mints: str | None = None) -> None:
+    def __init__(self, server: PypiServer, *, publisher_registered: bool = True, mints: str | None = None,
+                 echo: bool = False) -> None:
         self.server = server
+        self.echo = echo  # the mint endpoint refuses, quoting the token it was sent
         self.publisher_registered = publisher_registered
         self.mints = mints or server.password  # the token minted; anything else, and pypiserver refuses uploads
         self.ci_secret = "ci-request-" + secrets.token_urlsafe(12)
@@ -86,6 +88,9 @@ class OidcFront:
                 front.calls.append(("POST", self.path))
                 if self.path == "/_/oidc/mint-token":
                     token = json.loads(body).get("token")
+                    if front.echo:
+                        return self.answer(422, {"message": f"you sent {token}", "errors": [
+                            {"code": "invalid-token", "description": f"token {token} is not trusted"}]})
                     if not front.publisher_registered:
                         return self.answer(422, {"message": "Token request failed", "errors": [
                             {"code": "invalid-publisher", "description": "valid token, but no corresponding\n"
@@ -254,6 +259,78 @@ def test_an_index_without_the_publisher_or_rejecting_its_token_gets_nothing(
     assert rejected.returncode == 3
     assert "rejected the token minted by trusted publishing uploading splitfam_core-0.1.0-" in rejected.stderr
     assert "0 of 5 files uploaded" in rejected.stderr and token_server.files() == []
+
+
+def _jwt(audience: str) -> str:
+    """A token shaped as a CI's OIDC token (header.claims.signature) for ``audience``; ``id`` checks its audience."""
+    import base64
+
+    def part(data: dict[str, Any]) -> str:
+        return base64.urlsafe_b64encode(json.dumps(data).encode()).decode().rstrip("=")
+
+    return f"{part({'alg': 'RS256'})}.{part({'aud': audience, 'jti': secrets.token_hex(8)})}.sig{secrets.token_hex(8)}"
+
+
+def _ci_job(provider: str, front: OidcFront, tmp_path: Path) -> dict[str, str]:
+    """The environment of a GitLab CI or Buildkite job whose OIDC identity the front will accept. Buildkite's agent
+    cannot run here: a ``buildkite-agent`` on PATH answers ``oidc request-token`` as the real one does (and
+    records its arguments); GitLab's identity is the ``id_tokens`` variable itself."""
+    token = _jwt(AUDIENCE)
+    front.issued.append(token)
+    env = front.job_env(identity=False)
+    if provider == "gitlab":
+        env.update(GITLAB_CI="true", JAXREL_LOOPBACK_INDEX_ID_TOKEN=token)
+    else:
+        agent = tmp_path / "bin" / "buildkite-agent"
+        agent.parent.mkdir(exist_ok=True)
+        agent.write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path / 'agent-args'}\n"
+                         f"[ \"$1 $2 $3 $4\" = \"oidc request-token --audience {AUDIENCE}\" ] || exit 1\n"
+                         f"echo {token}\n")
+        agent.chmod(0o755)
+        env.update(BUILDKITE="true", PATH=f"{agent.parent}:{env.get('PATH', '')}")
+    return env
+
+
+@pytest.mark.parametrize("provider", ["gitlab", "buildkite"])
+def test_other_ci_identities_publish_through_the_id_package(
+    provider: str, built: tuple[Path, Path], dist: Path, front: OidcFront, token_server: PypiServer, tmp_path: Path
+) -> None:
+    env = _ci_job(provider, front, tmp_path)
+    done = publish(built[0], dist, front, "--json", env=env)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [f["action"] for f in json.loads(done.stdout)["files"]] == ["uploaded"] * 5
+    assert_published_exactly(token_server, dist)
+    exchange = [call for call in front.calls if call[1] in ("/_/oidc/audience", "/ci/token", "/_/oidc/mint-token")]
+    assert exchange == [("GET", "/_/oidc/audience"), ("POST", "/_/oidc/mint-token")]  # no GitHub endpoint asked
+    if provider == "buildkite":
+        assert (tmp_path / "agent-args").read_text().split() == ["oidc", "request-token", "--audience", AUDIENCE]
+
+
+@pytest.mark.parametrize("provider", ["gitlab", "buildkite"])
+def test_an_exchange_that_echoes_another_cis_token_gets_none_printed(
+    provider: str, built: tuple[Path, Path], dist: Path, token_server: PypiServer, tmp_path: Path
+) -> None:
+    front = OidcFront(token_server, echo=True)
+    try:
+        env = _ci_job(provider, front, tmp_path)
+        done = publish(built[0], dist, front, env=env)  # publish() asserts no token of the exchange is printed
+    finally:
+        front.stop()
+    assert done.returncode == 3
+    errors = [line for line in done.stderr.splitlines() if "error:" in line]
+    assert len(errors) == 1 and "the index refused the trusted-publishing exchange" in errors[0], done.stderr
+    assert token_server.files() == []
+
+
+def test_a_gitlab_job_without_its_id_token_is_told_which_variable(
+    built: tuple[Path, Path], dist: Path, front: OidcFront, token_server: PypiServer
+) -> None:
+    env = {**front.job_env(identity=False), "GITLAB_CI": "true", "OTHER_ID_TOKEN": _jwt("another-audience")}
+    done = publish(built[0], dist, front, "--trusted-publishing", env=env)
+    assert done.returncode == 3
+    line = done.stderr.strip().splitlines()[-1]
+    assert "GitLab CI did not give an OIDC token" in line and "JAXREL_LOOPBACK_INDEX_ID_TOKEN" in line, line
+    assert "id_tokens" in line and token_server.files() == []
 
 
 def test_attestations_are_checked_then_uploaded_beside_their_files(

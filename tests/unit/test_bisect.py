@@ -252,3 +252,31 @@ def test_env_reaches_every_suite_and_its_pytest_run(tmp_path: Path) -> None:
     without = suites.run_suite(env, own, tmp_path / "run2", package="jaxrel")
     assert with_flag.outcomes["tests/test_env.py::test_flag"].outcome == "passed"
     assert without.outcomes["tests/test_env.py::test_flag"].outcome == "failed"
+
+
+@pytest.mark.parametrize("data_filter", [True, False], ids=["python-with-data-filter", "python-3.11.2-path"])
+def test_export_extracts_on_every_supported_python(data_filter: bool, tmp_path: Path,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bisect's export goes through the one safe extractor: on Pythons without ``tarfile``'s filters (Debian 12's
+    3.11.2, where ``extractall(filter=…)`` raises) the same rules apply by hand. A repository's own symlink that
+    points outside the exported folders and an executable script come out as they are in git."""
+    from jaxrel._util import tarballs
+
+    monkeypatch.setattr(tarballs, "HAS_DATA_FILTER", data_filter and tarballs.HAS_DATA_FILTER)
+    work = tmp_path / "work"
+    (work / "front" / "pkg").mkdir(parents=True)
+    (work / "front" / "pkg" / "value.py").write_text("VALUE = 1\n")
+    (work / "front" / "pkg" / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    (work / "front" / "pkg" / "run.sh").chmod(0o755)
+    (work / "front" / "README").write_text("readme\n")
+    (work / "front" / "pkg" / "readme").symlink_to("../README")
+    (work / "front" / "setup.py").write_text("")
+    _git(work, "init", "-q")
+    _git(work, "add", ".")
+    _git(work, "-c", "user.name=u", "-c", "user.email=u@example.invalid", "commit", "-q", "-m", "one")
+    clone = Repo.clone(locate(work / "front"), tmp_path / "clone.git")
+    out = tmp_path / "out"
+    clone.export("HEAD", ["front/pkg"], out)
+    assert (out / "front" / "pkg" / "value.py").read_text() == "VALUE = 1\n"
+    assert os.readlink(out / "front" / "pkg" / "readme") == "../README"
+    assert os.access(out / "front" / "pkg" / "run.sh", os.X_OK)

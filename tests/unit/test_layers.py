@@ -26,13 +26,14 @@ def _layer(module: str) -> tuple[int, str]:
     return LAYER_OF.get(top, 0), top
 
 
-def _imports(path: Path) -> list[str]:
+def _imports(path: Path, submodules: bool = False) -> list[str]:
+    """The jaxrel modules ``path`` imports (``submodules``: ``from jaxrel.x import y`` also as ``jaxrel.x.y``)."""
     tree = ast.parse(path.read_text(), str(path))
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             found += [node.module] + [f"{node.module}.{alias.name}" for alias in node.names
-                                      if node.module == "jaxrel"]
+                                      if node.module == "jaxrel" or submodules]
         elif isinstance(node, ast.Import):
             found += [alias.name for alias in node.names]
     return [name for name in found if name == "jaxrel" or name.startswith("jaxrel.")]
@@ -104,3 +105,36 @@ def test_the_check_sees_a_sideways_import(tmp_path: Path) -> None:
     assert _against_the_layers("jaxrel.family.model", "jaxrel.distributions.wheels")  # core → up
     assert not _against_the_layers("jaxrel.bisect.step", "jaxrel.cells.environment")
     assert not _against_the_layers("jaxrel.cli.compat", "jaxrel.bisect.command")
+
+
+def _module_of(target: str, known: set[str]) -> str | None:
+    """The module an import names (``jaxrel.cells.plugin_install.PluginInstall`` → its module), if it is one."""
+    while target and target not in known:
+        target = target.rpartition(".")[0]
+    return target or None
+
+
+def test_no_import_circles_not_even_for_type_checking() -> None:
+    """Within a layer modules may import each other, but never in a circle: every import counts, those under
+    ``if TYPE_CHECKING:`` and inside functions included (a circle there is a design knot, not a fix)."""
+    modules = dict(_modules())
+    known = set(modules)
+    graph = {module: {m for t in _imports(path, submodules=True) if (m := _module_of(t, known)) and m != module
+                      and not m.endswith("__init__") and m != "jaxrel"}
+             for module, path in modules.items()}
+    circles = []
+    state: dict[str, int] = {}
+
+    def visit(module: str, trail: list[str]) -> None:
+        state[module] = 1
+        for target in sorted(graph.get(module, ())):
+            if state.get(target) == 1:
+                circles.append(" -> ".join(trail[trail.index(target):] + [target]))
+            elif target not in state:
+                visit(target, [*trail, target])
+        state[module] = 2
+
+    for module in sorted(graph):
+        if module not in state:
+            visit(module, [module])
+    assert not circles, "import circles:\n" + "\n".join(circles)

@@ -1,0 +1,64 @@
+"""Interpreters as uv finds them (``uv python find`` / ``uv python list``), with today's search as the fallback."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from jaxrel.distributions import pythons
+
+RUNNING = f"{sys.version_info[0]}.{sys.version_info[1]}"
+
+
+def _fake_uv(tmp_path: Path, find: str, listing: str, code: int = 0) -> str:
+    """A ``uv`` that answers ``python find`` with ``find`` and ``python list`` with ``listing``."""
+    script = tmp_path / "uv"
+    script.write_text(f"#!/bin/sh\nif [ \"$2\" = find ]; then printf '%s\\n' {find!r}; exit {code}; fi\n"
+                      f"printf '%s\\n' {listing!r}; exit {code}\n")
+    script.chmod(0o755)
+    return str(script)
+
+
+@pytest.fixture
+def linked(tmp_path: Path) -> str:
+    """This interpreter under another path, as uv might report it."""
+    link = tmp_path / "bin" / f"python{RUNNING}"
+    link.parent.mkdir()
+    link.symlink_to(sys.executable)
+    return str(link)
+
+
+def test_the_interpreter_uv_finds_is_the_one_used(tmp_path: Path, linked: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pythons, "find_uv", lambda: _fake_uv(tmp_path, linked, "[]"))
+    assert pythons.python_for(RUNNING) == pythons.Python(RUNNING, linked)
+
+
+def test_uvs_list_is_read_at_its_boundary(tmp_path: Path, linked: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    listing = json.dumps([{"implementation": "cpython", "path": linked}, {"implementation": "pypy", "path": "/pypy"},
+                          {"path": 5}, "garbage", {"implementation": "cpython"}])
+    monkeypatch.setattr(pythons, "find_uv", lambda: _fake_uv(tmp_path, "", listing))
+    assert pythons.uv_interpreters() == [linked]
+
+
+@pytest.mark.parametrize(("find", "listing", "code"), [
+    ("", "not json", 2),  # uv fails (a pyenv shim it cannot run, say)
+    ("relative/python", "{\"a\": 1}", 0),  # answers that are not what uv promises
+    ("/nonexistent/python3.99", "[]", 0),  # a path that does not run
+])
+def test_uv_failing_leaves_todays_search(find: str, listing: str, code: int, tmp_path: Path,
+                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pythons, "find_uv", lambda: _fake_uv(tmp_path, find, listing, code))
+    pythons.find_pythons.cache_clear()
+    try:
+        assert pythons.python_for(RUNNING).executable == sys.executable
+        assert pythons.uv_interpreters() == []
+    finally:
+        pythons.find_pythons.cache_clear()
+
+
+def test_no_uv_at_all(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(pythons, "find_uv", lambda: None)
+    assert pythons.uv_find(RUNNING) is None and pythons.uv_interpreters() == []
