@@ -283,7 +283,7 @@ def self_signed(folder: Path) -> tuple[Path, ssl.SSLContext]:
 def make_wheel(folder: Path, name: str, version: str, requires: tuple[str, ...] = (), padding: int = 0) -> Path:
     """A small valid pure-Python wheel of ``name`` ``version`` (``padding`` bytes of incompressible data put
     the METADATA far from the end, as in a large wheel)."""
-    import os
+    import random
 
     module = name.replace("-", "_")
     dist_info = f"{module}-{version}.dist-info"
@@ -292,8 +292,8 @@ def make_wheel(folder: Path, name: str, version: str, requires: tuple[str, ...] 
         f"Requires-Dist: {r}\n" for r in requires)
     files[f"{dist_info}/METADATA"] = metadata.encode()
     files[f"{dist_info}/WHEEL"] = b"Wheel-Version: 1.0\nGenerator: tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
-    if padding:  # after the .dist-info files, so the METADATA lies far from the end
-        files[f"{module}/blob.bin"] = os.urandom(padding)
+    if padding:  # after the .dist-info files, so the METADATA lies far from the end; incompressible, reproducible
+        files[f"{module}/blob.bin"] = random.Random(f"{name}-{version}").randbytes(padding)
     record = [f"{member},sha256={base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b'=').decode()},"
               f"{len(data)}" for member, data in files.items()]
     files[f"{dist_info}/RECORD"] = ("\n".join([*record, f"{dist_info}/RECORD,,"]) + "\n").encode()

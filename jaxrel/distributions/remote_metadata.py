@@ -12,10 +12,11 @@ there. Every read goes through the transport (deadline, size cap, retries).
 
 The METADATA is parsed once (:func:`jaxrel.distributions.metadata.parse_core_metadata`) and must
 name the file's project and version (pip's "metadata inconsistent" check). The cache keeps the
-METADATA bytes under the wheel's sha256; an entry is a hint read back through the same checks: one
-that is not a regular file (a directory, a FIFO, a symlink: never followed), too large, damaged,
-or of another project is a miss, fetched again and replaced; a cache that cannot be written is
-skipped, never half-written.
+METADATA bytes under the wheel's sha256, behind a header naming that key and the METADATA's own
+sha256 (and checked against the index's PEP 658 digest when there is one): an entry is a hint read
+back through the same checks, and one that is not a regular file (a directory, a FIFO, a symlink:
+never followed), too large, damaged, of another wheel or whose bytes do not match its digest is a
+miss, fetched again and replaced; a cache that cannot be written is skipped, never half-written.
 """
 
 from __future__ import annotations
@@ -175,7 +176,7 @@ class MetadataReader:
         key = file.sha256 or hashlib.sha256(file.url.encode()).hexdigest()
         entry = self.cache / f"{key}.metadata"
         try:
-            found = _checked(_read_entry(entry), file, _CacheMiss)
+            found = _checked(_unwrapped(_read_entry(entry), key, file), file, _CacheMiss)
             self.cached += 1
             return found
         except _CacheMiss:
@@ -185,7 +186,7 @@ class MetadataReader:
         try:
             if entry.is_dir() and not entry.is_symlink():
                 os.rmdir(entry)  # an empty directory in an entry's place; a full one makes the write fail below
-            write_bytes_atomically(entry, raw)
+            write_bytes_atomically(entry, _wrapped(raw, key))
         except OSError:
             pass  # a cache that cannot be written is skipped: the answer stands
         return parsed
@@ -297,6 +298,27 @@ def _checked(raw: bytes, file: IndexFile, error: type[JaxrelError]) -> CoreMetad
     return parsed
 
 
+_ENTRY = b"jaxrel-metadata 2 "
+
+
+def _wrapped(raw: bytes, key: str) -> bytes:
+    """A cache entry: ``jaxrel-metadata 2 <key> <sha256 of the METADATA>`` on one line, then the METADATA."""
+    return _ENTRY + f"{key} {hashlib.sha256(raw).hexdigest()}\n".encode() + raw
+
+
+def _unwrapped(entry: bytes, key: str, file: IndexFile) -> bytes:
+    """The METADATA of a cache entry made by :func:`_wrapped` for ``key``; a :class:`_CacheMiss` for anything else
+    (another key, bytes that do not match the digest, or a PEP 658 file that does not match the index's)."""
+    header, _, raw = entry.partition(b"\n")
+    fields = header.removeprefix(_ENTRY).split(b" ") if header.startswith(_ENTRY) else []
+    digest = hashlib.sha256(raw).hexdigest()
+    if len(fields) != 2 or fields[0] != key.encode() or fields[1] != digest.encode():
+        raise _CacheMiss(file.filename)
+    if file.metadata and file.metadata_sha256 is not None and digest != file.metadata_sha256:
+        raise _CacheMiss(file.filename)
+    return raw
+
+
 def _read_entry(path: Path) -> bytes:
     """A cache entry's bytes: a regular file of at most :data:`MAX_METADATA` bytes, opened without following a
     symlink or waiting on a FIFO; anything else is a :class:`_CacheMiss`."""
@@ -306,10 +328,10 @@ def _read_entry(path: Path) -> bytes:
         raise _CacheMiss(str(path)) from None
     try:
         status = os.fstat(handle)
-        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_METADATA:
+        if not stat.S_ISREG(status.st_mode) or status.st_size > MAX_METADATA + 256:
             raise _CacheMiss(str(path))
         os.set_blocking(handle, True)
         with os.fdopen(handle, "rb", closefd=False) as stream:
-            return stream.read(MAX_METADATA + 1)
+            return stream.read(MAX_METADATA + 257)
     finally:
         os.close(handle)
