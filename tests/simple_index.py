@@ -19,6 +19,7 @@ import socket
 import ssl
 import struct
 import threading
+import time
 import urllib.parse
 import zipfile
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ class Behaviour:
     retry_after: str | None = None  # the Retry-After header sent with those 503s
     reset_once: bool = False  # reset the connection on the first request of each path
     echo: bool = False  # answer 401 with the request's headers in the body (an index that echoes secrets)
+    delay: float = 0.0  # seconds each file request waits before its answer (a slow, trickling server)
     redirect_to: str | None = None  # answer every file request with a 302 to <redirect_to>/files/<file name>
 
 
@@ -174,6 +176,7 @@ class SimpleIndexServer:
             links = "".join(f'<a href="../files/{w.name}#sha256={_sha(w)}">{w.name}</a>\n' for w in files)
             return _send(handler, 200, "text/html", f"<html><body>{links}</body></html>".encode(), head)
         if kind == "files" and len(parts) == 3:
+            time.sleep(behaviour.delay)
             if behaviour.redirect_to:
                 handler.send_response(302)
                 handler.send_header("Location", f"{behaviour.redirect_to.rstrip('/')}/files/{parts[2]}")

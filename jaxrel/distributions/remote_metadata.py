@@ -21,6 +21,7 @@ miss, fetched again and replaced; a cache that cannot be written is skipped, nev
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import io
 import os
@@ -28,6 +29,7 @@ import re
 import stat
 import struct
 import tempfile
+import time
 import urllib.parse
 import urllib.request
 import zipfile
@@ -168,9 +170,12 @@ class MetadataReader:
     cafile: str | None = None
     requests: int = 0
     cached: int = 0
+    _started: float = field(default=0.0, repr=False)  # when the current file's first read began
 
     def metadata(self, file: IndexFile) -> CoreMetadata:
-        """The core metadata of wheel ``file``, parsed and checked against its file name."""
+        """The core metadata of wheel ``file``, parsed and checked against its file name. All the reads of one file
+        share one deadline (``limits.deadline``): a server that trickles range after range cannot add them up."""
+        self._started = time.monotonic()
         if not file.is_wheel:
             raise RemoteMetadataError(f"{file.filename}: not a wheel; METADATA is read from wheels")
         key = file.sha256 or hashlib.sha256(file.url.encode()).hexdigest()
@@ -206,12 +211,18 @@ class MetadataReader:
         return self._ranges(file)
 
     def _get(self, url: str, byte_range: str | None, cap: int, sink: IO[bytes] | None = None) -> transport.Response:
+        left = self.limits.deadline - (time.monotonic() - self._started)
+        if left <= 0:
+            raise transport.TooSlow(f"{transport.shown_url(url)}: the wheel's METADATA took more than "
+                                    f"{self.limits.deadline:g} s to read (range after range); check the index, or "
+                                    "raise JAXREL_NET_DEADLINE")
         request = transport.request_for(url)
         if byte_range:
             request.add_header("Range", f"bytes={byte_range}")
         request.add_header("Accept-Encoding", "identity")
         self.requests += 1
-        return transport.fetch(request, limits=self.limits, cafile=self.cafile, max_bytes=cap, sink=sink)
+        limits = dataclasses.replace(self.limits, deadline=left)
+        return transport.fetch(request, limits=limits, cafile=self.cafile, max_bytes=cap, sink=sink)
 
     def _pep658(self, file: IndexFile) -> bytes | None:
         answer = self._get(file.url + ".metadata", None, MAX_METADATA)

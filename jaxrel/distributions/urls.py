@@ -52,7 +52,8 @@ def _masked(text: str) -> str:
         return text
     userinfo, _, after = rest.rpartition("@")
     user, colon, password = userinfo.partition(":")
-    remember_secret(password if colon else userinfo)
+    if colon or len(userinfo) >= 8:  # a password, or a bare token (``https://TOKEN@host``); not a short user name
+        remember_secret(password if colon else userinfo)
     shown_user = f"{user}:" if colon and user and not any(c in user for c in "/ \t@") else ""
     return f"{scheme}://{shown_user}***@{after}"
 

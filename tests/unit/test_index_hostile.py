@@ -172,6 +172,17 @@ def test_metadata_of_tens_of_mb_from_the_index_is_refused_within_the_cap(tmp_pat
             MetadataReader(limits=Limits(connect=5, deadline=20), cache=tmp_path / "m").metadata(file)
 
 
+def test_range_reads_share_one_deadline(tmp_path: Path) -> None:
+    """Each range read within the deadline, the reads of one wheel together past it: refused, not added up."""
+    wheel = make_wheel(tmp_path / "w", "probe", "1.0", padding=900_000)  # METADATA outside the tail: two reads
+    with SimpleIndexServer() as served:
+        served.add("slow", Behaviour(delay=1.2), probe=[wheel])
+        file = Index([served.url("slow")], cache=tmp_path / "cache", refresh=True).listing("probe").files[0]
+        reader = MetadataReader(limits=Limits(connect=5, deadline=2, retries=0), cache=tmp_path / "m")
+        with pytest.raises(JaxrelError, match="took more than 2 s|no complete answer within"):
+            reader.metadata(file)
+
+
 def test_escape_sequences_from_the_index_never_reach_the_terminal() -> None:
     reason = "\x1b]0;owned\x07\x1b[2J gone\r\n"
     (html_file,) = parse_html(f'<a href="probe-1.0.tar.gz" data-yanked="{reason}">x</a>',
