@@ -131,3 +131,61 @@ def test_no_retries_when_asked(tmp_path: Path) -> None:
         with pytest.raises(Exception, match="HTTP 503"):
             index.listing("probe")
         assert len(served.requests) == 1
+
+
+def test_a_real_pypiserver_gives_pips_answer(pypiserver_factory: object, tmp_path: Path) -> None:
+    """pypiserver serves PEP 503 HTML only (no sizes, no PEP 658): listing, METADATA by range reads and the
+    download agree with pip on it."""
+    server = pypiserver_factory()  # type: ignore[operator]
+    for version, requires, padding in (("1.0", ("numpy",), 0), ("2.0", REQUIRES, 900_000)):
+        wheel = make_wheel(tmp_path / version, "probe", version, requires, padding=padding)
+        (server.packages / wheel.name).write_bytes(wheel.read_bytes())
+    pip_version, pip_requires, said = _pip_answer(server.simple_url, tmp_path)
+    assert pip_version == "2.0", said
+    index = Index([server.simple_url], cache=tmp_path / "cache", refresh=True)
+    listing = index.listing("probe")
+    assert [str(v) for v in listing.versions()] == ["1.0", "2.0"]
+    newest = next(f for f in listing.files if str(f.version) == "2.0")
+    assert newest.size is None and not newest.metadata  # what HTML pages leave out
+    metadata = MetadataReader(limits=index.limits, cache=tmp_path / "metadata").metadata(newest)
+    assert sorted(metadata.requires_dist) == sorted(pip_requires)
+    assert index.download(newest).read_bytes() == (server.packages / newest.filename).read_bytes()
+
+
+AUDITED = ("no-pep658", "html-only", "json-without-size", "ignores-range", "503-twice", "reset-once", "pep658")
+
+
+def test_the_audit_gives_the_same_findings_through_every_behaviour(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    """A jax-shaped family (tests/matrix_family.py) with one planted defect (a plugin pinning another pjrt),
+    audited through each behaviour: the same findings every time, and the defect among them."""
+    from matrix_family import build_matrix, project, wheel
+
+    from jaxrel.distributions.filenames import name_and_version
+    from jaxrel.release import audit
+    from jaxrel.release.project import open_project
+
+    monkeypatch.setenv("JAXREL_CACHE_DIR", str(tmp_path / "cache"))
+    built = build_matrix(tmp_path / "artifacts")
+    files = [p for p in built.rglob("*.whl")]
+    bad = next(p for p in files if p.name.startswith("mfam_gpu_plugin-") and "cp312" in p.name)
+    bad.unlink()
+    files.remove(bad)
+    files.append(wheel(tmp_path / "bad", "mfam-gpu-plugin", "0.2.0", bad.name.split("-", 2)[2].removesuffix(".whl"),
+                       requires=("mfam-gpu-pjrt==0.1.0",)))
+    projects: dict[str, list[Path]] = {}
+    for path in files:
+        projects.setdefault(name_and_version(path.name)[0], []).append(path)
+    findings = {}
+    with SimpleIndexServer() as served:
+        for mode in AUDITED:
+            served.add(mode, BEHAVIOURS[mode], **{name.replace("-", "_"): listed for name, listed in projects.items()})
+        tree = project(tmp_path / "tree")
+        for mode in AUDITED:
+            with open_project(tree) as found:
+                index = Index.from_pip(served.url(mode), refresh=True, cache=tmp_path / f"cache-{mode}")
+                reader = MetadataReader(limits=index.limits, cache=tmp_path / f"metadata-{mode}")
+                (result,) = audit.audit(found.family, found.release, index, ["0.2.0"], reader=reader)
+            findings[mode] = sorted(f"{f.kind}: {f.detail}" for f in result.findings)
+    assert all(found == findings["no-pep658"] for found in findings.values()), findings
+    assert any("mfam-gpu-pjrt==0.1.0" in message for message in findings["no-pep658"]), findings

@@ -33,7 +33,7 @@ def sandbox(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 @pytest.mark.parametrize("password", ["pa ss" + PASSWORD, "pa/ss" + PASSWORD, "p@ss" + PASSWORD])
-@pytest.mark.parametrize("where", ["--index-url", "PIP_INDEX_URL"])
+@pytest.mark.parametrize("where", ["--index-url", "PIP_INDEX_URL", "pip.conf"])
 def test_a_password_that_breaks_the_url_is_never_printed(password: str, where: str, sandbox: Path,
                                                          monkeypatch: pytest.MonkeyPatch,
                                                          capsys: pytest.CaptureFixture[str]) -> None:
@@ -43,9 +43,14 @@ def test_a_password_that_breaks_the_url_is_never_printed(password: str, where: s
     args = ["matrix", "--refresh"]
     if where == "--index-url":
         args += ["--index-url", url]
-    else:
+    elif where == "PIP_INDEX_URL":
         monkeypatch.setenv("PIP_INDEX_URL", url)
-        pipconfig.pip_index_config.cache_clear()
+    else:
+        for variable in [v for v in os.environ if v.startswith("PIP_")]:
+            monkeypatch.delenv(variable)
+        (sandbox / "pip.conf").write_text(f"[install]\nindex-url = {url}\n")
+        monkeypatch.setenv("PIP_CONFIG_FILE", str(sandbox / "pip.conf"))
+    pipconfig.pip_index_config.cache_clear()
     try:
         ran = run(args, capsys)
     finally:
