@@ -21,13 +21,13 @@ from jaxrel import __version__
 from jaxrel._util import procs, workdirs
 from jaxrel._util.shape import printable
 from jaxrel._util.text import redact
-from jaxrel.cli import atlas, bisect, build, compat, doctor, gates, matrix, release, verdict, xla
+from jaxrel.cli import atlas, bisect, build, compat, doctor, gates, history, matrix, release, verdict, xla
 from jaxrel.cli._common import UsageError
 from jaxrel.errors import ExitCode, JaxrelError
 
 __all__ = ["UsageError", "build_parser", "main"]
 
-VERBS = (verdict, doctor, matrix, compat, bisect, atlas, gates, build, release, xla)
+VERBS = (verdict, doctor, matrix, compat, bisect, atlas, gates, build, release, xla, history)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -111,7 +111,7 @@ def _stopped(stopped: KeyboardInterrupt) -> str:
 def _main(argv: Sequence[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    verb = f"release {args.action}" if args.verb == "release" else args.verb
+    verb = f"{args.verb} {args.action}" if args.verb in ("release", "history") else args.verb
     debug = args.debug or os.environ.get("JAXREL_DEBUG") == "1"
     try:
         return int(args.run(args))

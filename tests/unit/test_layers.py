@@ -16,7 +16,7 @@ import jaxrel
 PACKAGE = Path(jaxrel.__file__).parent
 FEATURES = ("compat", "atlas", "bisect", "gates", "release", "extension", "doctor")
 # _entry (the console script) sits with the cli: it imports the command line under its start-up handler
-LAYER_OF = {"distributions": 1, "cells": 2, **{name: 3 for name in FEATURES}, "cli": 4, "_entry": 4}
+LAYER_OF = {"distributions": 1, "cells": 2, **{name: 3 for name in FEATURES}, "history": 4, "cli": 5, "_entry": 5}
 FEATURE_LAYER = 3
 
 
@@ -103,6 +103,8 @@ def test_the_check_sees_a_sideways_import(tmp_path: Path) -> None:
     assert _against_the_layers("jaxrel.cells.environment", "jaxrel.compat.cell")  # cells → feature
     assert _against_the_layers("jaxrel.distributions.index", "jaxrel.cells.matrix")  # up
     assert _against_the_layers("jaxrel.family.model", "jaxrel.distributions.wheels")  # core → up
+    assert _against_the_layers("jaxrel.compat.run", "jaxrel.history.store")  # a feature → the service above it
+    assert not _against_the_layers("jaxrel.history.ingest", "jaxrel.bisect.search")  # the service uses features
     assert not _against_the_layers("jaxrel.bisect.step", "jaxrel.cells.environment")
     assert not _against_the_layers("jaxrel.cli.compat", "jaxrel.bisect.command")
 

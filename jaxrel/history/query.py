@@ -1,0 +1,146 @@
+"""Questions the history answers: is this set of wheels known good, and which cells went stale.
+
+:func:`query` takes pins (``jax==0.12.0 jaxlib==0.12.0 jax-cuda13-plugin==0.12.0``, optionally a
+Python) and looks at every combo whose artifacts include all of them. Its answer, from the cells'
+own outcomes night by night:
+
+- ``known bad``: a night failed for a reason the history did not explain away (not flaky, not infra,
+  not annotated); the evidence names the nights, the failing tests and the culprit bisect named;
+- ``flaky``: results disagree on the same wheels and commit, or passed only on rerun;
+- ``known good``: at least ``passes`` nights passed and nothing failed unexplained;
+- ``untested``: no combo holds this set; the nearest tested sets are named (most pins in common).
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from jaxrel.history.reports import CELL_TEST
+from jaxrel.history.store import HistoryError, Store
+
+__all__ = ["Answer", "MAX_PINS", "parse_pins", "query", "stale_cells"]
+
+MAX_PINS = 64
+KNOWN_GOOD, KNOWN_BAD, FLAKY, UNTESTED = "known good", "known bad", "flaky", "untested"
+
+
+@dataclass
+class Answer:
+    pins: dict[str, str]
+    python: str | None
+    verdict: str
+    nights: list[dict[str, Any]] = field(default_factory=list)  # night, cell, commit, outcome, verdict, failing
+    culprits: list[dict[str, Any]] = field(default_factory=list)
+    nearest: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @property
+    def exit_code(self) -> int:
+        return 0 if self.verdict == KNOWN_GOOD else 1
+
+
+def parse_pins(texts: list[str]) -> dict[str, str]:
+    """``name==version`` texts as a mapping; anything else is one line (exit 2)."""
+    if len(texts) > MAX_PINS:
+        raise HistoryError(f"{len(texts)} pins: a set of wheels has at most {MAX_PINS}; ask about one set at a time")
+    pins: dict[str, str] = {}
+    for text in texts:
+        name, separator, version = text.partition("==")
+        try:
+            Version(version)
+        except InvalidVersion:
+            separator = ""
+        if not separator or not name.strip():
+            raise HistoryError(f"{text[:80]!r}: expected NAME==VERSION (jax==0.12.0)")
+        pins[str(canonicalize_name(name.strip()))] = version.strip()
+    return pins
+
+
+def _combos(store: Store, pins: dict[str, str], python: str | None) -> dict[int, set[tuple[str, str]]]:
+    """Every combo holding all ``pins`` (and ``python``): its id → its (name, version) pairs."""
+    found: dict[int, set[tuple[str, str]]] = {}
+    for combo, name, version, combo_python in store.rows(
+            "SELECT combos.id, artifacts.name, artifacts.version, combos.python FROM combos JOIN combo_artifacts ON "
+            "combo_artifacts.combo = combos.id JOIN artifacts ON artifacts.id = combo_artifacts.artifact"):
+        if python is None or combo_python == python:
+            found.setdefault(int(combo), set()).add((str(name), str(version)))  # type: ignore[call-overload]
+    wanted = set(pins.items())
+    return {combo: pairs for combo, pairs in found.items() if wanted <= pairs}
+
+
+def query(store: Store, pins: dict[str, str], python: str | None = None, passes: int = 1) -> Answer:
+    """What the history knows of the set ``pins`` (see the module doc)."""
+    answer = Answer(pins, python, UNTESTED)
+    combos = _combos(store, pins, python)
+    if not combos:
+        answer.nearest = _nearest(store, pins, python)
+        return answer
+    marks = ",".join("?" for _ in combos)
+    rows = store.rows(
+        "SELECT runs.night, combos.cell, runs.frontend_commit, results.outcome, verdicts.verdict, results.combo "
+        "FROM results JOIN runs ON runs.id = results.run JOIN combos ON combos.id = results.combo "
+        "JOIN verdicts ON verdicts.run = results.run AND verdicts.cell = combos.cell AND verdicts.test = results.test "
+        f"WHERE results.test = ? AND results.combo IN ({marks}) ORDER BY runs.night, combos.cell",
+        (CELL_TEST, *combos))
+    annotated = {(str(c), str(k)) for c, k in store.rows("SELECT cell, kind FROM annotations WHERE test = ?",
+                                                         (CELL_TEST,))}
+    for night, cell, commit, outcome, meaning, combo in rows:
+        failing = [str(t) for (t,) in store.rows(
+            "SELECT results.test FROM results JOIN runs ON runs.id = results.run WHERE results.combo = ? AND "
+            "runs.night = ? AND results.outcome = 'failed' AND results.test <> ? ORDER BY results.test LIMIT 10",
+            (combo, night, CELL_TEST))]
+        answer.nights.append({"night": night, "cell": cell, "commit": commit, "outcome": outcome, "verdict": meaning,
+                              "failing": failing})
+    cells = {entry["cell"] for entry in answer.nights}
+    answer.culprits = [{"cell": c, "last_good": g, "first_bad": b, "culprit": k} for c, g, b, k in store.rows(
+        f"SELECT cell, last_good, first_bad, culprit FROM culprits WHERE cell IN ({','.join('?' for _ in cells)})",
+        tuple(cells))] if cells else []
+    flaky_tests = store.rows(
+        "SELECT COUNT(*) FROM verdicts JOIN results ON results.run = verdicts.run AND results.test = verdicts.test "
+        f"WHERE verdicts.verdict = 'flaky' AND results.combo IN ({marks})", tuple(combos))[0][0]
+    unexplained = [n for n in answer.nights if n["outcome"] == "failed" and n["verdict"] != "flaky"
+                   and (n["cell"], "flaky") not in annotated and (n["cell"], "expected") not in annotated]
+    if unexplained:
+        answer.verdict = KNOWN_BAD
+    elif flaky_tests or any(n["verdict"] == "flaky" for n in answer.nights):
+        answer.verdict = FLAKY
+    elif sum(1 for n in answer.nights if n["outcome"] == "passed") >= passes:
+        answer.verdict = KNOWN_GOOD
+    else:
+        answer.nearest = _nearest(store, pins, python)
+    return answer
+
+
+def _nearest(store: Store, pins: dict[str, str], python: str | None) -> list[dict[str, Any]]:
+    """Up to three tested sets with the most pins in common (ties: the same names first)."""
+    wanted = set(pins.items())
+    names = set(pins)
+    scored = []
+    for combo, pairs in _combos(store, {}, python).items():
+        common = len(wanted & pairs)
+        same_names = len(names & {name for name, _ in pairs})
+        if common or same_names:
+            scored.append((common, same_names, combo, sorted(f"{n}=={v}" for n, v in pairs)))
+    scored.sort(key=lambda item: (-item[0], -item[1], item[2]))
+    return [{"pins": pairs, "in_common": common} for common, _, _, pairs in scored[:3]]
+
+
+def stale_cells(store: Store, nights: int = 3, today: str | None = None) -> list[dict[str, Any]]:
+    """Cells seen within the last ``4 × nights`` nights with no result in the last ``nights``: results stopped
+    arriving (a runner gone, a job dropped), which no colour on the grid shows by itself."""
+    last = max((str(n) for (n,) in store.rows("SELECT night FROM runs")), default=None)
+    if last is None:
+        return []
+    end = datetime.date.fromisoformat(today or last)
+    since = (end - datetime.timedelta(days=4 * nights)).isoformat()
+    recent = (end - datetime.timedelta(days=nights - 1)).isoformat()
+    seen = store.rows("SELECT combos.cell, MAX(runs.night) FROM results JOIN runs ON runs.id = results.run JOIN "
+                      "combos ON combos.id = results.combo WHERE runs.night >= ? GROUP BY combos.cell", (since,))
+    return [{"cell": str(cell), "last_night": str(night)} for cell, night in seen if str(night) < recent]

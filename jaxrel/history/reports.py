@@ -1,0 +1,184 @@
+"""A compat ``report.json`` read once into typed values for the history (the boundary for reports).
+
+What a night keeps of each cell: its id, Python, the frontend (name, version, commit), the backend and
+plugin wheels that made it (name, version, wheel sha256 from the cell's installed wheels), the
+platform and device, the cell's own outcome (``cell`` as a test: passed, failed or infra) and every
+test of the compat suite (``outcomes``) and every failed test of the frontend's own tests, with the
+triage's verdict (``flaky`` when it passed on rerun). A file that is not JSON, not a compat report
+(another tool's JSON, a report of nothing) or holds a field of the wrong type is one
+:class:`~jaxrel.history.store.HistoryError` line (exit 2) naming the file and the field.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from packaging.utils import canonicalize_name
+
+from jaxrel._util import localfiles
+from jaxrel.distributions.filenames import name_and_version, wheel_tags
+from jaxrel.errors import JaxrelError
+from jaxrel.history.store import HistoryError
+
+__all__ = ["Artifact", "CellRecord", "ReportRecord", "TestRecord", "read_report"]
+
+CELL_TEST = "cell"  # the test id under which a cell's own outcome is kept
+_COMMIT = re.compile(r"[0-9a-f]{7,64}")
+MAX_REPORT = 256 << 20
+
+
+@dataclass(frozen=True)
+class Artifact:
+    name: str
+    version: str
+    commit: str = ""
+    sha256: str = ""
+
+
+@dataclass(frozen=True)
+class TestRecord:
+    test: str
+    outcome: str  # passed | failed | skipped | infra | flaky
+    duration: float | None = None
+    signature: str = ""
+
+
+@dataclass
+class CellRecord:
+    cell: str
+    python: str
+    platform: str
+    device: str
+    artifacts: list[tuple[str, Artifact]]  # (role, artifact): frontend, backend, plugin
+    tests: list[TestRecord] = field(default_factory=list)
+
+    def digest(self) -> str:
+        """The combo's key: every artifact (with its wheel's sha256), the Python, platform and device."""
+        parts = sorted(f"{role}:{a.name}=={a.version}@{a.commit}#{a.sha256}" for role, a in self.artifacts)
+        text = "\n".join([*parts, self.python, self.platform, self.device])
+        return hashlib.sha256(text.encode()).hexdigest()
+
+
+@dataclass
+class ReportRecord:
+    sha256: str
+    frontend: Artifact
+    cells: list[CellRecord]
+
+
+def _need(condition: bool, path: Path, where: str, expected: str) -> None:
+    if not condition:
+        raise HistoryError(f"{path}: {where} should be {expected}; not a jaxrel compat report (report.json), or a "
+                           "damaged one: ingest the report.json that jaxrel compat wrote")
+
+
+def read_report(path: Path) -> ReportRecord:
+    """The report at ``path``, checked field by field."""
+    try:
+        raw = localfiles.read_bytes(path, what="the report", limit=MAX_REPORT)
+        data = localfiles.loads_json(raw, str(path))
+    except JaxrelError as error:
+        raise HistoryError(str(error)) from None
+    _need(isinstance(data, dict), path, "the file", "a JSON object")
+    _need(isinstance(data.get("matrix"), dict) and isinstance(data.get("cells"), list), path, "matrix and cells",
+          "an object and a list")
+    matrix = data["matrix"]
+    front = matrix.get("frontend")
+    _need(isinstance(front, dict) and isinstance(front.get("name"), str) and isinstance(front.get("version"), str),
+          path, "matrix.frontend", "an object with a name and a version")
+    tested = data.get("frontend") if isinstance(data.get("frontend"), dict) else {}
+    commit = tested.get("commit", "") if isinstance(tested.get("commit", ""), str) else ""
+    _need(not commit or bool(_COMMIT.fullmatch(commit)), path, "frontend.commit", "a git commit hash")
+    frontend = Artifact(str(canonicalize_name(front["name"])), front["version"], commit)
+    backend_name = matrix.get("backend")
+    _need(isinstance(backend_name, str) and bool(backend_name), path, "matrix.backend", "the backend's name")
+    cells = [_cell(item, i, path, frontend, str(canonicalize_name(backend_name))) for i, item in
+             enumerate(data["cells"])]
+    _need(bool(cells), path, "cells", "a non-empty list (a run that tested nothing proves nothing)")
+    return ReportRecord(hashlib.sha256(raw).hexdigest(), frontend, cells)
+
+
+def _text(value: object, path: Path, where: str) -> str:
+    _need(isinstance(value, str) and 0 < len(value) <= 500 and value.isprintable(), path, where, "a short string")
+    return str(value)
+
+
+def _cell(item: Any, i: int, path: Path, frontend: Artifact, backend: str) -> CellRecord:
+    where = f"cells[{i}]"
+    _need(isinstance(item, dict) and isinstance(item.get("cell"), dict), path, where, "an object with a cell")
+    cell = item["cell"]
+    cell_id = _text(cell.get("id"), path, f"{where}.cell.id")
+    python = _text(cell.get("python"), path, f"{where}.cell.python")
+    backend_version = _text(cell.get("backend"), path, f"{where}.cell.backend")
+    plugins = cell.get("plugins", [])
+    _need(isinstance(plugins, list) and all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+                                            for p in plugins), path, f"{where}.cell.plugins", "[name, version] pairs")
+    wheels = item.get("wheels", {})
+    _need(isinstance(wheels, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in wheels.items()),
+          path, f"{where}.wheels", "file name → sha256")
+    shas, platform = {}, ""
+    for filename, sha in wheels.items():
+        try:
+            name, version = name_and_version(filename)
+            tags = wheel_tags(filename) if filename.endswith(".whl") else frozenset()
+        except (ValueError, JaxrelError):
+            continue
+        shas[(name, str(version))] = sha
+        if name == backend and tags:
+            platform = sorted(t.platform for t in tags)[0]
+    artifacts = [("frontend", frontend),
+                 ("backend", Artifact(backend, backend_version, sha256=shas.get((backend, backend_version), "")))]
+    for name, version in plugins:
+        canonical = str(canonicalize_name(name))
+        artifacts.append(("plugin", Artifact(canonical, version, sha256=shas.get((canonical, version), ""))))
+    device = "gpu" if any("cuda" in n or "rocm" in n for n, _ in plugins) else (
+        "tpu" if any(n.startswith("libtpu") for n, _ in plugins) else "cpu")
+    record = CellRecord(cell_id, python, platform or "any", device, artifacts)
+    record.tests = _tests(item, where, path)
+    return record
+
+
+def _tests(item: dict[str, Any], where: str, path: Path) -> list[TestRecord]:
+    ok, problems = item.get("ok"), item.get("problems", [])
+    _need(isinstance(ok, bool), path, f"{where}.ok", "true or false")
+    _need(isinstance(problems, list), path, f"{where}.problems", "a list")
+    seconds = item.get("seconds")
+    duration = float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else None
+    failures = item.get("failures", [])
+    _need(isinstance(failures, list) and all(isinstance(f, dict) for f in failures), path, f"{where}.failures",
+          "a list of objects")
+    infra = not ok and not failures and bool(problems)  # failed before any test: environment, install, timeout
+    tests = [TestRecord(CELL_TEST, "passed" if ok else ("infra" if infra else "failed"), duration,
+                        _signature(str(problems[0])) if problems else "")]
+    verdicts = {str(f.get("test")): f for f in failures if isinstance(f.get("test"), str)}
+    outcomes = item.get("outcomes", {})
+    _need(isinstance(outcomes, dict), path, f"{where}.outcomes", "test id → outcome")
+    for test, outcome in outcomes.items():
+        _need(isinstance(test, str) and isinstance(outcome, str), path, f"{where}.outcomes", "test id → outcome")
+        tests.append(_test(test, outcome.split(":", 1)[0].strip(), verdicts.pop(test, None)))
+    for test, failure in verdicts.items():  # the frontend's own tests: its failures
+        tests.append(_test(test, str(failure.get("outcome", "failed")), failure))
+    return tests
+
+
+def _test(test: str, outcome: str, failure: dict[str, Any] | None) -> TestRecord:
+    if outcome not in ("passed", "failed", "skipped", "error"):
+        outcome = "failed"
+    if outcome == "error":
+        outcome = "failed"
+    if failure is not None and failure.get("verdict") == "flaky":
+        outcome = "flaky"
+    message = str(failure.get("message", "")) if failure else ""
+    return TestRecord(test[:500], outcome, None, _signature(message))
+
+
+def _signature(message: str) -> str:
+    """A failure's signature: its first line with numbers, hex and paths folded, so the same error groups."""
+    line = message.strip().splitlines()[0] if message.strip() else ""
+    line = re.sub(r"0x[0-9a-fA-F]+|\b[0-9a-f]{8,}\b", "#", line)
+    line = re.sub(r"(/[\w.-]+)+", "/…", line)
+    return re.sub(r"\d+", "N", line)[:200]

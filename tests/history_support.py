@@ -1,0 +1,81 @@
+"""Nights of compat reports for the history tests, written by compat's own ``to_json`` from real Matrix and
+CellResult values (so the format is the one ``jaxrel compat`` writes), with a planted break, a flaky test, a
+cell that stops reporting (stale) and an environment failure (infra)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from jaxrel.cells.matrix import Cell, FrontendSpec, Matrix, Outcome, Purpose
+from jaxrel.cells.suites import TestCounts
+from jaxrel.compat.report import to_json
+from jaxrel.compat.result import CellResult
+from jaxrel.compat.triage import Failure
+
+BROKEN_TEST = "tests/test_api.py::test_pytree_roundtrip"
+FLAKY_TEST = "tests/test_transforms.py::test_vmap_grad"
+TESTS = ("tests/test_api.py::test_jit", BROKEN_TEST, FLAKY_TEST)
+CELLS = {  # id → (backend, plugins)
+    "py3.12-jaxlib0.11.0": ("0.11.0", ()),
+    "py3.12-jaxlib0.11.2": ("0.11.2", ()),
+    "py3.12-jaxlib0.11.2-cuda13": ("0.11.2", (("jax-cuda13-plugin", "0.11.2"), ("jax-cuda13-pjrt", "0.11.2"))),
+}
+BREAK_NIGHT, FLAKY_NIGHT, INFRA_NIGHT, LAST_CUDA_NIGHT = 4, 5, 6, 2
+
+
+def commit(night: int) -> str:
+    return f"{night:02d}" + "c0ffee" * 6 + "ab"
+
+
+def night_date(night: int) -> str:
+    return f"2026-10-{night:02d}"
+
+
+def _wheels(backend: str, plugins: tuple[tuple[str, str], ...]) -> dict[str, str]:
+    wheels = {f"jaxlib-{backend}-cp312-cp312-manylinux_2_27_x86_64.whl": f"{backend.replace('.', '')}".ljust(64, "a")}
+    for name, version in plugins:
+        stem = name.replace("-", "_")
+        tag = "py3-none" if name.endswith("pjrt") else "cp312-cp312"
+        wheels[f"{stem}-{version}-{tag}-manylinux_2_27_x86_64.whl"] = "b" * 64
+    return wheels
+
+
+def report(night: int) -> dict[str, object]:
+    cells, results = [], []
+    for cell_id, (backend, plugins) in CELLS.items():
+        if plugins and night > LAST_CUDA_NIGHT:
+            continue  # the GPU runner went away: the cell stops reporting
+        cell = Cell(cell_id, "3.12", backend, plugins, Purpose.PLUGINS if plugins else Purpose.ADMITTED,
+                    Outcome.ACCEPTED)
+        cells.append(cell)
+        outcomes = {test: "passed" for test in TESTS}
+        failures, problems = [], []
+        if cell_id == "py3.12-jaxlib0.11.0" and night >= BREAK_NIGHT:
+            outcomes[BROKEN_TEST] = "failed"
+            failures.append(Failure("compat suite", BROKEN_TEST, "failed", "AssertionError: trees differ at 0x7f3a",
+                                    "compat regression"))
+        if cell_id == "py3.12-jaxlib0.11.2" and night == FLAKY_NIGHT:
+            outcomes[FLAKY_TEST] = "failed"
+            failures.append(Failure("compat suite", FLAKY_TEST, "failed", "TimeoutError", "flaky",
+                                    "passed when rerun on the same cell"))
+        if cell_id == "py3.12-jaxlib0.11.2" and night == INFRA_NIGHT:
+            outcomes, problems = {}, ["environment: uv could not install jaxlib 0.11.2 (the index answered 503)"]
+        result = CellResult(cell, Outcome.ACCEPTED, True, 12.5, tests=TestCounts(passed=len(outcomes)),
+                            outcomes=outcomes, failures=failures, problems=problems,
+                            wheels=_wheels(backend, plugins))
+        result.settle()
+        results.append(result)
+    matrix = Matrix("jax", FrontendSpec("jax", "0.12.0.dev0", "0.11.0", "source jax"), "jaxlib", cells)
+    return to_json(matrix, results, frontend={"commit": commit(night), "dirty": False})
+
+
+def write_nights(folder: Path, nights: int = 7) -> list[Path]:
+    """``folder/night-N/report.json`` for nights 1..``nights``."""
+    paths = []
+    for night in range(1, nights + 1):
+        path = folder / f"night-{night}" / "report.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(report(night), indent=1))
+        paths.append(path)
+    return paths

@@ -1,0 +1,191 @@
+"""``jaxrel history``: a week of sample nights (tests/history_support.py) ingested, classified, asked and published."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import sqlite3
+import subprocess
+from pathlib import Path
+
+import pytest
+from boundary_cli import run
+from history_support import (
+    BREAK_NIGHT,
+    BROKEN_TEST,
+    FLAKY_NIGHT,
+    FLAKY_TEST,
+    INFRA_NIGHT,
+    night_date,
+    write_nights,
+)
+
+from jaxrel.history import ingest, query
+from jaxrel.history.store import SCHEMA, open_store
+
+BROKEN_CELL, FLAKY_CELL, GPU_CELL = "py3.12-jaxlib0.11.0", "py3.12-jaxlib0.11.2", "py3.12-jaxlib0.11.2-cuda13"
+
+
+@pytest.fixture
+def week(tmp_path: Path) -> tuple[Path, list[Path]]:
+    """A store with seven nights ingested, one report per night."""
+    reports = write_nights(tmp_path / "reports")
+    db = tmp_path / "history.sqlite"
+    store = open_store(db)
+    for night, path in enumerate(reports, start=1):
+        ingest.ingest(store, path, night=night_date(night), machine="ci")
+    store.close()
+    return db, reports
+
+
+def _verdict(db: Path, night: int, cell: str, test: str) -> str:
+    store = open_store(db)
+    try:
+        rows = store.rows("SELECT verdicts.verdict FROM verdicts JOIN runs ON runs.id = verdicts.run WHERE runs.night "
+                          "= ? AND verdicts.cell = ? AND verdicts.test = ?", (night_date(night), cell, test))
+    finally:
+        store.close()
+    assert len(rows) == 1, rows
+    return str(rows[0][0])
+
+
+def test_each_night_means_what_happened(week: tuple[Path, list[Path]]) -> None:
+    db, _ = week
+    assert _verdict(db, BREAK_NIGHT - 1, BROKEN_CELL, BROKEN_TEST) == "passed"
+    assert _verdict(db, BREAK_NIGHT, BROKEN_CELL, BROKEN_TEST) == "new-regression"
+    assert _verdict(db, BREAK_NIGHT, BROKEN_CELL, "cell") == "new-regression"
+    assert _verdict(db, BREAK_NIGHT + 1, BROKEN_CELL, BROKEN_TEST) == "still-failing"
+    assert _verdict(db, FLAKY_NIGHT, FLAKY_CELL, FLAKY_TEST) == "flaky"
+    assert _verdict(db, FLAKY_NIGHT, FLAKY_CELL, "cell") == "passed"  # a flaky test does not fail its cell
+    assert _verdict(db, INFRA_NIGHT, FLAKY_CELL, "cell") == "infra"
+    assert _verdict(db, INFRA_NIGHT + 1, FLAKY_CELL, "cell") == "passed"  # infra says nothing of the code
+
+
+def test_a_cell_that_stops_reporting_is_stale(week: tuple[Path, list[Path]]) -> None:
+    store = open_store(week[0])
+    try:
+        stale = query.stale_cells(store, nights=3)
+    finally:
+        store.close()
+    assert stale == [{"cell": GPU_CELL, "last_night": night_date(2)}]
+
+
+def test_ingest_twice_is_once_and_a_directory_takes_every_report(tmp_path: Path, week: tuple[Path, list[Path]],
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    db, reports = week
+    before = sqlite3.connect(db).execute("SELECT COUNT(*) FROM results").fetchone()
+    ran = run(["history", "ingest", "--db", str(db), "--night", night_date(1), str(reports[0].parent.parent)], capsys)
+    assert ran.code == 0 and ran.out.count("already kept") == len(reports)
+    assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM results").fetchone() == before
+
+
+@pytest.mark.parametrize(("pins", "verdict", "code"), [
+    (["jax==0.12.0.dev0", "jaxlib==0.11.0"], "known bad", 1),
+    (["jax==0.12.0.dev0", "jaxlib==0.11.2"], "flaky", 1),
+    (["jaxlib==0.11.2", "jax-cuda13-plugin==0.11.2"], "known good", 0),
+    (["jax==0.12.0.dev0", "jaxlib==0.10.2"], "untested", 1),
+])
+def test_the_query_answers_all_four_verdicts(week: tuple[Path, list[Path]], pins: list[str], verdict: str, code: int,
+                                             capsys: pytest.CaptureFixture[str]) -> None:
+    ran = run(["history", "query", "--db", str(week[0]), "--json", *pins], capsys)
+    assert ran.code == code, ran.err
+    answer = json.loads(ran.out)
+    assert answer["verdict"] == verdict
+    if verdict == "known bad":
+        failed = [n for n in answer["nights"] if n["outcome"] == "failed"]
+        assert failed[0]["night"] == night_date(BREAK_NIGHT) and BROKEN_TEST in failed[0]["failing"]
+    if verdict == "untested":
+        assert answer["nearest"] and "jax==0.12.0.dev0" in answer["nearest"][0]["pins"]
+    text = run(["history", "query", "--db", str(week[0]), *pins], capsys)
+    assert text.out.splitlines()[0].endswith(verdict.upper())
+
+
+def test_publish_writes_the_hud_and_its_api(week: tuple[Path, list[Path]], tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    site = tmp_path / "site"
+    assert run(["history", "publish", "--db", str(week[0]), "--output", str(site)], capsys).code == 0
+    matrix = json.loads((site / "api" / "v1" / "matrix.json").read_text())
+    assert matrix["api"] == 1 and matrix["nights"][0] == night_date(7)
+    assert matrix["grid"][night_date(BREAK_NIGHT)][BROKEN_CELL]["verdict"] == "new-regression"
+    assert GPU_CELL not in matrix["grid"][night_date(7)]  # a missing result stays missing, not green
+    assert json.loads((site / "api" / "v1" / "stale.json").read_text())["stale"][0]["cell"] == GPU_CELL
+    atom = (site / "regressions.atom").read_text()
+    assert f"{BROKEN_CELL} regressed on {night_date(BREAK_NIGHT)}" in atom and atom.count("<entry>") == 1
+    assert FLAKY_TEST in (site / "flaky.html").read_text()
+    page = (site / "cells" / f"{BROKEN_CELL}.html").read_text()
+    assert "https://github.com/jax-ml/jax/commit/" in page and BROKEN_TEST in page
+
+
+BROWSER = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.mark.skipif(BROWSER is None, reason="no chromium on PATH: run scripts/install_build_tools.sh")
+def test_the_hud_renders_in_chromium_and_its_filter_hides_cells(week: tuple[Path, list[Path]], tmp_path: Path,
+                                                                capsys: pytest.CaptureFixture[str]) -> None:
+    site = tmp_path / "site"
+    run(["history", "publish", "--db", str(week[0]), "--output", str(site)], capsys)
+    index = site / "index.html"
+    # the filter, typed as a person would: the script runs on load with a value set in the page
+    filtered = site / "filtered.html"
+    filtered.write_text(index.read_text().replace(
+        "</script>", "box.value='cuda13';box.dispatchEvent(new Event('input'));</script>"))
+    common = [str(BROWSER), "--headless", "--no-sandbox", "--disable-gpu", "--allow-file-access-from-files"]
+    dom = subprocess.run([*common, "--dump-dom", filtered.as_uri()], capture_output=True, text=True, timeout=120)
+    assert dom.returncode == 0, dom.stderr[-500:]
+    assert dom.stdout.count("<tr>") == 8  # the header and seven nights
+    hidden = re.findall(r'data-cell="py3\.12-jaxlib0\.11\.0"[^>]*display: none', dom.stdout)
+    shown = re.findall(r'data-cell="py3\.12-jaxlib0\.11\.2-cuda13"[^>]*>', dom.stdout)
+    assert len(hidden) == 8, "the filter left other cells showing"  # its header and seven nights
+    assert shown and not any("display: none" in tag for tag in shown)
+    shot = tmp_path / "hud.png"
+    done = subprocess.run([*common, f"--screenshot={shot}", "--window-size=900,500", index.as_uri()],
+                          capture_output=True, timeout=120)
+    assert done.returncode == 0 and shot.stat().st_size > 5000
+
+
+def test_hostile_stores_and_reports_are_one_line_each(tmp_path: Path, week: tuple[Path, list[Path]],
+                                                      capsys: pytest.CaptureFixture[str]) -> None:
+    db, reports = week
+    foreign = tmp_path / "foreign.sqlite"
+    sqlite3.connect(foreign).execute("CREATE TABLE users (name TEXT)")
+    run(["history", "query", "--db", str(foreign), "jax==1"], capsys).one_line_error(2, "something else")
+    newer = tmp_path / "newer.sqlite"
+    shutil.copy(db, newer)
+    sqlite3.connect(newer).execute(f"PRAGMA user_version = {SCHEMA + 1}")
+    run(["history", "query", "--db", str(newer), "jax==1"], capsys).one_line_error(2, "newer jaxrel", "upgrade")
+    garbage = tmp_path / "garbage.sqlite"
+    garbage.write_bytes(b"not a database" * 100)
+    run(["history", "query", "--db", str(garbage), "jax==1"], capsys).one_line_error(2, "not a SQLite database")
+    counts = sqlite3.connect(db).execute("SELECT COUNT(*) FROM runs").fetchone()
+    for text in ("{", "[]", '{"matrix": {}, "cells": []}', json.dumps({"atlas": 1})):
+        bad = tmp_path / "bad.json"
+        bad.write_text(text)
+        run(["history", "ingest", "--db", str(db), str(bad)], capsys).one_line_error(2, str(bad))
+    assert sqlite3.connect(db).execute("SELECT COUNT(*) FROM runs").fetchone() == counts
+    pins = [f"p{i}==1.0" for i in range(10_000)]
+    run(["history", "query", "--db", str(db), *pins], capsys).one_line_error(2, "at most")
+
+
+def test_a_locked_store_is_refused_and_a_killed_ingest_leaves_nothing(tmp_path: Path, week: tuple[Path, list[Path]],
+                                                                     capsys: pytest.CaptureFixture[str],
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    db, reports = week
+    other = write_nights(tmp_path / "more", nights=1)[0]
+    other.write_text(other.read_text().replace('"dirty": false', '"dirty": true'))  # another report: a new sha256
+    holder = sqlite3.connect(db, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    monkeypatch.setattr("jaxrel.history.store.BUSY_SECONDS", 0.2)
+    try:
+        run(["history", "ingest", "--db", str(db), str(other)], capsys).one_line_error(3, "another jaxrel is writing")
+    finally:
+        holder.rollback()
+        holder.close()
+    before = sqlite3.connect(db).execute("SELECT COUNT(*), (SELECT COUNT(*) FROM results) FROM runs").fetchone()
+
+    def killed(*args: object) -> str:
+        raise KeyboardInterrupt  # Ctrl-C (or a kill) half-way through the night's results
+
+    monkeypatch.setattr(ingest, "verdict", killed)
+    assert run(["history", "ingest", "--db", str(db), str(other)], capsys).code == 130
+    assert sqlite3.connect(db).execute("SELECT COUNT(*), (SELECT COUNT(*) FROM results) FROM runs").fetchone() == before
