@@ -18,6 +18,8 @@ def add(verbs: Any) -> None:
     sub = add_common(verbs.add_parser("verdict", help=HELP, description=HELP))
     sub.add_argument("pins", nargs="+", metavar="NAME==VERSION", help="e.g. jax==0.12.0 jaxlib==0.12.0.1")
     sub.add_argument("--min-backend", metavar="M", help="the frontend's minimum backend (default: from release data)")
+    sub.add_argument("--history", metavar="FILE|URL", help="add what a history store or published HUD knows of this "
+                     "set (one evidence line; the verdict stays the rules')")
     sub.set_defaults(run=run)
 
 
@@ -46,6 +48,13 @@ def run(args: argparse.Namespace) -> int:
     lines += [f"  x {v.rule}: {v.message}" for v in result.violations]
     lines += [f"  ! {w.rule}: {w.message} ({w.fix})" for w in result.warnings]
     lines += [f"  - {rule}: not checked ({reason})" for rule, reason in result.skipped.items()]
+    if args.history:
+        from jaxrel.history.evidence import evidence_line  # the history layer, only when asked for
+
+        line = evidence_line(args.history, {p.name: str(p.version) for p in (pins.frontend, pins.backend,
+                                                                              *pins.plugins) if p})
+        data["history"] = line.removeprefix("history: ")
+        lines.append(f"  {line}")
     if result.fix:
         lines += [f"fix: {result.fix}", *(f" or: {alternative}" for alternative in result.alternatives)]
     emit(args, data, "\n".join(lines))

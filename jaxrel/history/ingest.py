@@ -76,18 +76,23 @@ def ingest(store: Store, path: Path, *, night: str | None = None, source: str | 
         count, regressions = 0, []
         for cell in report.cells:
             combo = _combo(db, cell)
+            before = _before(db, cell.cell, night)
+            same = _same(db, combo, run) if report.frontend.commit else {}  # no commit: no rerun to know
+            results, verdicts, latest = [], [], []
             for test in cell.tests:
-                db.execute("INSERT INTO results (run, combo, test, outcome, duration, signature) VALUES (?, ?, ?, ?, "
-                           "?, ?) ON CONFLICT (run, combo, test) DO NOTHING",
-                           (run, combo, test.test, test.outcome, test.duration, test.signature))
-                meaning = verdict(test.outcome, _before(db, cell.cell, test.test, night),
-                                  _same(db, combo, test.test, report.frontend.commit, run))
-                db.execute("INSERT INTO verdicts (run, cell, test, verdict) VALUES (?, ?, ?, ?) "
-                           "ON CONFLICT (run, cell, test) DO UPDATE SET verdict = excluded.verdict",
-                           (run, cell.cell, test.test, meaning))
+                meaning = verdict(test.outcome, before.get(test.test), same.get(test.test, set()))
+                results.append((run, combo, test.test, test.outcome, test.duration, test.signature))
+                verdicts.append((run, cell.cell, test.test, meaning))
+                if test.outcome != "infra":
+                    latest.append((cell.cell, test.test, night, test.outcome))
                 if meaning == "new-regression":
                     regressions.append((cell.cell, test.test))
-                count += 1
+            db.executemany("INSERT INTO results (run, combo, test, outcome, duration, signature) "
+                           "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run, combo, test) DO NOTHING", results)
+            db.executemany("INSERT INTO verdicts (run, cell, test, verdict) VALUES (?, ?, ?, ?) ON CONFLICT (run, "
+                           "cell, test) DO UPDATE SET verdict = excluded.verdict", verdicts)
+            _remember(db, latest)
+            count += len(results)
     return Ingested(str(path), run, len(report.cells), count, regressions)
 
 
@@ -133,19 +138,43 @@ def _combo(db: sqlite3.Connection, cell: CellRecord) -> int:
     return combo
 
 
-def _before(db: sqlite3.Connection, cell: str, test: str, night: str) -> str | None:
-    """The newest outcome of (cell, test) from an earlier night, infra left out (it says nothing of the code)."""
-    found = db.execute(
-        "SELECT results.outcome FROM results JOIN runs ON runs.id = results.run JOIN combos ON combos.id = "
-        "results.combo WHERE combos.cell = ? AND results.test = ? AND runs.night < ? AND results.outcome <> 'infra' "
-        "ORDER BY runs.night DESC, runs.id DESC LIMIT 1", (cell, test, night)).fetchone()
-    return str(found[0]) if found else None
+def _before(db: sqlite3.Connection, cell: str, night: str) -> dict[str, str]:
+    """Test → its newest outcome in ``cell`` from an earlier night, infra left out (it says nothing of the code).
+    From ``last_results`` (the newest night and the one before it); a night ingested out of order, older than
+    what is kept, is answered by a scan of the cell's results."""
+    found: dict[str, str] = {}
+    stale = False
+    for test, last, outcome, prev_night, prev_outcome in db.execute(
+            "SELECT test, night, outcome, prev_night, prev_outcome FROM last_results WHERE cell = ?", (cell,)):
+        if last < night:
+            found[test] = outcome
+        elif last == night and prev_night:
+            found[test] = prev_outcome
+        elif last > night:
+            stale = True
+    if not stale:
+        return found
+    return {str(test): str(outcome) for test, outcome in db.execute(
+        "SELECT results.test, results.outcome FROM results JOIN runs ON runs.id = results.run JOIN combos ON "
+        "combos.id = results.combo WHERE combos.cell = ? AND runs.night < ? AND results.outcome <> 'infra' "
+        "ORDER BY runs.night, runs.id", (cell, night))}
 
 
-def _same(db: sqlite3.Connection, combo: int, test: str, commit: str, run: int) -> set[str]:
-    """Outcomes of the same combo and test at the same frontend commit in other runs (a rerun, another job)."""
-    if not commit:
-        return set()
-    return {str(outcome) for (outcome,) in db.execute(
-        "SELECT results.outcome FROM results JOIN runs ON runs.id = results.run WHERE results.combo = ? AND "
-        "results.test = ? AND runs.frontend_commit = ? AND runs.id <> ?", (combo, test, commit, run))}
+def _remember(db: sqlite3.Connection, latest: list[tuple[str, str, str, str]]) -> None:
+    """Keep each (cell, test)'s newest night and outcome, and the previous night's, as ``last_results``."""
+    db.executemany(
+        "INSERT INTO last_results (cell, test, night, outcome) VALUES (?, ?, ?, ?) ON CONFLICT (cell, test) DO UPDATE "
+        "SET prev_night = CASE WHEN excluded.night > last_results.night THEN last_results.night ELSE "
+        "last_results.prev_night END, prev_outcome = CASE WHEN excluded.night > last_results.night THEN "
+        "last_results.outcome ELSE last_results.prev_outcome END, night = CASE WHEN excluded.night >= "
+        "last_results.night THEN excluded.night ELSE last_results.night END, outcome = CASE WHEN excluded.night >= "
+        "last_results.night THEN excluded.outcome ELSE last_results.outcome END", latest)
+
+
+def _same(db: sqlite3.Connection, combo: int, run: int) -> dict[str, set[str]]:
+    """Test → outcomes of the same combo in other runs: the same wheels and the same frontend commit (a combo's
+    digest holds the commit), a rerun or another job of the same night."""
+    found: dict[str, set[str]] = {}
+    for test, outcome in db.execute("SELECT test, outcome FROM results WHERE combo = ? AND run <> ?", (combo, run)):
+        found.setdefault(str(test), set()).add(str(outcome))
+    return found

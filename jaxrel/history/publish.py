@@ -7,8 +7,10 @@
   culprit where bisect named one, the command that reproduces it);
 - ``flaky.html``: tests that were flaky, how often and where;
 - ``regressions.atom``: an Atom feed of new regressions;
-- ``api/v1/``: ``matrix.json`` (every night × cell), ``culprits.json``, ``stale.json``: versioned
-  JSON for other tools (the page embeds the same data, so it works without fetching it).
+- ``api/v1/``: ``matrix.json`` (every night × cell), ``combos.json`` (each set of wheels: its pins,
+  Python, cell, verdict and nights: what ``--history`` on ``verdict`` and ``doctor`` reads),
+  ``culprits.json``, ``stale.json``: versioned JSON for other tools (the page embeds the same data, so it
+  works without fetching it).
 
 The commit link pattern is configurable (``--commit-url``, GitHub's commit URL by default).
 """
@@ -23,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel._util.atomic import write_all_atomically
-from jaxrel.history.query import stale_cells
+from jaxrel.history.query import combo_summaries, stale_cells
 from jaxrel.history.reports import CELL_TEST
 from jaxrel.history.store import Store
 
@@ -77,6 +79,7 @@ def publish(store: Store, output: Path, *, commit_url: str = COMMIT_URL, title: 
                                                            "grid": data["grid"]}, indent=1) + "\n",
         output / "api" / "v1" / "culprits.json": json.dumps({"api": 1, "culprits": data["culprits"]}, indent=1) + "\n",
         output / "api" / "v1" / "stale.json": json.dumps({"api": 1, "stale": data["stale"]}, indent=1) + "\n",
+        output / "api" / "v1" / "combos.json": json.dumps({"api": 1, "combos": combo_summaries(store)}) + "\n",
     }
     for cell in data["cells"]:
         files[output / "cells" / _page_name(cell)] = _cell(data, cell, commit_url, title)

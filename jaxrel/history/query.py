@@ -23,7 +23,7 @@ from packaging.version import InvalidVersion, Version
 from jaxrel.history.reports import CELL_TEST
 from jaxrel.history.store import HistoryError, Store
 
-__all__ = ["Answer", "MAX_PINS", "parse_pins", "query", "stale_cells"]
+__all__ = ["Answer", "MAX_PINS", "combo_summaries", "judge", "parse_pins", "query", "stale_cells"]
 
 MAX_PINS = 64
 KNOWN_GOOD, KNOWN_BAD, FLAKY, UNTESTED = "known good", "known bad", "flaky", "untested"
@@ -65,10 +65,17 @@ def parse_pins(texts: list[str]) -> dict[str, str]:
 
 def _combos(store: Store, pins: dict[str, str], python: str | None) -> dict[int, set[tuple[str, str]]]:
     """Every combo holding all ``pins`` (and ``python``): its id → its (name, version) pairs."""
+    where, parameters = "", ()  # type: tuple[str, tuple[object, ...]]
+    if pins:  # only the combos holding one of the pins are read; all of them only to find the nearest sets
+        holding = " OR ".join("(artifacts.name = ? AND artifacts.version = ?)" for _ in pins)
+        parameters = tuple(value for pair in pins.items() for value in pair)
+        where = ("WHERE combos.id IN (SELECT combo_artifacts.combo FROM combo_artifacts JOIN artifacts ON "
+                 f"artifacts.id = combo_artifacts.artifact WHERE {holding})")
     found: dict[int, set[tuple[str, str]]] = {}
     for combo, name, version, combo_python in store.rows(
             "SELECT combos.id, artifacts.name, artifacts.version, combos.python FROM combos JOIN combo_artifacts ON "
-            "combo_artifacts.combo = combos.id JOIN artifacts ON artifacts.id = combo_artifacts.artifact"):
+            f"combo_artifacts.combo = combos.id JOIN artifacts ON artifacts.id = combo_artifacts.artifact {where}",
+            parameters):
         if python is None or combo_python == python:
             found.setdefault(int(combo), set()).add((str(name), str(version)))  # type: ignore[call-overload]
     wanted = set(pins.items())
@@ -84,38 +91,83 @@ def query(store: Store, pins: dict[str, str], python: str | None = None, passes:
         return answer
     marks = ",".join("?" for _ in combos)
     rows = store.rows(
-        "SELECT runs.night, combos.cell, runs.frontend_commit, results.outcome, verdicts.verdict, results.combo "
+        "SELECT runs.night, combos.cell, runs.frontend_commit, results.outcome, verdicts.verdict, results.run "
         "FROM results JOIN runs ON runs.id = results.run JOIN combos ON combos.id = results.combo "
         "JOIN verdicts ON verdicts.run = results.run AND verdicts.cell = combos.cell AND verdicts.test = results.test "
         f"WHERE results.test = ? AND results.combo IN ({marks}) ORDER BY runs.night, combos.cell",
         (CELL_TEST, *combos))
     annotated = {(str(c), str(k)) for c, k in store.rows("SELECT cell, kind FROM annotations WHERE test = ?",
                                                          (CELL_TEST,))}
-    for night, cell, commit, outcome, meaning, combo in rows:
-        failing = [str(t) for (t,) in store.rows(
-            "SELECT results.test FROM results JOIN runs ON runs.id = results.run WHERE results.combo = ? AND "
-            "runs.night = ? AND results.outcome = 'failed' AND results.test <> ? ORDER BY results.test LIMIT 10",
-            (combo, night, CELL_TEST))]
+    runs = sorted({int(run) for *_, run in rows})  # type: ignore[call-overload]
+    run_marks = ",".join("?" for _ in runs)
+    failing: dict[tuple[int, str], list[str]] = {}
+    flaky_tests = 0
+    if runs:  # through the index on (verdict, run, cell): the few results that mean something, not every test
+        for run, cell, test, meaning in store.rows(
+                f"SELECT run, cell, test, verdict FROM verdicts WHERE verdict IN ('new-regression', 'still-failing', "
+                f"'failing', 'flaky') AND run IN ({run_marks}) AND test <> ? ORDER BY test", (*runs, CELL_TEST)):
+            if meaning == "flaky":
+                flaky_tests += 1
+            else:
+                failing.setdefault((int(run), str(cell)), []).append(str(test))  # type: ignore[call-overload]
+    for night, cell, commit, outcome, meaning, run in rows:
         answer.nights.append({"night": night, "cell": cell, "commit": commit, "outcome": outcome, "verdict": meaning,
-                              "failing": failing})
+                              "failing": failing.get((int(run), str(cell)), [])[:10]})  # type: ignore[call-overload]
     cells = {entry["cell"] for entry in answer.nights}
     answer.culprits = [{"cell": c, "last_good": g, "first_bad": b, "culprit": k} for c, g, b, k in store.rows(
         f"SELECT cell, last_good, first_bad, culprit FROM culprits WHERE cell IN ({','.join('?' for _ in cells)})",
         tuple(cells))] if cells else []
-    flaky_tests = store.rows(
-        "SELECT COUNT(*) FROM verdicts JOIN results ON results.run = verdicts.run AND results.test = verdicts.test "
-        f"WHERE verdicts.verdict = 'flaky' AND results.combo IN ({marks})", tuple(combos))[0][0]
-    unexplained = [n for n in answer.nights if n["outcome"] == "failed" and n["verdict"] != "flaky"
-                   and (n["cell"], "flaky") not in annotated and (n["cell"], "expected") not in annotated]
-    if unexplained:
-        answer.verdict = KNOWN_BAD
-    elif flaky_tests or any(n["verdict"] == "flaky" for n in answer.nights):
-        answer.verdict = FLAKY
-    elif sum(1 for n in answer.nights if n["outcome"] == "passed") >= passes:
-        answer.verdict = KNOWN_GOOD
-    else:
+    answer.verdict = judge(answer.nights, flaky_tests, annotated, passes)
+    if answer.verdict == UNTESTED:
         answer.nearest = _nearest(store, pins, python)
     return answer
+
+
+def judge(nights: list[dict[str, Any]], flaky_tests: int, annotated: set[tuple[str, str]], passes: int) -> str:
+    """The verdict on a set of wheels from its cells' nights (see the module doc): one rule for the query and the
+    published feed."""
+    unexplained = [n for n in nights if n["outcome"] == "failed" and n["verdict"] != "flaky"
+                   and (n["cell"], "flaky") not in annotated and (n["cell"], "expected") not in annotated]
+    if unexplained:
+        return KNOWN_BAD
+    if flaky_tests or any(n["verdict"] == "flaky" for n in nights):
+        return FLAKY
+    if sum(1 for n in nights if n["outcome"] == "passed") >= passes:
+        return KNOWN_GOOD
+    return UNTESTED
+
+
+def combo_summaries(store: Store) -> list[dict[str, Any]]:
+    """Every combo with its pins, Python, cell, verdict and nights: what the published feed says of each set."""
+    pins: dict[int, list[str]] = {}
+    for combo, name, version in store.rows(
+            "SELECT combo_artifacts.combo, artifacts.name, artifacts.version FROM combo_artifacts JOIN artifacts ON "
+            "artifacts.id = combo_artifacts.artifact"):
+        pins.setdefault(int(combo), []).append(f"{name}=={version}")  # type: ignore[call-overload]
+    nights: dict[int, list[dict[str, Any]]] = {}
+    meta: dict[int, tuple[str, str]] = {}
+    for combo, cell, python, night, outcome, meaning in store.rows(
+            "SELECT combos.id, combos.cell, combos.python, runs.night, results.outcome, verdicts.verdict FROM results "
+            "JOIN runs ON runs.id = results.run JOIN combos ON combos.id = results.combo JOIN verdicts ON verdicts.run "
+            "= results.run AND verdicts.cell = combos.cell AND verdicts.test = results.test WHERE results.test = ? "
+            "ORDER BY runs.night", (CELL_TEST,)):
+        key = int(combo)  # type: ignore[call-overload]
+        meta[key] = (str(cell), str(python))
+        nights.setdefault(key, []).append({"night": str(night), "cell": str(cell), "outcome": str(outcome),
+                                           "verdict": str(meaning)})
+    flaky = {(str(run), str(cell)) for run, cell in store.rows(
+        "SELECT DISTINCT run, cell FROM verdicts WHERE verdict = 'flaky'")}
+    runs_of = {(int(c), str(n)): str(r) for c, n, r in store.rows(  # type: ignore[call-overload]
+        "SELECT results.combo, runs.night, results.run FROM results JOIN runs ON runs.id = results.run "
+        "WHERE results.test = ?", (CELL_TEST,))}
+    summaries = []
+    for combo, seen in sorted(nights.items()):
+        cell, python = meta[combo]
+        flaky_tests = sum(1 for n in seen if (runs_of.get((combo, n["night"]), ""), cell) in flaky)
+        summaries.append({"pins": sorted(pins.get(combo, [])), "python": python, "cell": cell,
+                          "verdict": judge(seen, flaky_tests, set(), 1), "nights": len(seen),
+                          "last_night": seen[-1]["night"]})
+    return summaries
 
 
 def _nearest(store: Store, pins: dict[str, str], python: str | None) -> list[dict[str, Any]]:

@@ -58,6 +58,20 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "CREATE INDEX runs_by_night ON runs (night)",
         "CREATE INDEX verdicts_by_cell ON verdicts (cell, verdict)",
     ),
+    (  # 2: the newest result of each (cell, test) and the one before it, kept at ingest: "the night before" in one
+       # lookup instead of a scan of every combo the cell ever had
+        "CREATE TABLE last_results (cell TEXT NOT NULL, test TEXT NOT NULL, night TEXT NOT NULL, "
+        "outcome TEXT NOT NULL, prev_night TEXT NOT NULL DEFAULT '', prev_outcome TEXT NOT NULL DEFAULT '', "
+        "PRIMARY KEY (cell, test))",
+        "CREATE INDEX verdicts_by_meaning ON verdicts (verdict, run, cell)",
+        "INSERT INTO last_results (cell, test, night, outcome) SELECT combos.cell, results.test, MAX(runs.night), "
+        "'failed' FROM results JOIN runs ON runs.id = results.run JOIN combos ON combos.id = results.combo "
+        "WHERE results.outcome <> 'infra' GROUP BY combos.cell, results.test",
+        "UPDATE last_results SET outcome = (SELECT results.outcome FROM results JOIN runs ON runs.id = results.run "
+        "JOIN combos ON combos.id = results.combo WHERE combos.cell = last_results.cell AND results.test = "
+        "last_results.test AND runs.night = last_results.night AND results.outcome <> 'infra' ORDER BY runs.id DESC "
+        "LIMIT 1)",
+    ),
 )
 SCHEMA = len(MIGRATIONS)
 

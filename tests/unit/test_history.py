@@ -8,6 +8,7 @@ import shutil
 import sqlite3
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from boundary_cli import run
@@ -189,3 +190,55 @@ def test_a_locked_store_is_refused_and_a_killed_ingest_leaves_nothing(tmp_path: 
     monkeypatch.setattr(ingest, "verdict", killed)
     assert run(["history", "ingest", "--db", str(db), str(other)], capsys).code == 130
     assert sqlite3.connect(db).execute("SELECT COUNT(*), (SELECT COUNT(*) FROM results) FROM runs").fetchone() == before
+
+
+@pytest.mark.parametrize("source", ["store", "site", "url"])
+def test_verdict_adds_one_line_of_evidence_from_the_history(source: str, week: tuple[Path, list[Path]],
+                                                            tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """From the store, from a published site's directory, and from its URL (then offline, from the cached copy):
+    the rule verdict and its exit code unchanged, one line of evidence under it."""
+    import http.server
+    import threading
+
+    monkeypatch.setenv("JAXREL_CACHE_DIR", str(tmp_path / "cache"))
+    site = tmp_path / "site"
+    run(["history", "publish", "--db", str(week[0]), "--output", str(site)], capsys)
+    pins = ["jax==0.12.0.dev0", "jaxlib==0.11.0"]
+    plain = run(["verdict", *pins, "--min-backend", "0.11.0"], capsys)
+    if source == "url":  # the site served as GitHub Pages would serve it: static files over HTTP
+        handler = type("Quiet", (http.server.SimpleHTTPRequestHandler,), {"log_message": lambda *a: None})
+        httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), lambda *a: handler(*a, directory=str(site)))
+        threading.Thread(target=httpd.serve_forever, daemon=True).start()
+        url = f"http://127.0.0.1:{httpd.server_address[1]}/"
+        online = run(["verdict", *pins, "--min-backend", "0.11.0", "--history", url], capsys)
+        httpd.shutdown()
+        httpd.server_close()
+        offline = run(["verdict", *pins, "--min-backend", "0.11.0", "--history", url], capsys)
+        assert "history: known bad" in offline.out and "cached copy" in offline.out
+        ran = online
+    else:
+        ran = run(["verdict", *pins, "--min-backend", "0.11.0", "--history", str(week[0] if source == "store"
+                                                                                 else site)], capsys)
+    assert ran.code == plain.code == 0  # the rules say compatible; the history testifies beside them
+    extra = [line for line in ran.out.splitlines() if line not in plain.out.splitlines()]
+    assert len(extra) == 1 and extra[0].strip().startswith("history: known bad"), ran.out
+
+
+def test_doctor_adds_one_line_of_evidence_for_the_installed_set(week: tuple[Path, list[Path]], tmp_path: Path,
+                                                                 site: Any, capsys: pytest.CaptureFixture[str]) -> None:
+    """An environment holding jax 0.12.0.dev0 and jaxlib 0.11.2 on Python 3.12 (an interpreter that answers
+    doctor's probe with a site directory built file by file): the history calls that set flaky."""
+    import sys as _sys
+
+    site.jax("0.12.0.dev0", "0.11.0")
+    site.jaxlib("0.11.2")
+    python = tmp_path / "python3.12"
+    python.write_text(f"#!{_sys.executable}\nimport json\n"
+                      f"print(json.dumps([{str(python)!r}, '3.12.1', [{str(site.root)!r}]]))\n")
+    python.chmod(0o755)
+    plain = run(["doctor", "--python", str(python)], capsys)
+    ran = run(["doctor", "--python", str(python), "--history", str(week[0])], capsys)
+    assert ran.code == plain.code
+    extra = [line for line in ran.out.splitlines() if line not in plain.out.splitlines()]
+    assert len(extra) == 1 and extra[0].startswith("history: flaky"), ran.out
