@@ -4,15 +4,16 @@
 report per night (with compat's own report writer; a few tests fail, break and flake along the year), ingests
 them into a fresh store and prints: the seconds of each tenth night's ingest and the slowest, the time of
 ``history query`` (in process, median of 20, and as a command), of ``history publish`` for the whole year, and
-the HUD's first paint in headless Chromium (its own ``--enable-logging`` paint timing is not portable, so the
-time to a screenshot is measured, an upper bound). Targets: one night ≤ 2 s, query ≤ 50 ms, publish ≤ 20 s,
-first paint ≤ 1 s.
+the HUD's first contentful paint in headless Chromium (the page's own ``PerformanceObserver`` reading, copied
+into the DOM that ``--dump-dom`` prints). Targets: one night ≤ 2 s, query ≤ 50 ms, publish ≤ 20 s, first paint
+≤ 1 s.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import statistics
 import subprocess
@@ -110,14 +111,23 @@ def main() -> None:
     store.close()
     browser = shutil.which("chromium") or shutil.which("chromium-browser")
     if browser:
-        shots = []
-        for _ in range(3):
-            started = time.perf_counter()
-            subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", f"--screenshot={work / 'hud.png'}",
-                            "--window-size=1200,800", (site / "index.html").as_uri()], capture_output=True, timeout=300)
-            shots.append(time.perf_counter() - started)
-        print(f"HUD to a screenshot in headless Chromium (browser start included, an upper bound of first paint): "
-              f"median {statistics.median(shots):.2f} s (target 1 s)")
+        probe = ("<script>new PerformanceObserver(l=>{for(const e of l.getEntries()){if(e.name==="
+                 "'first-contentful-paint'){document.documentElement.setAttribute('data-fcp',e.startTime.toFixed(1));"
+                 "}}}).observe({type:'paint',buffered:true});</script>")
+        timed = site / "first-paint.html"
+        timed.write_text((site / "index.html").read_text().replace("<body>", "<body>" + probe, 1))
+        paints = []
+        for _ in range(5):
+            dom = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=5000",
+                                  "--dump-dom", timed.as_uri()], capture_output=True, text=True, timeout=300).stdout
+            found = re.search(r'data-fcp="([0-9.]+)"', dom)
+            if found:
+                paints.append(float(found.group(1)))
+        if paints:
+            print(f"HUD first contentful paint in headless Chromium: median {statistics.median(paints):.0f} ms "
+                  f"(target 1000 ms), {len(paints)} loads")
+        else:  # headless Chromium reports no paint for a page that loads before its first frame (a tiny one)
+            print("HUD first contentful paint: none observed (the page loaded before headless Chromium painted)")
     print(f"kept in {work}" if args.keep else "")
 
 

@@ -66,11 +66,12 @@ def parse_pins(texts: list[str]) -> dict[str, str]:
 def _combos(store: Store, pins: dict[str, str], python: str | None) -> dict[int, set[tuple[str, str]]]:
     """Every combo holding all ``pins`` (and ``python``): its id → its (name, version) pairs."""
     where, parameters = "", ()  # type: tuple[str, tuple[object, ...]]
-    if pins:  # only the combos holding one of the pins are read; all of them only to find the nearest sets
+    if pins:  # only the combos holding every pin are read; all of them only to find the nearest sets
         holding = " OR ".join("(artifacts.name = ? AND artifacts.version = ?)" for _ in pins)
-        parameters = tuple(value for pair in pins.items() for value in pair)
+        parameters = (*(value for pair in pins.items() for value in pair), len(pins))
         where = ("WHERE combos.id IN (SELECT combo_artifacts.combo FROM combo_artifacts JOIN artifacts ON "
-                 f"artifacts.id = combo_artifacts.artifact WHERE {holding})")
+                 f"artifacts.id = combo_artifacts.artifact WHERE {holding} GROUP BY combo_artifacts.combo "
+                 "HAVING COUNT(DISTINCT artifacts.name) = ?)")
     found: dict[int, set[tuple[str, str]]] = {}
     for combo, name, version, combo_python in store.rows(
             "SELECT combos.id, artifacts.name, artifacts.version, combos.python FROM combos JOIN combo_artifacts ON "

@@ -64,6 +64,7 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "outcome TEXT NOT NULL, prev_night TEXT NOT NULL DEFAULT '', prev_outcome TEXT NOT NULL DEFAULT '', "
         "PRIMARY KEY (cell, test))",
         "CREATE INDEX verdicts_by_meaning ON verdicts (verdict, run, cell)",
+        "CREATE INDEX combos_by_artifact ON combo_artifacts (artifact, combo)",
         "INSERT INTO last_results (cell, test, night, outcome) SELECT combos.cell, results.test, MAX(runs.night), "
         "'failed' FROM results JOIN runs ON runs.id = results.run JOIN combos ON combos.id = results.combo "
         "WHERE results.outcome <> 'infra' GROUP BY combos.cell, results.test",
