@@ -2,7 +2,8 @@
 # Install what `bazelisk build //...` needs on this machine kind, idempotently:
 #   - Bazel 4.2.3 from Debian's bazel-bootstrap (/usr/bin/bazel-4), via apt-get;
 #   - bazelisk from the npm registry, pinned in bazel/tools/package.json, into build/tools/;
-#   - Chromium from Debian (the atlas page's test opens it headless), via apt-get.
+#   - Chromium from Debian (the atlas page's test opens it headless), via apt-get;
+#   - PostgreSQL from Debian (the history store's tests start a server of their own on loopback), via apt-get.
 # Prints where each tool is. Re-running is a no-op when both are present.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -27,6 +28,17 @@ if ! command -v chromium >/dev/null 2>&1; then
   if ! "${sudo_cmd[@]}" apt-get install -y -q chromium >/dev/null; then
     "${sudo_cmd[@]}" apt-get update -q >/dev/null
     "${sudo_cmd[@]}" apt-get install -y -q chromium >/dev/null
+  fi
+fi
+
+if ! command -v initdb >/dev/null 2>&1 && ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
+  echo "installing PostgreSQL (Debian postgresql) ..." >&2
+  sudo_cmd=()
+  if [[ "$(id -u)" != 0 ]]; then sudo_cmd=(sudo); fi
+  export DEBIAN_FRONTEND=noninteractive
+  if ! "${sudo_cmd[@]}" apt-get install -y -q postgresql >/dev/null; then
+    "${sudo_cmd[@]}" apt-get update -q >/dev/null
+    "${sudo_cmd[@]}" apt-get install -y -q postgresql >/dev/null
   fi
 fi
 

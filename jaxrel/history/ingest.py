@@ -27,13 +27,12 @@ from __future__ import annotations
 
 import datetime
 import platform
-import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 
 import jaxrel
 from jaxrel.history.reports import Artifact, CellRecord, ReportRecord, read_report
-from jaxrel.history.store import HistoryError, Store
+from jaxrel.history.store import Db, HistoryError, Store
 
 __all__ = ["Ingested", "ingest", "verdict"]
 
@@ -70,7 +69,7 @@ def ingest(store: Store, path: Path, *, night: str | None = None, source: str | 
     report = read_report(path)
     night = _night(night)
     with store.transaction() as db:
-        if db.execute("SELECT id FROM runs WHERE report_sha256 = ?", (report.sha256,)).fetchone():
+        if db.execute("SELECT id FROM runs WHERE report_sha256 = ?", (report.sha256,)):
             return Ingested(str(path), None, 0, 0, [])
         run = _run(db, report, path, night, source, machine, kind)
         count, regressions = 0, []
@@ -105,40 +104,41 @@ def _night(night: str | None) -> str:
         raise HistoryError(f"--night {night[:40]!r}: not a date; expected YYYY-MM-DD") from None
 
 
-def _run(db: sqlite3.Connection, report: ReportRecord, path: Path, night: str, source: str | None,
+def _run(db: Db, report: ReportRecord, path: Path, night: str, source: str | None,
          machine: str | None, kind: str) -> int:
     recorded = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    cursor = db.execute(
+    (run,), = db.execute(
         "INSERT INTO runs (report_sha256, kind, source, night, recorded, machine, jaxrel_version, frontend, "
-        "frontend_version, frontend_commit) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        "frontend_version, frontend_commit) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (report.sha256, kind, source or f"local:{path.resolve()}", night, recorded, machine or platform.node(),
          jaxrel.__version__, report.frontend.name, report.frontend.version, report.frontend.commit))
-    return int(cursor.lastrowid or 0)
+    return int(run)
 
 
-def _artifact(db: sqlite3.Connection, artifact: Artifact) -> int:
+def _artifact(db: Db, artifact: Artifact) -> int:
     key = (artifact.name, artifact.version, artifact.commit, artifact.sha256)
     db.execute("INSERT INTO artifacts (name, version, commit_sha, sha256) VALUES (?, ?, ?, ?) "
                "ON CONFLICT (name, version, commit_sha, sha256) DO NOTHING", key)
-    return int(db.execute("SELECT id FROM artifacts WHERE name = ? AND version = ? AND commit_sha = ? AND sha256 = ?",
-                          key).fetchone()[0])
+    (found,), = db.execute("SELECT id FROM artifacts WHERE name = ? AND version = ? AND commit_sha = ? AND "
+                           "sha256 = ?", key)
+    return int(found)
 
 
-def _combo(db: sqlite3.Connection, cell: CellRecord) -> int:
+def _combo(db: Db, cell: CellRecord) -> int:
     digest = cell.digest()
-    found = db.execute("SELECT id FROM combos WHERE digest = ?", (digest,)).fetchone()
+    found = db.execute("SELECT id FROM combos WHERE digest = ?", (digest,))
     if found:
-        return int(found[0])
-    cursor = db.execute("INSERT INTO combos (digest, cell, python, platform, device) VALUES (?, ?, ?, ?, ?)",
-                        (digest, cell.cell, cell.python, cell.platform, cell.device))
-    combo = int(cursor.lastrowid or 0)
+        return int(found[0][0])
+    (made,), = db.execute("INSERT INTO combos (digest, cell, python, platform, device) VALUES (?, ?, ?, ?, ?) "
+                          "RETURNING id", (digest, cell.cell, cell.python, cell.platform, cell.device))
+    combo = int(made)
     for role, artifact in cell.artifacts:
         db.execute("INSERT INTO combo_artifacts (combo, artifact, role) VALUES (?, ?, ?) "
                    "ON CONFLICT (combo, artifact) DO NOTHING", (combo, _artifact(db, artifact), role))
     return combo
 
 
-def _before(db: sqlite3.Connection, cell: str, night: str) -> dict[str, str]:
+def _before(db: Db, cell: str, night: str) -> dict[str, str]:
     """Test → its newest outcome in ``cell`` from an earlier night, infra left out (it says nothing of the code).
     From ``last_results`` (the newest night and the one before it); a night ingested out of order, older than
     what is kept, is answered by a scan of the cell's results."""
@@ -160,7 +160,7 @@ def _before(db: sqlite3.Connection, cell: str, night: str) -> dict[str, str]:
         "ORDER BY runs.night, runs.id", (cell, night))}
 
 
-def _remember(db: sqlite3.Connection, latest: list[tuple[str, str, str, str]]) -> None:
+def _remember(db: Db, latest: list[tuple[str, str, str, str]]) -> None:
     """Keep each (cell, test)'s newest night and outcome, and the previous night's, as ``last_results``."""
     db.executemany(
         "INSERT INTO last_results (cell, test, night, outcome) VALUES (?, ?, ?, ?) ON CONFLICT (cell, test) DO UPDATE "
@@ -171,7 +171,7 @@ def _remember(db: sqlite3.Connection, latest: list[tuple[str, str, str, str]]) -
         "last_results.night THEN excluded.outcome ELSE last_results.outcome END", latest)
 
 
-def _same(db: sqlite3.Connection, combo: int, run: int) -> dict[str, set[str]]:
+def _same(db: Db, combo: int, run: int) -> dict[str, set[str]]:
     """Test → outcomes of the same combo in other runs: the same wheels and the same frontend commit (a combo's
     digest holds the commit), a rerun or another job of the same night."""
     found: dict[str, set[str]] = {}

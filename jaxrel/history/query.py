@@ -78,7 +78,7 @@ def _combos(store: Store, pins: dict[str, str], python: str | None) -> dict[int,
             f"combo_artifacts.combo = combos.id JOIN artifacts ON artifacts.id = combo_artifacts.artifact {where}",
             parameters):
         if python is None or combo_python == python:
-            found.setdefault(int(combo), set()).add((str(name), str(version)))  # type: ignore[call-overload]
+            found.setdefault(int(combo), set()).add((str(name), str(version)))
     wanted = set(pins.items())
     return {combo: pairs for combo, pairs in found.items() if wanted <= pairs}
 
@@ -99,7 +99,7 @@ def query(store: Store, pins: dict[str, str], python: str | None = None, passes:
         (CELL_TEST, *combos))
     annotated = {(str(c), str(k)) for c, k in store.rows("SELECT cell, kind FROM annotations WHERE test = ?",
                                                          (CELL_TEST,))}
-    runs = sorted({int(run) for *_, run in rows})  # type: ignore[call-overload]
+    runs = sorted({int(run) for *_, run in rows})
     run_marks = ",".join("?" for _ in runs)
     failing: dict[tuple[int, str], list[str]] = {}
     flaky_tests = 0
@@ -110,10 +110,10 @@ def query(store: Store, pins: dict[str, str], python: str | None = None, passes:
             if meaning == "flaky":
                 flaky_tests += 1
             else:
-                failing.setdefault((int(run), str(cell)), []).append(str(test))  # type: ignore[call-overload]
+                failing.setdefault((int(run), str(cell)), []).append(str(test))
     for night, cell, commit, outcome, meaning, run in rows:
         answer.nights.append({"night": night, "cell": cell, "commit": commit, "outcome": outcome, "verdict": meaning,
-                              "failing": failing.get((int(run), str(cell)), [])[:10]})  # type: ignore[call-overload]
+                              "failing": failing.get((int(run), str(cell)), [])[:10]})
     cells = {entry["cell"] for entry in answer.nights}
     answer.culprits = [{"cell": c, "last_good": g, "first_bad": b, "culprit": k} for c, g, b, k in store.rows(
         f"SELECT cell, last_good, first_bad, culprit FROM culprits WHERE cell IN ({','.join('?' for _ in cells)})",
@@ -144,7 +144,7 @@ def combo_summaries(store: Store) -> list[dict[str, Any]]:
     for combo, name, version in store.rows(
             "SELECT combo_artifacts.combo, artifacts.name, artifacts.version FROM combo_artifacts JOIN artifacts ON "
             "artifacts.id = combo_artifacts.artifact"):
-        pins.setdefault(int(combo), []).append(f"{name}=={version}")  # type: ignore[call-overload]
+        pins.setdefault(int(combo), []).append(f"{name}=={version}")
     nights: dict[int, list[dict[str, Any]]] = {}
     meta: dict[int, tuple[str, str]] = {}
     for combo, cell, python, night, outcome, meaning in store.rows(
@@ -152,13 +152,13 @@ def combo_summaries(store: Store) -> list[dict[str, Any]]:
             "JOIN runs ON runs.id = results.run JOIN combos ON combos.id = results.combo JOIN verdicts ON verdicts.run "
             "= results.run AND verdicts.cell = combos.cell AND verdicts.test = results.test WHERE results.test = ? "
             "ORDER BY runs.night", (CELL_TEST,)):
-        key = int(combo)  # type: ignore[call-overload]
+        key = int(combo)
         meta[key] = (str(cell), str(python))
         nights.setdefault(key, []).append({"night": str(night), "cell": str(cell), "outcome": str(outcome),
                                            "verdict": str(meaning)})
     flaky = {(str(run), str(cell)) for run, cell in store.rows(
         "SELECT DISTINCT run, cell FROM verdicts WHERE verdict = 'flaky'")}
-    runs_of = {(int(c), str(n)): str(r) for c, n, r in store.rows(  # type: ignore[call-overload]
+    runs_of = {(int(c), str(n)): str(r) for c, n, r in store.rows(
         "SELECT results.combo, runs.night, results.run FROM results JOIN runs ON runs.id = results.run "
         "WHERE results.test = ?", (CELL_TEST,))}
     summaries = []

@@ -1,11 +1,15 @@
-"""The history store: one SQLite file (standard library), its schema and its migrations.
+"""The history store: one SQLite file (standard library) or a PostgreSQL database, its schema and migrations.
 
-Opened with WAL and foreign keys on; the schema's version is ``PRAGMA user_version`` and every
-version has one migration, applied in one transaction. A file that is not SQLite, a SQLite file
+A path is a SQLite file, opened with WAL and foreign keys on; its schema's version is ``PRAGMA
+user_version``. ``postgresql://…`` is a shared server (psycopg 3, the ``history`` extra), for several
+projects' nightlies; its schema's version is kept in the ``jaxrel_history`` table. Every version has
+one migration, applied in one transaction. A file that is not SQLite, a SQLite file
 that is not a jaxrel history (tables of its own, no ``jaxrel_history`` marker), a store written by a
 newer jaxrel, or one another writer holds locked: each is one line (exit 2 or 3), nothing written.
-The SQL is portable (``INTEGER``, ``TEXT``, ``REAL``, ``UNIQUE``, ``REFERENCES``; no SQLite-only
-syntax in the queries) so the same schema can live on a shared server.
+The SQL is portable (``TEXT``, ``REAL``, ``UNIQUE``, ``REFERENCES``, ``ON CONFLICT``, ``RETURNING``):
+the two dialects differ in the identity column (``{ID}``), the placeholder (``?`` / ``%s``, converted
+by :class:`Db`), where the schema version lives, and how the one writer is kept (SQLite's
+``BEGIN IMMEDIATE``; PostgreSQL's transaction-level advisory lock).
 
 What it keeps: artifacts (name, version, commit, wheel sha256); combos (the set of artifacts, with
 Python, platform and device, keyed by a digest of all of them); runs (where from, which night, when,
@@ -19,13 +23,15 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterator
+import time
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 from jaxrel.errors import BadInput, ExitCode
 
-__all__ = ["DEFAULT", "SCHEMA", "HistoryError", "Store", "open_store"]
+__all__ = ["DEFAULT", "SCHEMA", "Db", "HistoryError", "Store", "open_store"]
 
 DEFAULT = Path("build") / "history" / "history.sqlite"
 MARKER = "jaxrel_history"
@@ -34,25 +40,25 @@ BUSY_SECONDS = 10.0  # how long a writer waits for another before giving up
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 1: the first schema
         f"CREATE TABLE {MARKER} (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-        "CREATE TABLE artifacts (id INTEGER PRIMARY KEY, name TEXT NOT NULL, version TEXT NOT NULL, "
+        "CREATE TABLE artifacts ({ID}, name TEXT NOT NULL, version TEXT NOT NULL, "
         "commit_sha TEXT NOT NULL DEFAULT '', sha256 TEXT NOT NULL DEFAULT '', "
         "UNIQUE (name, version, commit_sha, sha256))",
-        "CREATE TABLE combos (id INTEGER PRIMARY KEY, digest TEXT NOT NULL UNIQUE, cell TEXT NOT NULL, "
+        "CREATE TABLE combos ({ID}, digest TEXT NOT NULL UNIQUE, cell TEXT NOT NULL, "
         "python TEXT NOT NULL, platform TEXT NOT NULL, device TEXT NOT NULL)",
         "CREATE TABLE combo_artifacts (combo INTEGER NOT NULL REFERENCES combos (id), "
         "artifact INTEGER NOT NULL REFERENCES artifacts (id), role TEXT NOT NULL, PRIMARY KEY (combo, artifact))",
-        "CREATE TABLE runs (id INTEGER PRIMARY KEY, report_sha256 TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, "
+        "CREATE TABLE runs ({ID}, report_sha256 TEXT NOT NULL UNIQUE, kind TEXT NOT NULL, "
         "source TEXT NOT NULL, night TEXT NOT NULL, recorded TEXT NOT NULL, machine TEXT NOT NULL, "
         "jaxrel_version TEXT NOT NULL, frontend TEXT NOT NULL, frontend_version TEXT NOT NULL, "
         "frontend_commit TEXT NOT NULL DEFAULT '')",
-        "CREATE TABLE results (id INTEGER PRIMARY KEY, run INTEGER NOT NULL REFERENCES runs (id), "
+        "CREATE TABLE results ({ID}, run INTEGER NOT NULL REFERENCES runs (id), "
         "combo INTEGER NOT NULL REFERENCES combos (id), test TEXT NOT NULL, outcome TEXT NOT NULL, "
         "duration REAL, signature TEXT NOT NULL DEFAULT '', UNIQUE (run, combo, test))",
         "CREATE TABLE verdicts (run INTEGER NOT NULL REFERENCES runs (id), cell TEXT NOT NULL, test TEXT NOT NULL, "
         "verdict TEXT NOT NULL, PRIMARY KEY (run, cell, test))",
-        "CREATE TABLE culprits (id INTEGER PRIMARY KEY, cell TEXT NOT NULL, last_good TEXT NOT NULL, "
+        "CREATE TABLE culprits ({ID}, cell TEXT NOT NULL, last_good TEXT NOT NULL, "
         "first_bad TEXT NOT NULL, culprit TEXT, log TEXT NOT NULL DEFAULT '', UNIQUE (cell, last_good, first_bad))",
-        "CREATE TABLE annotations (id INTEGER PRIMARY KEY, cell TEXT NOT NULL, test TEXT NOT NULL, "
+        "CREATE TABLE annotations ({ID}, cell TEXT NOT NULL, test TEXT NOT NULL, "
         "kind TEXT NOT NULL, reason TEXT NOT NULL, created TEXT NOT NULL)",
         "CREATE INDEX results_by_combo ON results (combo, test)",
         "CREATE INDEX runs_by_night ON runs (night)",
@@ -77,48 +83,101 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
 SCHEMA = len(MIGRATIONS)
 
 
+IDENTITY = {"sqlite": "id INTEGER PRIMARY KEY", "postgresql": "id BIGINT GENERATED BY DEFAULT AS IDENTITY PRIMARY KEY"}
+LOCK_KEY = 0x6A617872  # "jaxr": the advisory lock every jaxrel writer of a PostgreSQL store takes
+
+
 class HistoryError(BadInput):
     """The store or a report is not what it must be (exit 2); :attr:`exit_code` 3 where the environment failed."""
+
+
+class Db:
+    """One connection in either dialect: ``execute``/``executemany`` take ``?`` placeholders and return rows."""
+
+    def __init__(self, connection: Any, dialect: str) -> None:
+        self.connection = connection
+        self.dialect = dialect
+
+    def _sql(self, sql: str) -> str:
+        return sql.replace("?", "%s") if self.dialect == "postgresql" else sql
+
+    def execute(self, sql: str, parameters: Sequence[object] = ()) -> list[tuple[Any, ...]]:
+        cursor = self.connection.execute(self._sql(sql), tuple(parameters))
+        return list(cursor.fetchall()) if cursor.description else []
+
+    def executemany(self, sql: str, rows: Sequence[Sequence[object]]) -> None:
+        if not rows:
+            return
+        if self.dialect == "postgresql":
+            with self.connection.cursor() as cursor:
+                cursor.executemany(self._sql(sql), rows)
+        else:
+            self.connection.executemany(sql, rows)
 
 
 class Store:
     """An open store: :meth:`transaction` for every write, plain queries through :meth:`rows`."""
 
-    def __init__(self, connection: sqlite3.Connection, path: Path) -> None:
-        self.db = connection
-        self.path = path
+    def __init__(self, connection: Any, dialect: str, where: str) -> None:
+        self.db = Db(connection, dialect)
+        self.path = where  # the file, or the server's URL without its password (for messages)
 
-    def rows(self, sql: str, parameters: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
-        return list(self.db.execute(sql, parameters))
+    @property
+    def dialect(self) -> str:
+        return self.db.dialect
+
+    def rows(self, sql: str, parameters: tuple[object, ...] = ()) -> list[tuple[Any, ...]]:
+        return self.db.execute(sql, parameters)
 
     @contextmanager
-    def transaction(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction (``BEGIN IMMEDIATE``: the one writer, or a clear refusal): all or nothing."""
+    def transaction(self) -> Iterator[Db]:
+        """One write transaction, the only writer (or a clear refusal): all or nothing."""
+        connection = self.db.connection
         try:
-            self.db.execute("BEGIN IMMEDIATE")
-        except sqlite3.OperationalError as error:
-            raise _locked(self.path, error) from None
+            if self.dialect == "sqlite":
+                connection.execute("BEGIN IMMEDIATE")
+            else:
+                connection.execute("BEGIN")
+                waited = time.monotonic()
+                while not connection.execute("SELECT pg_try_advisory_xact_lock(%s)", (LOCK_KEY,)).fetchone()[0]:
+                    if time.monotonic() - waited > BUSY_SECONDS:
+                        connection.rollback()
+                        raise _locked(self.path, "locked")
+                    time.sleep(0.1)
+        except (sqlite3.OperationalError, _server_errors()) as error:
+            raise _locked(self.path, str(error)) from None
         try:
             yield self.db
         except BaseException:
-            self.db.rollback()
+            connection.rollback()
             raise
-        self.db.commit()
+        connection.commit()
 
     def close(self) -> None:
-        self.db.close()
+        self.db.connection.close()
 
 
-def _locked(path: Path, error: sqlite3.Error) -> HistoryError:
-    if "locked" in str(error) or "busy" in str(error):
-        return HistoryError(f"{path}: another jaxrel is writing this store (it stayed locked for {BUSY_SECONDS:g} s); "
+def _server_errors() -> type[Exception]:
+    try:
+        import psycopg
+    except ImportError:
+        return sqlite3.Error
+    return psycopg.OperationalError
+
+
+def _locked(where: str, error: str) -> HistoryError:
+    if "locked" in error or "busy" in error:
+        return HistoryError(f"{where}: another jaxrel is writing this store (it stayed locked for {BUSY_SECONDS:g} s); "
                             "run one collector at a time, or retry when it is done", exit_code=ExitCode.ENVIRONMENT)
-    return HistoryError(f"{path}: the store cannot be written ({error}); check the file and its disk",
+    return HistoryError(f"{where}: the store cannot be written ({error}); check the file and its disk",
                         exit_code=ExitCode.ENVIRONMENT)
 
 
 def open_store(path: str | Path = DEFAULT, *, create: bool = True) -> Store:
-    """The store at ``path``, created and migrated to :data:`SCHEMA` as needed (``create=False``: it must exist)."""
+    """The store at ``path`` (a file, or ``postgresql://…``), created and migrated to :data:`SCHEMA` as needed
+    (``create=False``: it must exist)."""
+    if str(path).startswith(("postgresql://", "postgres://")):
+        return _open_server(str(path), create)
     path = Path(path)
     if path.exists() and not path.is_file():
         raise HistoryError(f"{path}: not a file (a directory or a device); name a history store file with --db")
@@ -135,17 +194,8 @@ def open_store(path: str | Path = DEFAULT, *, create: bool = True) -> Store:
     except sqlite3.DatabaseError as error:
         raise HistoryError(f"{path}: not a SQLite database ({error}); name a jaxrel history store with --db, or "
                            "move this file away") from None
-    if tables and MARKER not in tables:
-        connection.close()
-        raise HistoryError(f"{path}: a SQLite database of something else (tables: {', '.join(sorted(tables)[:5])}); "
-                           "name a jaxrel history store with --db")
-    if version > SCHEMA:
-        connection.close()
-        raise HistoryError(f"{path}: written by a newer jaxrel (schema {version}; this one reads up to {SCHEMA}); "
-                           "upgrade jaxrel (pip install --upgrade jaxrel) to read it")
-    store = Store(connection, path)
-    if version < SCHEMA:
-        _migrate(store, version)
+    store = Store(connection, "sqlite", str(path))
+    _check(store, tables, version)
     try:
         connection.execute("PRAGMA journal_mode = WAL")
     except sqlite3.OperationalError:
@@ -153,12 +203,60 @@ def open_store(path: str | Path = DEFAULT, *, create: bool = True) -> Store:
     return store
 
 
+def _open_server(url: str, create: bool) -> Store:
+    from jaxrel._util.text import redact  # the URL's password never reaches a message
+    from jaxrel.distributions.urls import parse_url
+
+    shown = redact(url)
+    parse_url(url.replace("postgresql://", "http://", 1).replace("postgres://", "http://", 1), "--db")
+    try:
+        import psycopg
+    except ImportError:
+        raise HistoryError("--db postgresql://…: psycopg is not installed; pip install 'jaxrel[history]'",
+                           exit_code=ExitCode.ENVIRONMENT) from None
+    try:
+        connection = psycopg.connect(url, autocommit=True, connect_timeout=int(BUSY_SECONDS))
+        tables = {str(name) for (name,) in connection.execute(
+            "SELECT tablename FROM pg_tables WHERE schemaname = current_schema()").fetchall()}
+        version = 0
+        if MARKER in tables:
+            found = connection.execute(f"SELECT value FROM {MARKER} WHERE key = 'schema'").fetchone()
+            version = int(found[0]) if found else 0
+    except psycopg.Error as error:
+        said = " ".join(redact(str(error)).split())[:200]
+        raise HistoryError(f"--db {shown}: cannot open the store ({said}); check the server, the database and the "
+                           "credentials", exit_code=ExitCode.ENVIRONMENT) from None
+    store = Store(connection, "postgresql", shown)
+    if not tables and not create:
+        store.close()
+        raise HistoryError(f"{shown}: no history store in this database; ingest a report first")
+    _check(store, tables, version)
+    return store
+
+
+def _check(store: Store, tables: set[str], version: int) -> None:
+    """Refuse a foreign or newer store; migrate an older one."""
+    if tables and MARKER not in tables:
+        store.close()
+        raise HistoryError(f"{store.path}: a database of something else (tables: {', '.join(sorted(tables)[:5])}); "
+                           "name a jaxrel history store with --db")
+    if version > SCHEMA:
+        store.close()
+        raise HistoryError(f"{store.path}: written by a newer jaxrel (schema {version}; this one reads up to "
+                           f"{SCHEMA}); upgrade jaxrel (pip install --upgrade jaxrel) to read it")
+    if version < SCHEMA:
+        _migrate(store, version)
+
+
 def _migrate(store: Store, version: int) -> None:
     with store.transaction() as db:
         for number in range(version, SCHEMA):
             for statement in MIGRATIONS[number]:
-                db.execute(statement)
+                db.execute(statement.replace("{ID}", IDENTITY[store.dialect]))
         if version == 0:
-            db.execute(f"INSERT INTO {MARKER} (key, value) VALUES ('created-by', ?)",
-                       (f"jaxrel (pid {os.getpid()})",))
-        db.execute(f"PRAGMA user_version = {SCHEMA}")
+            db.execute(f"INSERT INTO {MARKER} (key, value) VALUES ('created-by', ?)", (f"jaxrel (pid {os.getpid()})",))
+        if store.dialect == "sqlite":
+            db.execute(f"PRAGMA user_version = {SCHEMA}")
+        else:
+            db.execute(f"INSERT INTO {MARKER} (key, value) VALUES ('schema', ?) ON CONFLICT (key) DO UPDATE SET "
+                       "value = excluded.value", (str(SCHEMA),))
