@@ -16,6 +16,7 @@ from jaxrel.cli._common import emit
 from jaxrel.history import ingest, publish, query
 from jaxrel.history.store import DEFAULT, HistoryError, open_store
 
+KINDS = ("flaky", "infra", "expected", "fixed-by")
 HELP = "Every run kept: ingest reports, ask whether a set of wheels is known good, publish the HUD."
 
 
@@ -40,6 +41,13 @@ def add(verbs: Any) -> None:
     asked.add_argument("--python", metavar="3.N", help="only cells on this Python")
     asked.add_argument("--passes", type=int, default=1, metavar="N", help="nights that must pass (default 1)")
     asked.set_defaults(run=run_query)
+    note = common(actions.add_parser("annotate", help="say why a cell's failures are flaky, infra, expected or "
+                                     "fixed by a commit (the query then leaves them out)"))
+    note.add_argument("cell", metavar="CELL")
+    note.add_argument("--test", default="cell", metavar="TEST", help="one test of the cell (default: the cell)")
+    note.add_argument("--kind", required=True, choices=KINDS)
+    note.add_argument("--reason", required=True, metavar="TEXT")
+    note.set_defaults(run=run_annotate)
     site = common(actions.add_parser("publish", help="write the static HUD and its JSON API"))
     site.add_argument("--output", default="site", metavar="DIR", help="where the site goes (default site/)")
     site.add_argument("--commit-url", default=publish.COMMIT_URL, metavar="PATTERN",
@@ -93,6 +101,28 @@ def run_query(args: argparse.Namespace) -> int:
     lines += [f"  nearest tested set: {' '.join(n['pins'])} ({n['in_common']} pins in common)" for n in answer.nearest]
     emit(args, answer.to_json(), "\n".join(lines))
     return answer.exit_code
+
+
+def run_annotate(args: argparse.Namespace) -> int:
+    import datetime
+
+    reason = " ".join(args.reason.split())
+    if not reason or not reason.isprintable() or len(reason) > 500:
+        raise HistoryError("--reason: one line of printable text (at most 500 characters) saying why")
+    store = open_store(args.db, create=False)
+    try:
+        if not store.rows("SELECT 1 FROM combos WHERE cell = ? LIMIT 1", (args.cell,)):
+            raise HistoryError(f"{args.cell[:80]!r}: no such cell in {store.path}; the cells are on the HUD "
+                               "(jaxrel history publish)")
+        created = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        with store.transaction() as db:
+            db.execute("INSERT INTO annotations (cell, test, kind, reason, created) VALUES (?, ?, ?, ?, ?)",
+                       (args.cell, args.test, args.kind, reason, created))
+    finally:
+        store.close()
+    emit(args, {"cell": args.cell, "test": args.test, "kind": args.kind, "reason": reason},
+         f"{args.cell} {args.test}: {args.kind} ({reason})")
+    return 0
 
 
 def run_publish(args: argparse.Namespace) -> int:

@@ -100,6 +100,7 @@ def query(store: Store, pins: dict[str, str], python: str | None = None, passes:
     annotated = {(str(c), str(k)) for c, k in store.rows("SELECT cell, kind FROM annotations WHERE test = ?",
                                                          (CELL_TEST,))}
     runs = sorted({int(run) for *_, run in rows})
+    matched = {(int(run), str(cell)) for _, cell, _, _, _, run in rows}
     run_marks = ",".join("?" for _ in runs)
     failing: dict[tuple[int, str], list[str]] = {}
     flaky_tests = 0
@@ -107,6 +108,8 @@ def query(store: Store, pins: dict[str, str], python: str | None = None, passes:
         for run, cell, test, meaning in store.rows(
                 f"SELECT run, cell, test, verdict FROM verdicts WHERE verdict IN ('new-regression', 'still-failing', "
                 f"'failing', 'flaky') AND run IN ({run_marks}) AND test <> ? ORDER BY test", (*runs, CELL_TEST)):
+            if (int(run), str(cell)) not in matched:
+                continue  # another cell of the same night
             if meaning == "flaky":
                 flaky_tests += 1
             else:

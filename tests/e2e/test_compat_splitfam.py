@@ -88,10 +88,19 @@ def user_tree_untouched(repo: Path) -> None:
 
 def test_own_tests_run_against_each_cells_wheel_from_a_relative_workdir(
         index_reachable: None, releases: Path, repo: Path, tmp_path: Path) -> None:
-    done = compat(repo, releases, tmp_path, "relative/work")
+    done = compat(repo, releases, tmp_path, "relative/work", "--record", str(tmp_path / "history.sqlite"),
+                  "--night", "2026-10-01")
     workdir = tmp_path / "relative" / "work"
     assert done.returncode == 0, done.stderr[-3000:]
     found = cells(workdir)
+    # --record: the real report ingested as the run finished, and the set it tested known good
+    assert "recorded in" in done.stdout and "new regressions: 0" in done.stdout
+    asked = subprocess.run([sys.executable, "-m", "jaxrel", "history", "query", "--db",
+                            str(tmp_path / "history.sqlite"), "--json", "splitfam==0.2.0"],
+                           capture_output=True, text=True, timeout=120)
+    answer = json.loads(asked.stdout)
+    assert asked.returncode == 0 and answer["verdict"] == "known good", asked.stdout + asked.stderr
+    assert {n["cell"] for n in answer["nights"]} == set(found)
     assert set(found) == {OLD, NEW, PLUGINS, NEWER, MISMATCHED}
     for cell_id in (OLD, NEW, PLUGINS):
         cell = found[cell_id]

@@ -242,3 +242,17 @@ def test_doctor_adds_one_line_of_evidence_for_the_installed_set(week: tuple[Path
     assert ran.code == plain.code
     extra = [line for line in ran.out.splitlines() if line not in plain.out.splitlines()]
     assert len(extra) == 1 and extra[0].startswith("history: flaky"), ran.out
+
+
+def test_an_annotated_failure_is_explained(week: tuple[Path, list[Path]], capsys: pytest.CaptureFixture[str]) -> None:
+    db = str(week[0])
+    pins = ["jax==0.12.0.dev0", "jaxlib==0.11.0"]
+    assert json.loads(run(["history", "query", "--db", db, "--json", *pins], capsys).out)["verdict"] == "known bad"
+    run(["history", "annotate", "--db", db, "no-such-cell", "--kind", "expected", "--reason", "x"],
+        capsys).one_line_error(2, "no such cell")
+    run(["history", "annotate", "--db", db, BROKEN_CELL, "--kind", "expected", "--reason", "\x1b[2J"],
+        capsys).one_line_error(2, "--reason")
+    done = run(["history", "annotate", "--db", db, BROKEN_CELL, "--kind", "expected", "--reason",
+                "jaxlib 0.11.0 lacks the new pytree API; gated upstream"], capsys)
+    assert done.code == 0
+    assert json.loads(run(["history", "query", "--db", db, "--json", *pins], capsys).out)["verdict"] == "known good"
