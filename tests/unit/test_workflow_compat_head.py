@@ -53,9 +53,27 @@ def test_scheduled_and_dispatchable() -> None:
 
 
 def test_least_privilege() -> None:
+    """Every job reads the repository only; the one that deploys the HUD to Pages gets what deploying takes."""
     assert HEAD["permissions"] == {}
     for name, job in JOBS.items():
+        if name == "pages":
+            assert job["permissions"] == {"pages": "write", "id-token": "write"} and "steps" in job
+            assert [s.get("uses", "").split("@")[0] for s in job["steps"]] == ["actions/deploy-pages"]
+            continue
         assert job["permissions"] == {"contents": "read"}, name
+
+
+def test_the_history_is_collected_by_one_job_and_published() -> None:
+    job = JOBS["history"]
+    assert set(job["needs"]) == {"matrix", "cell", "report"}
+    ingest = _step(job, "history ingest")["run"]
+    assert "--db build/history/history.sqlite" in ingest and '--source "$RUN_URL"' in ingest
+    assert "jaxrel history publish" in _step(job, "history publish")["run"]
+    restore = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/cache/restore@"))
+    save = next(s for s in job["steps"] if s.get("uses", "").startswith("actions/cache/save@"))
+    assert restore["with"]["path"] == save["with"]["path"] == "build/history"
+    assert restore["with"]["restore-keys"] == "compat-head-history-"
+    assert JOBS["pages"]["needs"] == "history"
 
 
 def test_checkouts_keep_no_credentials() -> None:
@@ -64,7 +82,8 @@ def test_checkouts_keep_no_credentials() -> None:
         checkouts = [s for s in job["steps"] if s.get("uses", "").startswith("actions/checkout@")]
         if not checkouts:
             continue
-        assert [s.get("with", {}).get("repository") for s in checkouts] == [None, "jax-ml/jax"], name
+        repositories = [s.get("with", {}).get("repository") for s in checkouts]
+        assert repositories in ([None, "jax-ml/jax"], [None]), name
         assert all(s["with"]["persist-credentials"] is False for s in checkouts), name
 
 
