@@ -79,3 +79,20 @@ def write_nights(folder: Path, nights: int = 7) -> list[Path]:
         path.write_text(json.dumps(report(night), indent=1))
         paths.append(path)
     return paths
+
+
+def bisect_report(folder: Path, found: bool = True) -> Path:
+    """``bisect.json`` as ``jaxrel bisect`` writes it, naming the planted break's night as the first bad commit."""
+    from jaxrel.bisect.git import Commit
+    from jaxrel.bisect.report import to_json as bisect_json
+    from jaxrel.bisect.search import Result
+
+    culprit = Commit(commit(BREAK_NIGHT), "tree_util: a roundtrip that drops None leaves", "dev <dev@example.invalid>",
+                     "2026-10-04T02:00:00+00:00")
+    result = Result("found" if found else "candidates", "py3.12-jaxlib0.11.0", commit(BREAK_NIGHT + 1),
+                    [commit(BREAK_NIGHT - 1)], commits_in_range=2, first_bad=culprit if found else None,
+                    message="" if found else "skips left 2 candidates")
+    path = folder / "bisect.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(bisect_json(result), indent=1))
+    return path

@@ -29,8 +29,8 @@ def add(verbs: Any) -> None:
         parser.add_argument("--json", action="store_true", help="print a JSON object instead of text")
         return parser
 
-    taken = common(actions.add_parser("ingest", help="ingest compat report.json files (or the directories holding "
-                                      "them) into the store, once each"))
+    taken = common(actions.add_parser("ingest", help="ingest compat report.json and bisect.json files (or the "
+                                      "directories holding them) into the store, once each"))
     taken.add_argument("reports", nargs="+", metavar="REPORT|DIR")
     taken.add_argument("--night", metavar="YYYY-MM-DD", help="the night the reports belong to (default: today, UTC)")
     taken.add_argument("--source", metavar="URL", help="where the reports came from (a CI run's URL)")
@@ -60,9 +60,10 @@ def _reports(paths: list[str]) -> list[Path]:
     for text in paths:
         path = Path(text)
         if path.is_dir():
-            below = sorted(path.rglob("report.json"))
+            below = sorted([*path.rglob("report.json"), *path.rglob("bisect.json")])
             if not below:
-                raise HistoryError(f"{path}: no report.json below this directory; pass compat's report.json")
+                raise HistoryError(f"{path}: no report.json or bisect.json below this directory; pass compat's "
+                                   "report.json or bisect's bisect.json")
             found += below
         elif path.is_file():
             found.append(path)

@@ -1,5 +1,8 @@
 """Ingest: one report into the store, in one transaction, with the meaning of every result computed and kept.
 
+A compat ``report.json`` brings a night's results; a ``bisect.json`` brings the culprit ``jaxrel bisect``
+named for a cell (the range it searched, the first bad commit when it converged, a short log).
+
 A report whose sha256 the store already holds changes nothing (ingest twice = once). A report that
 cannot be read changes nothing either (it is read whole before the transaction starts), and a run
 killed mid-ingest leaves the store as it was (SQLite's transaction, not jaxrel's care).
@@ -31,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jaxrel
-from jaxrel.history.reports import Artifact, CellRecord, ReportRecord, read_report
+from jaxrel.history.reports import Artifact, BisectRecord, CellRecord, ReportRecord, read_any
 from jaxrel.history.store import Db, HistoryError, Store
 
 __all__ = ["Ingested", "ingest", "verdict"]
@@ -66,8 +69,11 @@ def verdict(now: str, before: str | None, same_combo_and_commit: set[str]) -> st
 def ingest(store: Store, path: Path, *, night: str | None = None, source: str | None = None,
            machine: str | None = None, kind: str = "compat") -> Ingested:
     """Ingest the report at ``path`` (read whole first), as of ``night`` (``YYYY-MM-DD``, default today, UTC)."""
-    report = read_report(path)
+    found = read_any(path)
     night = _night(night)
+    if isinstance(found, BisectRecord):
+        return _culprit(store, found, path, night, source, machine)
+    report = found
     with store.transaction() as db:
         if db.execute("SELECT id FROM runs WHERE report_sha256 = ?", (report.sha256,)):
             return Ingested(str(path), None, 0, 0, [])
@@ -93,6 +99,24 @@ def ingest(store: Store, path: Path, *, night: str | None = None, source: str | 
             _remember(db, latest)
             count += len(results)
     return Ingested(str(path), run, len(report.cells), count, regressions)
+
+
+def _culprit(store: Store, found: BisectRecord, path: Path, night: str, source: str | None,
+             machine: str | None) -> Ingested:
+    """A bisect report: the cell's culprit for its range (a later report of the same range replaces it)."""
+    with store.transaction() as db:
+        if db.execute("SELECT id FROM runs WHERE report_sha256 = ?", (found.sha256,)):
+            return Ingested(str(path), None, 0, 0, [])
+        recorded = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        (run,), = db.execute(
+            "INSERT INTO runs (report_sha256, kind, source, night, recorded, machine, jaxrel_version, frontend, "
+            "frontend_version, frontend_commit) VALUES (?, 'bisect', ?, ?, ?, ?, ?, '', '', ?) RETURNING id",
+            (found.sha256, source or f"local:{path.resolve()}", night, recorded, machine or platform.node(),
+             jaxrel.__version__, found.first_bad))
+        db.execute("INSERT INTO culprits (cell, last_good, first_bad, culprit, log) VALUES (?, ?, ?, ?, ?) "
+                    "ON CONFLICT (cell, last_good, first_bad) DO UPDATE SET culprit = excluded.culprit, "
+                    "log = excluded.log", (found.cell, found.last_good, found.first_bad, found.culprit, found.log))
+    return Ingested(str(path), int(run), 1, 0, [])
 
 
 def _night(night: str | None) -> str:

@@ -24,7 +24,7 @@ from jaxrel.distributions.filenames import name_and_version, wheel_tags
 from jaxrel.errors import JaxrelError
 from jaxrel.history.store import HistoryError
 
-__all__ = ["Artifact", "CellRecord", "ReportRecord", "TestRecord", "read_report"]
+__all__ = ["Artifact", "BisectRecord", "CellRecord", "ReportRecord", "TestRecord", "read_any", "read_report"]
 
 CELL_TEST = "cell"  # the test id under which a cell's own outcome is kept
 _COMMIT = re.compile(r"[0-9a-f]{7,64}")
@@ -68,6 +68,51 @@ class ReportRecord:
     sha256: str
     frontend: Artifact
     cells: list[CellRecord]
+
+
+@dataclass(frozen=True)
+class BisectRecord:
+    """What ``jaxrel bisect`` named for a cell: the range it searched and the first bad commit, if it converged."""
+
+    sha256: str
+    cell: str
+    last_good: str
+    first_bad: str
+    culprit: str | None
+    log: str
+
+
+def read_any(path: Path) -> ReportRecord | BisectRecord:
+    """A compat ``report.json`` or a ``bisect.json``, told apart by their shape."""
+    try:
+        raw = localfiles.read_bytes(path, what="the report", limit=MAX_REPORT)
+        data = localfiles.loads_json(raw, str(path))
+    except JaxrelError as error:
+        raise HistoryError(str(error)) from None
+    if isinstance(data, dict) and "goods" in data and "first_bad" in data:
+        return _bisect(data, path, hashlib.sha256(raw).hexdigest())
+    return read_report(path)
+
+
+def _bisect(data: dict[str, Any], path: Path, sha256: str) -> BisectRecord:
+    cell = _text(data.get("cell"), path, "cell")
+    bad, goods = data.get("bad"), data.get("goods")
+    _need(isinstance(bad, str) and bool(_COMMIT.fullmatch(bad)), path, "bad", "a commit hash")
+    _need(isinstance(goods, list) and bool(goods) and all(isinstance(g, str) and _COMMIT.fullmatch(g) for g in goods),
+          path, "goods", "a list of commit hashes")
+    assert isinstance(goods, list)
+    first = data.get("first_bad")
+    culprit = None
+    if data.get("status") == "found":
+        named = first.get("hash") if isinstance(first, dict) else None
+        _need(isinstance(named, str) and bool(_COMMIT.fullmatch(named)), path, "first_bad.hash",
+              "the commit bisect named")
+        culprit = str(named)
+    message = data.get("message")
+    steps = data.get("steps")
+    log = f"{data.get('status')}: {message if isinstance(message, str) else ''}".strip()[:2000]
+    log += f"\n{len(steps) if isinstance(steps, list) else 0} steps"
+    return BisectRecord(sha256, cell, str(goods[-1]), str(bad), culprit, log)
 
 
 def _need(condition: bool, path: Path, where: str, expected: str) -> None:

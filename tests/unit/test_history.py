@@ -256,3 +256,22 @@ def test_an_annotated_failure_is_explained(week: tuple[Path, list[Path]], capsys
                 "jaxlib 0.11.0 lacks the new pytree API; gated upstream"], capsys)
     assert done.code == 0
     assert json.loads(run(["history", "query", "--db", db, "--json", *pins], capsys).out)["verdict"] == "known good"
+
+
+def test_a_bisect_report_names_the_culprit_on_the_hud_and_in_the_answer(week: tuple[Path, list[Path]], tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from history_support import bisect_report, commit
+
+    db = str(week[0])
+    path = bisect_report(tmp_path / "bisect")
+    assert run(["history", "ingest", "--db", db, str(path)], capsys).code == 0
+    assert "already kept" in run(["history", "ingest", "--db", db, str(path)], capsys).out
+    answer = json.loads(run(["history", "query", "--db", db, "--json", "jaxlib==0.11.0"], capsys).out)
+    assert answer["culprits"] == [{"cell": BROKEN_CELL, "last_good": commit(BREAK_NIGHT - 1),
+                                   "first_bad": commit(BREAK_NIGHT + 1), "culprit": commit(BREAK_NIGHT)}]
+    site = tmp_path / "site"
+    run(["history", "publish", "--db", db, "--output", str(site)], capsys)
+    page = (site / "cells" / f"{BROKEN_CELL}.html").read_text()
+    assert f"https://github.com/jax-ml/jax/commit/{commit(BREAK_NIGHT)}" in page and "jaxrel bisect --good" in page
+    culprits = json.loads((site / "api" / "v1" / "culprits.json").read_text())["culprits"]
+    assert culprits[0]["culprit"] == commit(BREAK_NIGHT) and culprits[0]["log"].startswith("found")
