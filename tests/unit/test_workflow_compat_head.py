@@ -65,7 +65,8 @@ def test_least_privilege() -> None:
 
 def test_the_history_is_collected_by_one_job_and_published() -> None:
     job = JOBS["history"]
-    assert set(job["needs"]) == {"matrix", "cell", "report"}
+    assert set(job["needs"]) == {"matrix", "cell", "report", "bisect"}
+    assert "build/bisect-all/*/bisect.json" in _step(job, "history ingest")["run"]
     ingest = _step(job, "history ingest")["run"]
     assert "--db build/history/history.sqlite" in ingest and '--source "$RUN_URL"' in ingest
     assert "jaxrel history publish" in _step(job, "history publish")["run"]
