@@ -43,12 +43,16 @@ class Postgres:
         self._run(str(self.bindir / "initdb"), "-D", str(self.data), "--auth=trust", "-U", "postgres", "-E", "UTF8")
         self._run(str(self.bindir / "pg_ctl"), "-D", str(self.data), "-l", str(self.root / "log"), "-w", "-t", "60",
                   "-o", f"-c listen_addresses=127.0.0.1 -p {self.port} -k {self.root} -c fsync=off", "start")
-        self.sql(f"CREATE ROLE releaser LOGIN PASSWORD '{PASSWORD}'")  # DDL takes no parameters; a constant
-        hba = self.data / "pg_hba.conf"
-        self._run("sh", "-c", f"printf 'host all releaser 127.0.0.1/32 scram-sha-256\\n' | cat - {hba} > {hba}.new "
-                              f"&& mv {hba}.new {hba}")
-        self.sql("SELECT pg_reload_conf()")
         self.count = 0
+        try:
+            self.sql(f"CREATE ROLE releaser LOGIN PASSWORD '{PASSWORD}'")  # DDL takes no parameters; a constant
+            hba = self.data / "pg_hba.conf"
+            self._run("sh", "-c", f"printf 'host all releaser 127.0.0.1/32 scram-sha-256\\n' | cat - {hba} > "
+                                  f"{hba}.new && mv {hba}.new {hba}")
+            self.sql("SELECT pg_reload_conf()")
+        except BaseException:
+            self.stop()  # a server whose setup failed is never left running
+            raise
 
     def _run(self, *args: str) -> None:
         subprocess.run([*self.as_user, *args], check=True, capture_output=True, timeout=120)
