@@ -9,37 +9,25 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tools="$root/build/tools"
 
+apt_install() {  # apt_install WHAT PACKAGE: Debian's package, refreshing the lists only when the install needs it
+  echo "installing $1 (Debian $2) ..." >&2
+  local sudo_cmd=()
+  if [[ "$(id -u)" != 0 ]]; then sudo_cmd=(sudo); fi
+  export DEBIAN_FRONTEND=noninteractive
+  if ! "${sudo_cmd[@]}" apt-get install -y -q "$2" >/dev/null; then
+    "${sudo_cmd[@]}" apt-get update -q >/dev/null
+    "${sudo_cmd[@]}" apt-get install -y -q "$2" >/dev/null
+  fi
+}
+
 if [[ ! -x /usr/bin/bazel-4 ]]; then
-  echo "installing Bazel 4 (Debian bazel-bootstrap) ..." >&2
-  sudo_cmd=()
-  if [[ "$(id -u)" != 0 ]]; then sudo_cmd=(sudo); fi
-  export DEBIAN_FRONTEND=noninteractive
-  if ! "${sudo_cmd[@]}" apt-get install -y -q bazel-bootstrap >/dev/null; then
-    "${sudo_cmd[@]}" apt-get update -q >/dev/null
-    "${sudo_cmd[@]}" apt-get install -y -q bazel-bootstrap >/dev/null
-  fi
+  apt_install "Bazel 4" bazel-bootstrap
 fi
-
 if ! command -v chromium >/dev/null 2>&1; then
-  echo "installing Chromium (Debian chromium) ..." >&2
-  sudo_cmd=()
-  if [[ "$(id -u)" != 0 ]]; then sudo_cmd=(sudo); fi
-  export DEBIAN_FRONTEND=noninteractive
-  if ! "${sudo_cmd[@]}" apt-get install -y -q chromium >/dev/null; then
-    "${sudo_cmd[@]}" apt-get update -q >/dev/null
-    "${sudo_cmd[@]}" apt-get install -y -q chromium >/dev/null
-  fi
+  apt_install Chromium chromium
 fi
-
 if ! command -v initdb >/dev/null 2>&1 && ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
-  echo "installing PostgreSQL (Debian postgresql) ..." >&2
-  sudo_cmd=()
-  if [[ "$(id -u)" != 0 ]]; then sudo_cmd=(sudo); fi
-  export DEBIAN_FRONTEND=noninteractive
-  if ! "${sudo_cmd[@]}" apt-get install -y -q postgresql >/dev/null; then
-    "${sudo_cmd[@]}" apt-get update -q >/dev/null
-    "${sudo_cmd[@]}" apt-get install -y -q postgresql >/dev/null
-  fi
+  apt_install PostgreSQL postgresql
 fi
 
 wanted="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["devDependencies"]["@bazel/bazelisk"])' \
