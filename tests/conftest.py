@@ -62,3 +62,16 @@ collect_ignore = ["data"]  # data: sample projects with tests of their own (spli
 # The generative fuzz tests (tests/unit/test_fuzz_*.py) run a bounded count in CI; `nox -s fuzz`
 # loads this profile (--hypothesis-profile fuzz) and each of them runs this many examples.
 settings.register_profile("fuzz", max_examples=3000, deadline=None)
+
+
+@pytest.fixture(autouse=True)
+def _secrets_of_this_test_only() -> object:
+    """Each ``jaxrel`` command is a process of its own, so the secrets it remembers (``remember_secret``) die with
+    it; tests run many commands in one process, so each test gets back the set it started with. Without this, a
+    fuzzed URL's fragment remembered in one test changed what another test's redaction printed."""
+    from jaxrel._util import text
+
+    saved = set(text._remembered)
+    yield
+    text._remembered.clear()
+    text._remembered.update(saved)
