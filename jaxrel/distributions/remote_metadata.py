@@ -34,6 +34,7 @@ import urllib.parse
 import urllib.request
 import zipfile
 import zlib
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -71,7 +72,8 @@ class RangeFile(io.RawIOBase):
     """A remote file of ``size`` bytes as a seekable, read-only file; missing bytes come from ``fetch(start, end)``
     (inclusive), at least :data:`MIN_READ` at a time, and are kept."""
 
-    def __init__(self, size: int, fetch: object, known: dict[int, bytes] | None = None, name: str = "") -> None:
+    def __init__(self, size: int, fetch: Callable[[int, int], bytes], known: dict[int, bytes] | None = None,
+                 name: str = "") -> None:
         super().__init__()
         self.size = size
         self._fetch = fetch
@@ -114,7 +116,7 @@ class RangeFile(io.RawIOBase):
                                           "range reads; not a wheel jaxrel reads remotely")
             first = start
             last = min(self.size, max(end, start + MIN_READ)) - 1
-            fetched = self._fetch(first, last)  # type: ignore[operator]
+            fetched = self._fetch(first, last)
             self.reads += 1
             self._segments[first] = fetched
             data = fetched[: end - start]
