@@ -17,6 +17,7 @@ BROKEN_TEST = "tests/test_api.py::test_pytree_roundtrip"
 FLAKY_TEST = "tests/test_transforms.py::test_vmap_grad"
 TESTS = ("tests/test_api.py::test_jit", BROKEN_TEST, FLAKY_TEST)
 CELLS = {  # id → (backend, plugins)
+    "py3.12-jaxlib0.12.0": ("0.12.0", ()),  # newer than the frontend: the guard refuses it, as the rules expect
     "py3.12-jaxlib0.11.0": ("0.11.0", ()),
     "py3.12-jaxlib0.11.2": ("0.11.2", ()),
     "py3.12-jaxlib0.11.2-cuda13": ("0.11.2", (("jax-cuda13-plugin", "0.11.2"), ("jax-cuda13-pjrt", "0.11.2"))),
@@ -46,9 +47,16 @@ def report(night: int) -> dict[str, object]:
     for cell_id, (backend, plugins) in CELLS.items():
         if plugins and night > LAST_CUDA_NIGHT:
             continue  # the GPU runner went away: the cell stops reporting
-        cell = Cell(cell_id, "3.12", backend, plugins, Purpose.PLUGINS if plugins else Purpose.ADMITTED,
-                    Outcome.ACCEPTED)
+        refused = backend == "0.12.0"
+        cell = Cell(cell_id, "3.12", backend, plugins, Purpose.NEWER_THAN_FRONTEND if refused else
+                    Purpose.PLUGINS if plugins else Purpose.ADMITTED, Outcome.REFUSED if refused else Outcome.ACCEPTED)
         cells.append(cell)
+        if refused:
+            result = CellResult(cell, Outcome.REFUSED, True, 3.0, guard_message="jaxlib 0.12.0 is newer than jax",
+                                wheels=_wheels(backend, plugins))
+            result.settle()
+            results.append(result)
+            continue
         outcomes = {test: "passed" for test in TESTS}
         failures, problems = [], []
         if cell_id == "py3.12-jaxlib0.11.0" and night >= BREAK_NIGHT:

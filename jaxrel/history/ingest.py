@@ -14,6 +14,7 @@ byte for byte) at the same frontend commit:
 | now | the same combo and commit also | the night before | verdict |
 |---|---|---|---|
 | infra (no result: environment, install, timeout) | | | ``infra`` |
+| refused by the guard, as the rules expect | | | ``refused`` |
 | passed only on rerun | | | ``flaky`` |
 | passed | failed | | ``flaky`` |
 | passed | | failed | ``fixed`` |
@@ -53,7 +54,7 @@ class Ingested:
 
 def verdict(now: str, before: str | None, same_combo_and_commit: set[str]) -> str:
     """The meaning of one result (see the module doc)."""
-    if now in ("infra", "flaky"):
+    if now in ("infra", "flaky", "refused"):
         return now
     if now in GOOD:
         if "failed" in same_combo_and_commit:

@@ -33,7 +33,7 @@ __all__ = ["COMMIT_URL", "COLOURS", "publish", "site_data"]
 
 COMMIT_URL = "https://github.com/jax-ml/jax/commit/{commit}"
 COLOURS = {"passed": "#2da44e", "fixed": "#1a7f37", "new-regression": "#cf222e", "still-failing": "#a40e26",
-           "failing": "#cf222e", "flaky": "#bf8700", "infra": "#8c959f"}
+           "failing": "#cf222e", "flaky": "#bf8700", "infra": "#8c959f", "refused": "#6639ba"}
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 

@@ -5,7 +5,8 @@ Python) and looks at every combo whose artifacts include all of them. Its answer
 own outcomes night by night:
 
 - ``known bad``: a night failed for a reason the history did not explain away (not flaky, not infra,
-  not annotated); the evidence names the nights, the failing tests and the culprit bisect named;
+  not annotated), or the guard refused the set (the rules say it does not work); the evidence names the
+  nights, the failing tests and the culprit bisect named;
 - ``flaky``: results disagree on the same wheels and commit, or passed only on rerun;
 - ``known good``: at least ``passes`` nights passed and nothing failed unexplained;
 - ``untested``: no combo holds this set; the nearest tested sets are named (most pins in common).
@@ -114,9 +115,14 @@ def query(store: Store, pins: dict[str, str], python: str | None = None, passes:
                 flaky_tests += 1
             else:
                 failing.setdefault((int(run), str(cell)), []).append(str(test))
+    combo_of = {(int(run), str(cell)): int(combo) for run, cell, combo in store.rows(
+        f"SELECT results.run, combos.cell, results.combo FROM results JOIN combos ON combos.id = results.combo "
+        f"WHERE results.test = ? AND results.combo IN ({marks})", (CELL_TEST, *combos))}
+    wanted = set(pins.items())
     for night, cell, commit, outcome, meaning, run in rows:
+        exact = combos[combo_of[(int(run), str(cell))]] == wanted  # the set asked about, nothing beside it
         answer.nights.append({"night": night, "cell": cell, "commit": commit, "outcome": outcome, "verdict": meaning,
-                              "failing": failing.get((int(run), str(cell)), [])[:10]})
+                              "failing": failing.get((int(run), str(cell)), [])[:10], "exact": exact})
     cells = {entry["cell"] for entry in answer.nights}
     answer.culprits = [{"cell": c, "last_good": g, "first_bad": b, "culprit": k} for c, g, b, k in store.rows(
         f"SELECT cell, last_good, first_bad, culprit FROM culprits WHERE cell IN ({','.join('?' for _ in cells)})",
@@ -132,8 +138,8 @@ def judge(nights: list[dict[str, Any]], flaky_tests: int, annotated: set[tuple[s
     published feed."""
     unexplained = [n for n in nights if n["outcome"] == "failed" and n["verdict"] != "flaky"
                    and (n["cell"], "flaky") not in annotated and (n["cell"], "expected") not in annotated]
-    if unexplained:
-        return KNOWN_BAD
+    if unexplained or any(n["outcome"] == "refused" and n.get("exact", True) for n in nights):
+        return KNOWN_BAD  # a refusal condemns the set refused, not a smaller one inside it (a wrong plugin beside)
     if flaky_tests or any(n["verdict"] == "flaky" for n in nights):
         return FLAKY
     if sum(1 for n in nights if n["outcome"] == "passed") >= passes:

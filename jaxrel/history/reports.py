@@ -2,7 +2,8 @@
 
 What a night keeps of each cell: its id, Python, the frontend (name, version, commit), the backend and
 plugin wheels that made it (name, version, wheel sha256 from the cell's installed wheels), the
-platform and device, the cell's own outcome (``cell`` as a test: passed, failed or infra) and every
+platform and device, the cell's own outcome (``cell`` as a test: passed, failed, infra, or refused
+where the guard refused the set as the rules expect: a set that does not work, by design) and every
 test of the compat suite (``outcomes``) and every failed test of the frontend's own tests, with the
 triage's verdict (``flaky`` when it passed on rerun). A file that is not JSON, not a compat report
 (another tool's JSON, a report of nothing) or holds a field of the wrong type is one
@@ -42,7 +43,7 @@ class Artifact:
 @dataclass(frozen=True)
 class TestRecord:
     test: str
-    outcome: str  # passed | failed | skipped | infra | flaky
+    outcome: str  # passed | failed | skipped | infra | flaky | refused (the guard refused the set, as expected)
     duration: float | None = None
     signature: str = ""
 
@@ -197,7 +198,9 @@ def _tests(item: dict[str, Any], where: str, path: Path) -> list[TestRecord]:
     _need(isinstance(failures, list) and all(isinstance(f, dict) for f in failures), path, f"{where}.failures",
           "a list of objects")
     infra = not ok and not failures and bool(problems)  # failed before any test: environment, install, timeout
-    tests = [TestRecord(CELL_TEST, "passed" if ok else ("infra" if infra else "failed"), duration,
+    refused = item.get("observed") == "refused"  # the guard refused the set (as the rules expect, when ok)
+    outcome = "refused" if refused and ok else "passed" if ok else ("infra" if infra else "failed")
+    tests = [TestRecord(CELL_TEST, outcome, duration,
                         _signature(str(problems[0])) if problems else "")]
     verdicts = {str(f.get("test")): f for f in failures if isinstance(f.get("test"), str)}
     outcomes = item.get("outcomes", {})

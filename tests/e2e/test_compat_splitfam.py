@@ -93,14 +93,23 @@ def test_own_tests_run_against_each_cells_wheel_from_a_relative_workdir(
     workdir = tmp_path / "relative" / "work"
     assert done.returncode == 0, done.stderr[-3000:]
     found = cells(workdir)
-    # --record: the real report ingested as the run finished, and the set it tested known good
+    # --record: the real report ingested as the run finished; the set the guard accepted is known good, the set
+    # it refused (as the rules expect) known bad: refused is never good
     assert "recorded in" in done.stdout and "new regressions: 0" in done.stdout
-    asked = subprocess.run([sys.executable, "-m", "jaxrel", "history", "query", "--db",
-                            str(tmp_path / "history.sqlite"), "--json", "splitfam==0.2.0"],
-                           capture_output=True, text=True, timeout=120)
-    answer = json.loads(asked.stdout)
-    assert asked.returncode == 0 and answer["verdict"] == "known good", asked.stdout + asked.stderr
-    assert {n["cell"] for n in answer["nights"]} == set(found)
+
+    def ask(*pins: str) -> dict[str, Any]:
+        asked = subprocess.run([sys.executable, "-m", "jaxrel", "history", "query", "--db",
+                                str(tmp_path / "history.sqlite"), "--json", *pins],
+                               capture_output=True, text=True, timeout=120)
+        return {**json.loads(asked.stdout), "exit": asked.returncode}
+
+    good = ask("splitfam==0.2.0", "splitfam-core==0.2.0")
+    assert good["verdict"] == "known good" and good["exit"] == 0, good
+    assert {n["cell"] for n in good["nights"]} == {NEW, PLUGINS, MISMATCHED}
+    # the mismatched plugin's cell holds this pair too; its refusal is the plugin's, not the pair's
+    assert [n["exact"] for n in good["nights"] if n["outcome"] == "refused"] == [False]
+    refused = ask("splitfam==0.2.0", "splitfam-core==0.3.0")
+    assert refused["verdict"] == "known bad" and [n["outcome"] for n in refused["nights"]] == ["refused"]
     assert set(found) == {OLD, NEW, PLUGINS, NEWER, MISMATCHED}
     for cell_id in (OLD, NEW, PLUGINS):
         cell = found[cell_id]

@@ -86,6 +86,7 @@ def test_ingest_twice_is_once_and_a_directory_takes_every_report(tmp_path: Path,
     (["jax==0.12.0.dev0", "jaxlib==0.11.2"], "flaky", 1),
     (["jaxlib==0.11.2", "jax-cuda13-plugin==0.11.2"], "known good", 0),
     (["jax==0.12.0.dev0", "jaxlib==0.10.2"], "untested", 1),
+    (["jax==0.12.0.dev0", "jaxlib==0.12.0"], "known bad", 1),  # refused by the guard every night, as expected
 ])
 def test_the_query_answers_all_four_verdicts(week: tuple[Path, list[Path]], pins: list[str], verdict: str, code: int,
                                              capsys: pytest.CaptureFixture[str]) -> None:
@@ -93,7 +94,9 @@ def test_the_query_answers_all_four_verdicts(week: tuple[Path, list[Path]], pins
     assert ran.code == code, ran.err
     answer = json.loads(ran.out)
     assert answer["verdict"] == verdict
-    if verdict == "known bad":
+    if verdict == "known bad" and "jaxlib==0.12.0" in pins:
+        assert {n["outcome"] for n in answer["nights"]} == {"refused"}
+    elif verdict == "known bad":
         failed = [n for n in answer["nights"] if n["outcome"] == "failed"]
         assert failed[0]["night"] == night_date(BREAK_NIGHT) and BROKEN_TEST in failed[0]["failing"]
     if verdict == "untested":
