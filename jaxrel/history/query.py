@@ -93,15 +93,15 @@ def query(store: Store, pins: dict[str, str], python: str | None = None, passes:
         return answer
     marks = ",".join("?" for _ in combos)
     rows = store.rows(
-        "SELECT runs.night, combos.cell, runs.frontend_commit, results.outcome, verdicts.verdict, results.run "
-        "FROM results JOIN runs ON runs.id = results.run JOIN combos ON combos.id = results.combo "
+        "SELECT runs.night, combos.cell, runs.frontend_commit, results.outcome, verdicts.verdict, results.run, "
+        "results.combo FROM results JOIN runs ON runs.id = results.run JOIN combos ON combos.id = results.combo "
         "JOIN verdicts ON verdicts.run = results.run AND verdicts.cell = combos.cell AND verdicts.test = results.test "
         f"WHERE results.test = ? AND results.combo IN ({marks}) ORDER BY runs.night, combos.cell",
         (CELL_TEST, *combos))
     annotated = {(str(c), str(k)) for c, k in store.rows("SELECT cell, kind FROM annotations WHERE test = ?",
                                                          (CELL_TEST,))}
-    runs = sorted({int(run) for *_, run in rows})
-    matched = {(int(run), str(cell)) for _, cell, _, _, _, run in rows}
+    runs = sorted({int(row[5]) for row in rows})
+    matched = {(int(row[5]), str(row[1])) for row in rows}
     run_marks = ",".join("?" for _ in runs)
     failing: dict[tuple[int, str], list[str]] = {}
     flaky_tests = 0
@@ -115,12 +115,9 @@ def query(store: Store, pins: dict[str, str], python: str | None = None, passes:
                 flaky_tests += 1
             else:
                 failing.setdefault((int(run), str(cell)), []).append(str(test))
-    combo_of = {(int(run), str(cell)): int(combo) for run, cell, combo in store.rows(
-        f"SELECT results.run, combos.cell, results.combo FROM results JOIN combos ON combos.id = results.combo "
-        f"WHERE results.test = ? AND results.combo IN ({marks})", (CELL_TEST, *combos))}
     wanted = set(pins.items())
-    for night, cell, commit, outcome, meaning, run in rows:
-        exact = combos[combo_of[(int(run), str(cell))]] == wanted  # the set asked about, nothing beside it
+    for night, cell, commit, outcome, meaning, run, combo in rows:
+        exact = combos[int(combo)] == wanted  # the set asked about, nothing beside it
         answer.nights.append({"night": night, "cell": cell, "commit": commit, "outcome": outcome, "verdict": meaning,
                               "failing": failing.get((int(run), str(cell)), [])[:10], "exact": exact})
     cells = {entry["cell"] for entry in answer.nights}
