@@ -58,6 +58,8 @@ def to_json(result: Result) -> dict[str, Any]:
         "seconds": round(result.seconds, 2),
         "deps_as_of": result.deps_as_of,
         "notes": result.notes,
+        "tests": result.tests,
+        "keyword": result.keyword,
     }
 
 

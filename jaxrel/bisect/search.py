@@ -98,6 +98,8 @@ class Result:
     seconds: float = 0.0
     deps_as_of: str | None = None
     notes: list[str] = field(default_factory=list)
+    tests: list[str] = field(default_factory=list)  # the selection bisected (paths and node ids)
+    keyword: str | None = None  # -k
     message: str = ""
 
     @property
@@ -271,7 +273,7 @@ def run(request: Request, family: Family, progress: Progress) -> Result:
     config = replace(config, env_root=str(workdir / "envs" / cell.id), cell=cell.id,
                      backend=f"{family.backend.distribution} {cell.backend}")
     newest_good = sorted((repo.commit(good) for good in goods), key=lambda c: c.date)[-1]
-    result = Result("", cell.id, bad, goods, repo.count(bad, goods))
+    result = Result("", cell.id, bad, goods, repo.count(bad, goods), tests=list(found.tests), keyword=request.keyword)
     progress(f"bisect: {result.commits_in_range} commits between {len(goods)} good and the bad revision; "
              f"cell {cell.id}; tests {' '.join(found.tests)}" + (f" -k {request.keyword}" if request.keyword else ""))
     good_built = step.build(config, family, repo, newest_good.hash, workdir / "step", with_tests=False)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Sequence
 
 from packaging.specifiers import SpecifierSet
@@ -25,12 +26,14 @@ __all__ = ["matrix_for"]
 def matrix_for(
     family: Family, index: Index, spec: FrontendSpec, *, pythons: Sequence[str] = (),
     backends: BackendFilter | None = None, plugin_sets: Sequence[str] = (), plugins_on: str = "newest",
+    as_of: datetime.datetime | None = None,
 ) -> Matrix:
-    """The matrix from the index's listings; with no ``pythons``, the oldest interpreter here that works."""
+    """The matrix from the index's listings (as they stood at ``as_of``: later uploads left out); with no
+    ``pythons``, the oldest interpreter here that works."""
     known = known_plugin_sets(family, spec)
     # every family's listings: the cells need the chosen ones, the satisfiability check all of them
     projects = [family.backend.distribution, *dict.fromkeys(d for f in known.values() for d in f.distributions)]
-    listings = {project: index.listing(project) for project in projects}
+    listings = {project: index.listing(project).as_of(as_of) for project in projects}
 
     def build(chosen: Sequence[str]) -> Matrix:
         tags = {version: python_for(version).tags() for version in chosen}

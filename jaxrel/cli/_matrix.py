@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import datetime
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -43,8 +45,31 @@ def add_options(sub: argparse.ArgumentParser) -> None:
                           "all, the -local flavours only where their device is (an NVIDIA GPU)")
     sub.add_argument("--plugins-on", choices=("newest", "all"), default="newest",
                      help="add plugin sets to the newest admitted backend only (default) or to every one")
+    sub.add_argument("--as-of", metavar="DATE|TIME", help="the matrix as the index stood then: backend and plugin "
+                     "releases uploaded later are left out, and the cells' requirements are resolved as of then "
+                     "(uv's --exclude-newer); a date means its end (23:59:59 UTC)")
     index_options(sub)
     sub.add_argument("--workdir", default="build/compat", metavar="DIR", help="downloads, envs, reports")
+
+
+def as_of(text: str | None) -> datetime.datetime | None:
+    """``--as-of``: an aware UTC time; a bare date is that day's last second."""
+    if text is None:
+        return None
+    try:
+        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
+            day = datetime.date.fromisoformat(text)
+            return datetime.datetime.combine(day, datetime.time(23, 59, 59), datetime.UTC)
+        moment = datetime.datetime.fromisoformat(text)
+    except (ValueError, OverflowError):
+        raise UsageError(f"--as-of {text[:40]!r}: expected a date (2026-07-01) or a time (2026-07-01T12:00:00Z)") \
+            from None
+    return moment.replace(tzinfo=datetime.UTC) if moment.tzinfo is None else moment.astimezone(datetime.UTC)
+
+
+def exclude_newer(moment: datetime.datetime | None) -> str | None:
+    """The time as uv's ``--exclude-newer`` takes it."""
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ") if moment is not None else None
 
 
 def backend_filter(text: str | None) -> BackendFilter | None:
@@ -94,6 +119,7 @@ def inputs(args: argparse.Namespace, *, build: bool) -> MatrixInputs:
     """The family, index, frontend and matrix of one ``matrix``/``compat`` invocation."""
     check_sources(args)
     family = resolve_family(args.family)
+    as_of(args.as_of)
     backends = backend_filter(args.backends)  # bad options are reported before the index is asked
     index = Index.from_pip(args.index_url, args.wheelhouse, refresh=args.refresh, progress=say)
     source = Path(args.frontend_src).resolve() if args.frontend_src else None
@@ -111,10 +137,12 @@ def inputs(args: argparse.Namespace, *, build: bool) -> MatrixInputs:
     sets = plugin_sets(list(known), args.plugins, f"{spec.name} {spec.version}",
                        default=[name for name in known if name not in away])
     matrix = matrix_for(family, index, front.spec, pythons=pythons, backends=backends,
-                        plugin_sets=sets, plugins_on=args.plugins_on)
+                        plugin_sets=sets, plugins_on=args.plugins_on, as_of=as_of(args.as_of))
     matrix.notes += [f"plugin set {name}: not run by default without its device here (its install, the plugins "
                      f"alone on the system's libraries, is the {name.removesuffix('-local')} cell's light one); "
                      f"--plugins {name} runs it" for name in away if args.plugins is None]
+    if args.as_of:
+        matrix.notes.append(f"as of {exclude_newer(as_of(args.as_of))}: releases uploaded later are left out")
     if getattr(args, "cell", None):
         matrix = matrix.select(args.cell)
     return MatrixInputs(family, index, front, matrix)

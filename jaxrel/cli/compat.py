@@ -127,6 +127,9 @@ def _bisect_commands(args: argparse.Namespace, family: Family, commit: str | Non
 def run(args: argparse.Namespace) -> int:
     workdir = Path(args.workdir).resolve()
     _matrix.check_sources(args)
+    if args.as_of and args.no_uv:
+        raise UsageError(f"--as-of {args.as_of}: resolving as of a time needs uv (pip has no --exclude-newer); "
+                         "drop --no-uv")
     if args.good and not args.frontend_src:
         raise UsageError(f"--good {args.good}: a revision of what? pass --frontend-src PATH (a git checkout) too")
     shard, jobs, request = _shard(args.shard), _count("--jobs", args.jobs), _request(args)
@@ -149,7 +152,7 @@ def run(args: argparse.Namespace) -> int:
                      frontend=recorded)
 
     options = Options(workdir=workdir, suite=_suite(args, found.family), own=own, shard=shard, jobs=jobs,
-                             cells_at_once=at_once,
+                             cells_at_once=at_once, exclude_newer=_matrix.exclude_newer(_matrix.as_of(args.as_of)),
                              use_uv=False if args.no_uv else None, extensions=not args.no_extension,
                              workspace=workspace, index=found.index, checkpoint=checkpoint, test_env=test_env,
                              full_plugin_cells=args.full_plugin_cells, plugin_install=args.plugin_install)

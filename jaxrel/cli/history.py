@@ -8,12 +8,15 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 from pathlib import Path
 from typing import Any
 
+from jaxrel._util.progress import say
 from jaxrel._util.text import table
-from jaxrel.cli._common import emit
+from jaxrel.cli._common import UsageError, add_env_option, emit, env_pairs, index_options, parse_pin
 from jaxrel.history import ingest, publish, query
+from jaxrel.history.regressions import CLOSE_AFTER, regressions
 from jaxrel.history.store import DEFAULT, HistoryError, open_store
 
 KINDS = ("flaky", "infra", "expected", "fixed-by")
@@ -53,6 +56,42 @@ def add(verbs: Any) -> None:
     site.add_argument("--commit-url", default=publish.COMMIT_URL, metavar="PATTERN",
                       help="link pattern for a frontend commit ({commit} is replaced)")
     site.set_defaults(run=run_publish)
+    again = common(actions.add_parser("replay", help="backfill from the frontend's real main line: run compat on "
+                                      "each night's commit with the index as it stood then, ingest, bisect"))
+    again.add_argument("--frontend-src", required=True, metavar="PATH", help="the frontend's git checkout (only read)")
+    again.add_argument("--since", required=True, metavar="YYYY-MM-DD", help="the first night")
+    again.add_argument("--until", metavar="YYYY-MM-DD", help="the last night (default: today, UTC)")
+    again.add_argument("--every", default="1d", metavar="Nd", help="days between nights (default 1d)")
+    again.add_argument("--branch", default="HEAD", metavar="REV", help="the main line (default HEAD)")
+    again.add_argument("--workdir", default="build/history/replay", metavar="DIR",
+                       help="compat's and bisect's work, each night's report and log")
+    again.add_argument("--python", metavar="3.N", help="the cells' interpreter (compat --python)")
+    again.add_argument("--backend", metavar="NAME==V", help="only this backend release (compat --backends)")
+    again.add_argument("--cell", action="append", default=[], metavar="ID", help="only cells matching ID")
+    again.add_argument("--plugins", default="none", metavar="all|none|SET", help="plugin sets (default none)")
+    again.add_argument("--frontend-tests", action="extend", nargs="+", default=[], metavar="PATH|NODEID",
+                       help="the frontend's own tests to run each night")
+    again.add_argument("-k", metavar="EXPR", help="narrow the frontend's own tests (pytest -k)")
+    add_env_option(again)
+    again.add_argument("--family", default=None, metavar="NAME|PYPROJECT", help="the family profile (default jax)")
+    index_options(again)
+    again.add_argument("--no-bisect", action="store_true", help="ingest only; bisect later with bisect-new")
+    again.set_defaults(run=run_replay)
+    hunt = common(actions.add_parser("bisect-new", help="bisect each new regression that has no culprit yet "
+                                     "(jaxrel bisect on its cell and failing frontend tests) and keep the culprit"))
+    hunt.add_argument("--frontend-src", required=True, metavar="PATH", help="the frontend's git checkout")
+    hunt.add_argument("--workdir", default="build/history/bisect", metavar="DIR", help="each bisection's work")
+    add_env_option(hunt)
+    hunt.add_argument("--family", default=None, metavar="NAME|PYPROJECT", help="the family profile (default jax)")
+    index_options(hunt)
+    hunt.set_defaults(run=run_bisect_new)
+    listed = common(actions.add_parser("regressions", help="every regression: its range, culprit and state (open "
+                                       "until its tests pass CLOSE_AFTER nights in a row)"))
+    listed.add_argument("--close-after", type=int, default=CLOSE_AFTER, metavar="N",
+                        help=f"green nights in a row that close a regression (default {CLOSE_AFTER})")
+    listed.add_argument("--source", default="FRONTEND_SRC", metavar="PATH",
+                        help="the frontend checkout the printed commands name")
+    listed.set_defaults(run=run_regressions)
 
 
 def _reports(paths: list[str]) -> list[Path]:
@@ -105,8 +144,6 @@ def run_query(args: argparse.Namespace) -> int:
 
 
 def run_annotate(args: argparse.Namespace) -> int:
-    import datetime
-
     reason = " ".join(args.reason.split())
     if not reason or not reason.isprintable() or len(reason) > 500:
         raise HistoryError("--reason: one line of printable text (at most 500 characters) saying why")
@@ -134,4 +171,84 @@ def run_publish(args: argparse.Namespace) -> int:
         store.close()
     emit(args, {"output": args.output, "files": [str(p) for p in written]},
          f"wrote {len(written)} files to {args.output}/ (open {args.output}/index.html)")
+    return 0
+
+
+def _date(option: str, text: str) -> datetime.date:
+    try:
+        return datetime.date.fromisoformat(text)
+    except ValueError:
+        raise UsageError(f"{option} {text[:40]!r}: expected a date (YYYY-MM-DD)") from None
+
+
+def _shared_args(args: argparse.Namespace) -> tuple[str, ...]:
+    """The options compat and bisect both take: the family and where packages come from."""
+    found = ["--family", args.family] if args.family else []
+    found += ["--index-url", args.index_url] if args.index_url else []
+    for folder in args.wheelhouse:
+        found += ["--wheelhouse", folder]
+    return (*found, *(["--refresh"] if args.refresh else []))
+
+
+def run_replay(args: argparse.Namespace) -> int:
+    from jaxrel.history.replay import ReplayRequest, replay
+
+    since = _date("--since", args.since)
+    until = _date("--until", args.until) if args.until else datetime.datetime.now(datetime.UTC).date()
+    every = args.every.removesuffix("d")
+    if not every.isdigit():
+        raise UsageError(f"--every {args.every[:20]!r}: expected a number of days (1d, 7d)")
+    env_pairs(args.env)
+    cells = [*(["--python", args.python] if args.python else []), "--plugins", args.plugins]
+    if args.backend:
+        cells += ["--backends", parse_pin(args.backend)[1]]
+    for pattern in args.cell:
+        cells += ["--cell", pattern]
+    cells += ["--frontend-tests", *args.frontend_tests] if args.frontend_tests else []
+    cells += ["-k", args.k] if args.k else []
+    request = ReplayRequest(Path(args.frontend_src), since, until, int(every), args.branch,
+                            Path(args.workdir).resolve(), tuple(cells), tuple(args.env), _shared_args(args),
+                            bisect=not args.no_bisect)
+    store = open_store(args.db)
+    try:
+        done = replay(store, request, progress=say)
+    finally:
+        store.close()
+    rows = [(n.night, n.commit[:12] or "-", n.outcome, f"{n.seconds:.0f} s" if n.seconds else "", n.said)
+            for n in done]
+    emit(args, {"db": args.db, "nights": [n.__dict__ for n in done]},
+         table(("night", "commit", "outcome", "time", "what"), rows))
+    return 0 if all(n.outcome != "not run" or not n.commit for n in done) else 3
+
+
+def run_bisect_new(args: argparse.Namespace) -> int:
+    from jaxrel.history.bisect_new import bisect_new
+
+    env_pairs(args.env)
+    store = open_store(args.db, create=False)
+    try:
+        done = bisect_new(store, Path(args.frontend_src), Path(args.workdir).resolve(), env=args.env,
+                          shared_args=_shared_args(args), progress=say)
+    finally:
+        store.close()
+    emit(args, {"db": args.db, "bisected": [d.__dict__ for d in done]},
+         table(("regression", "exit", "what"), [(d.key, d.exit_code, d.said) for d in done])
+         if done else "nothing to bisect: every open regression has its culprit, or no frontend test to run")
+    return 0 if all(d.report for d in done) else 3
+
+
+def run_regressions(args: argparse.Namespace) -> int:
+    if args.close_after < 1:
+        raise UsageError(f"--close-after {args.close_after}: expected 1 or more")
+    store = open_store(args.db, create=False)
+    try:
+        found = regressions(store, args.close_after)
+    finally:
+        store.close()
+    items = [{**r.to_json(), "commands": publish.commands(r, args.source)} for r in found]
+    rows = [(r.key, r.night, r.state, len(r.tests), (r.culprit or "")[:12] or ("not converged" if r.bisected else
+            "not bisected"), r.green_nights) for r in found]
+    emit(args, {"db": args.db, "close_after": args.close_after, "regressions": items},
+         table(("regression", "first red", "state", "tests", "culprit", "green nights"), rows)
+         if rows else "no regressions")
     return 0

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jaxrel
-from jaxrel.history.reports import Artifact, BisectRecord, CellRecord, ReportRecord, read_any
+from jaxrel.history.reports import OWN_TESTS, Artifact, BisectRecord, CellRecord, ReportRecord, TestRecord, read_any
 from jaxrel.history.store import Db, HistoryError, Store
 
 __all__ = ["Ingested", "ingest", "verdict"]
@@ -83,18 +83,19 @@ def ingest(store: Store, path: Path, *, night: str | None = None, source: str | 
         for cell in report.cells:
             combo = _combo(db, cell)
             before = _before(db, cell.cell, night)
+            tests = cell.tests + _implicit_passes(cell, before)
             same = _same(db, combo, run) if report.frontend.commit else {}  # no commit: no rerun to know
             results, verdicts, latest = [], [], []
-            for test in cell.tests:
-                meaning = verdict(test.outcome, before.get(test.test), same.get(test.test, set()))
-                results.append((run, combo, test.test, test.outcome, test.duration, test.signature))
+            for test in tests:
+                meaning = verdict(test.outcome, _outcome_before(test, before), same.get(test.test, set()))
+                results.append((run, combo, test.test, test.outcome, test.duration, test.signature, test.suite))
                 verdicts.append((run, cell.cell, test.test, meaning))
                 if test.outcome != "infra":
-                    latest.append((cell.cell, test.test, night, test.outcome))
+                    latest.append((cell.cell, test.test, night, test.outcome, test.suite))
                 if meaning == "new-regression":
                     regressions.append((cell.cell, test.test))
-            db.executemany("INSERT INTO results (run, combo, test, outcome, duration, signature) "
-                           "VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (run, combo, test) DO NOTHING", results)
+            db.executemany("INSERT INTO results (run, combo, test, outcome, duration, signature, suite) "
+                           "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run, combo, test) DO NOTHING", results)
             db.executemany("INSERT INTO verdicts (run, cell, test, verdict) VALUES (?, ?, ?, ?) ON CONFLICT (run, "
                            "cell, test) DO UPDATE SET verdict = excluded.verdict", verdicts)
             _remember(db, latest)
@@ -114,9 +115,11 @@ def _culprit(store: Store, found: BisectRecord, path: Path, night: str, source: 
             "frontend_version, frontend_commit) VALUES (?, 'bisect', ?, ?, ?, ?, ?, '', '', ?) RETURNING id",
             (found.sha256, source or f"local:{path.resolve()}", night, recorded, machine or platform.node(),
              jaxrel.__version__, found.first_bad))
-        db.execute("INSERT INTO culprits (cell, last_good, first_bad, culprit, log) VALUES (?, ?, ?, ?, ?) "
-                    "ON CONFLICT (cell, last_good, first_bad) DO UPDATE SET culprit = excluded.culprit, "
-                    "log = excluded.log", (found.cell, found.last_good, found.first_bad, found.culprit, found.log))
+        db.execute("INSERT INTO culprits (cell, last_good, first_bad, culprit, log, tests, night) VALUES (?, ?, ?, ?, "
+                   "?, ?, ?) ON CONFLICT (cell, last_good, first_bad) DO UPDATE SET culprit = excluded.culprit, "
+                   "log = excluded.log, tests = excluded.tests, night = excluded.night",
+                   (found.cell, found.last_good, found.first_bad, found.culprit, found.log, "\n".join(found.tests),
+                    night))
     return Ingested(str(path), int(run), 1, 0, [])
 
 
@@ -163,37 +166,65 @@ def _combo(db: Db, cell: CellRecord) -> int:
     return combo
 
 
-def _before(db: Db, cell: str, night: str) -> dict[str, str]:
-    """Test → its newest outcome in ``cell`` from an earlier night, infra left out (it says nothing of the code).
+Before = dict[str, tuple[str, str, str]]  # test → (night, outcome, suite) of its newest earlier result
+
+
+def _before(db: Db, cell: str, night: str) -> Before:
+    """Test → its newest result in ``cell`` from an earlier night, infra left out (it says nothing of the code).
     From ``last_results`` (the newest night and the one before it); a night ingested out of order, older than
     what is kept, is answered by a scan of the cell's results."""
-    found: dict[str, str] = {}
+    found: Before = {}
     stale = False
-    for test, last, outcome, prev_night, prev_outcome in db.execute(
-            "SELECT test, night, outcome, prev_night, prev_outcome FROM last_results WHERE cell = ?", (cell,)):
+    for test, last, outcome, prev_night, prev_outcome, suite in db.execute(
+            "SELECT test, night, outcome, prev_night, prev_outcome, suite FROM last_results WHERE cell = ?", (cell,)):
         if last < night:
-            found[test] = outcome
+            found[test] = (last, outcome, suite)
         elif last == night and prev_night:
-            found[test] = prev_outcome
+            found[test] = (prev_night, prev_outcome, suite)
         elif last > night:
             stale = True
     if not stale:
         return found
-    return {str(test): str(outcome) for test, outcome in db.execute(
-        "SELECT results.test, results.outcome FROM results JOIN runs ON runs.id = results.run JOIN combos ON "
-        "combos.id = results.combo WHERE combos.cell = ? AND runs.night < ? AND results.outcome <> 'infra' "
-        "ORDER BY runs.night, runs.id", (cell, night))}
+    return {str(test): (str(when), str(outcome), str(suite)) for test, when, outcome, suite in db.execute(
+        "SELECT results.test, runs.night, results.outcome, results.suite FROM results JOIN runs ON runs.id = "
+        "results.run JOIN combos ON combos.id = results.combo WHERE combos.cell = ? AND runs.night < ? AND "
+        "results.outcome <> 'infra' ORDER BY runs.night, runs.id", (cell, night))}
 
 
-def _remember(db: Db, latest: list[tuple[str, str, str, str]]) -> None:
+def _outcome_before(test: TestRecord, before: Before) -> str | None:
+    """The test's outcome the night before. The frontend's own tests list only their failures: an own test whose
+    selection ran on a later night than its last listed failure (or that was never listed) passed then."""
+    mine = before.get(test.test)
+    if test.suite != "own" or test.test == OWN_TESTS:
+        return mine[1] if mine else None
+    selection = before.get(OWN_TESTS)
+    if selection is not None and (mine is None or mine[0] < selection[0]):
+        return "passed"
+    return mine[1] if mine else None
+
+
+def _implicit_passes(cell: CellRecord, before: Before) -> list[TestRecord]:
+    """An own test that failed before and is not listed tonight, when tonight's selection ran: it passed."""
+    tonight = {t.test: t for t in cell.tests}
+    ran = tonight.get(OWN_TESTS)
+    if ran is None or ran.outcome == "infra":
+        return []
+    return [TestRecord(test, "passed", None, "", "own") for test, (_, outcome, suite) in sorted(before.items())
+            if suite == "own" and test != OWN_TESTS and outcome != "passed" and test not in tonight]
+
+
+def _remember(db: Db, latest: list[tuple[str, str, str, str, str]]) -> None:
     """Keep each (cell, test)'s newest night and outcome, and the previous night's, as ``last_results``."""
     db.executemany(
-        "INSERT INTO last_results (cell, test, night, outcome) VALUES (?, ?, ?, ?) ON CONFLICT (cell, test) DO UPDATE "
-        "SET prev_night = CASE WHEN excluded.night > last_results.night THEN last_results.night ELSE "
-        "last_results.prev_night END, prev_outcome = CASE WHEN excluded.night > last_results.night THEN "
-        "last_results.outcome ELSE last_results.prev_outcome END, night = CASE WHEN excluded.night >= "
-        "last_results.night THEN excluded.night ELSE last_results.night END, outcome = CASE WHEN excluded.night >= "
-        "last_results.night THEN excluded.outcome ELSE last_results.outcome END", latest)
+        "INSERT INTO last_results (cell, test, night, outcome, suite) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT (cell, test) DO UPDATE SET suite = excluded.suite, "
+        "prev_night = CASE WHEN excluded.night > last_results.night THEN last_results.night "
+        "ELSE last_results.prev_night END, "
+        "prev_outcome = CASE WHEN excluded.night > last_results.night THEN last_results.outcome "
+        "ELSE last_results.prev_outcome END, "
+        "night = CASE WHEN excluded.night >= last_results.night THEN excluded.night ELSE last_results.night END, "
+        "outcome = CASE WHEN excluded.night >= last_results.night THEN excluded.outcome "
+        "ELSE last_results.outcome END", latest)
 
 
 def _same(db: Db, combo: int, run: int) -> dict[str, set[str]]:

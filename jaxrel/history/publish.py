@@ -5,12 +5,15 @@
   box hides the columns that do not match;
 - ``cells/<cell>.html``: one cell night by night (commit, outcome, verdict, failing tests, the
   culprit where bisect named one, the command that reproduces it);
+- ``regressions/<cell>@<commit>.html``: one regression (its failing tests, error signature, last good and
+  first bad commits, the culprit bisect named with its log, its state, the commands that reproduce and
+  bisect it);
 - ``flaky.html``: tests that were flaky, how often and where;
 - ``regressions.atom``: an Atom feed of new regressions;
 - ``api/v1/``: ``matrix.json`` (every night × cell), ``combos.json`` (each set of wheels: its pins,
   Python, cell, verdict and nights: what ``--history`` on ``verdict`` and ``doctor`` reads),
-  ``culprits.json``, ``stale.json``: versioned JSON for other tools (the page embeds the same data, so it
-  works without fetching it).
+  ``culprits.json``, ``regressions.json``, ``stale.json``: versioned JSON for other tools (the page
+  embeds the same data, so it works without fetching it).
 
 The commit link pattern is configurable (``--commit-url``, GitHub's commit URL by default).
 """
@@ -25,11 +28,17 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel._util.atomic import write_all_atomically
+from jaxrel.bisect.command import command as bisect_command
+from jaxrel.history.bisect_new import MAX_TESTS, bisect_files
 from jaxrel.history.query import combo_summaries, stale_cells
+from jaxrel.history.regressions import Regression, regressions
 from jaxrel.history.reports import CELL_TEST
 from jaxrel.history.store import Store
 
-__all__ = ["COMMIT_URL", "COLOURS", "publish", "site_data"]
+__all__ = ["COMMIT_URL", "COLOURS", "SOURCE", "commands", "publish", "site_data"]
+
+SOURCE = "FRONTEND_SRC"  # the frontend checkout in the printed commands
+WORST = ("new-regression", "still-failing", "failing", "flaky")  # a test's verdict that colours its cell's square
 
 COMMIT_URL = "https://github.com/jax-ml/jax/commit/{commit}"
 COLOURS = {"passed": "#2da44e", "fixed": "#1a7f37", "new-regression": "#cf222e", "still-failing": "#a40e26",
@@ -59,13 +68,31 @@ def site_data(store: Store) -> dict[str, Any]:
             "('new-regression', 'still-failing', 'failing', 'flaky') ORDER BY verdicts.test", (CELL_TEST,)):
         failing[(str(night), str(cell))].append({"test": str(test), "verdict": str(meaning)})
     for (night, cell), tests in failing.items():
-        if cell in grid.get(night, {}):
-            grid[night][cell]["tests"] = tests  # type: ignore[assignment]
+        entry = grid.get(night, {}).get(cell)
+        if entry is None:
+            continue
+        entry["tests"] = tests  # type: ignore[assignment]
+        if entry["verdict"] in ("passed", "fixed"):  # a test's red shows on the square, though the cell was ok
+            entry["verdict"] = next(v for v in WORST if v in {t["verdict"] for t in tests} | {"flaky"})
     cells = sorted({cell for by_cell in grid.values() for cell in by_cell})
     culprits = [{"cell": c, "last_good": g, "first_bad": b, "culprit": k, "log": log} for c, g, b, k, log in
                 store.rows("SELECT cell, last_good, first_bad, culprit, log FROM culprits ORDER BY cell")]
+    found = [{**r.to_json(), "commands": commands(r)} for r in regressions(store)]
     return {"api": 1, "nights": sorted(grid, reverse=True), "cells": cells, "grid": grid, "culprits": culprits,
-            "stale": stale_cells(store)}
+            "stale": stale_cells(store), "regressions": found}
+
+
+def commands(regression: Regression, source: str = SOURCE) -> dict[str, str]:
+    """The commands that reproduce a regression (compat on its first bad commit, the index as of its night) and
+    bisect it (its last good and first bad commits, its failing frontend tests)."""
+    own = regression.own_tests[:MAX_TESTS]
+    found = {"reproduce": " ".join(["jaxrel", "compat", "--frontend-src", source, "--ref", regression.first_bad[:12],
+                                    "--as-of", regression.night, "--cell", regression.cell, "--no-extension",
+                                    *(["--frontend-tests", *own] if own else [])])}
+    if regression.bisectable:
+        found["bisect"] = bisect_command(source, regression.cell, bisect_files(regression.own_tests),
+                                         regression.last_good[:12], regression.first_bad[:12])
+    return found
 
 
 def publish(store: Store, output: Path, *, commit_url: str = COMMIT_URL, title: str = "jaxrel history") -> list[Path]:
@@ -79,10 +106,14 @@ def publish(store: Store, output: Path, *, commit_url: str = COMMIT_URL, title: 
                                                            "grid": data["grid"]}, indent=1) + "\n",
         output / "api" / "v1" / "culprits.json": json.dumps({"api": 1, "culprits": data["culprits"]}, indent=1) + "\n",
         output / "api" / "v1" / "stale.json": json.dumps({"api": 1, "stale": data["stale"]}, indent=1) + "\n",
+        output / "api" / "v1" / "regressions.json": json.dumps({"api": 1, "regressions": data["regressions"]},
+                                                               indent=1) + "\n",
         output / "api" / "v1" / "combos.json": json.dumps({"api": 1, "combos": combo_summaries(store)}) + "\n",
     }
     for cell in data["cells"]:
         files[output / "cells" / _page_name(cell)] = _cell(data, cell, commit_url, title)
+    for regression in data["regressions"]:
+        files[output / "regressions" / regression["page"]] = _regression(regression, commit_url, title)
     for path in files:
         path.parent.mkdir(parents=True, exist_ok=True)
     write_all_atomically(files)
@@ -132,7 +163,7 @@ def _index(data: dict[str, Any], title: str) -> str:
               "el.style.display=el.dataset.cell.toLowerCase().includes(q)?'':'none';}});</script>")
     return (_head(title) + f"<h1>{html.escape(title)}</h1>" + _legend()
             + "<p><label>filter cells <input id=filter placeholder=\"py3.12, jaxlib0.11, cuda\"></label></p>"
-            + (f"<h2>Stale cells</h2><ul id=stale>{stale}</ul>" if stale else "")
+            + (f"<h2>Stale cells</h2><ul id=stale>{stale}</ul>" if stale else "") + _regression_list(data)
             + f"<table id=grid><tr><th class=left>night</th>{head}</tr>{''.join(body)}</table>{script}</body></html>")
 
 
@@ -161,6 +192,42 @@ def _cell(data: dict[str, Any], cell: str, commit_url: str, title: str) -> str:
             + f"</tr>{''.join(rows)}</table></body></html>")
 
 
+def _commit_link(commit: str, commit_url: str) -> str:
+    if not commit:
+        return "–"
+    return f"<a href=\"{html.escape(commit_url.format(commit=commit))}\">{html.escape(commit[:12])}</a>"
+
+
+def _regression(found: dict[str, Any], commit_url: str, title: str) -> str:
+    """One regression's page."""
+    culprit = (_commit_link(found["culprit"], commit_url) if found["culprit"] else
+               "not converged" if found["bisected"] else "not bisected yet" if found["own_tests"] and
+               found["last_good"] else "not bisected (only the compat suite failed, or no good night is kept)")
+    state = (f"{found['state']}: last red {found['last_red']}, {found['green_nights']} green nights since")
+    tests = "".join(f"<li><code>{html.escape(t)}</code></li>" for t in found["tests"])
+    run = "".join(f"<p>{html.escape(what)}:</p><pre>{html.escape(line)}</pre>" for what, line in
+                  found["commands"].items())
+    log = f"<h2>Bisect log</h2><pre>{html.escape(found['log'])}</pre>" if found["log"] else ""
+    rows = [("cell", f"<a href=\"../cells/{_page_name(found['cell'])}\">{html.escape(found['cell'])}</a>"),
+            ("backend", html.escape(found["backend"])), ("first red night", found["night"]),
+            ("last good", f"{_commit_link(found['last_good'], commit_url)} "
+                          f"({found['last_good_night'] or 'none kept'})"),
+            ("first bad", _commit_link(found["first_bad"], commit_url)), ("culprit", culprit),
+            ("state", html.escape(state)), ("error", f"<code>{html.escape(found['signature'] or '–')}</code>")]
+    table = "".join(f"<tr><th class=left>{name}</th><td class=left>{value}</td></tr>" for name, value in rows)
+    return (_head(f"{found['key']} · {title}", 1) + f"<h1>Regression {html.escape(found['key'])}</h1>"
+            f"<table id=regression>{table}</table><h2>Failing tests ({len(found['tests'])})</h2><ul>{tests}</ul>"
+            f"<h2>Reproduce</h2>{run}{log}</body></html>")
+
+
+def _regression_list(data: dict[str, Any]) -> str:
+    items = "".join(f"<li><a href=\"regressions/{r['page']}\">{html.escape(r['key'])}</a>: {r['night']}, "
+                    f"{len(r['tests'])} tests, {html.escape(r['state'])}"
+                    + (f", culprit {html.escape(r['culprit'][:12])}" if r["culprit"] else "") + "</li>"
+                    for r in reversed(data["regressions"]))
+    return f"<h2>Regressions</h2><ul id=regressions>{items}</ul>" if items else ""
+
+
 def _flaky(data: dict[str, Any], title: str) -> str:
     counts: dict[tuple[str, str], list[str]] = defaultdict(list)
     for night in data["nights"]:
@@ -179,15 +246,13 @@ def _flaky(data: dict[str, Any], title: str) -> str:
 
 def _atom(data: dict[str, Any], commit_url: str, title: str) -> str:
     entries = []
-    for night in data["nights"]:
-        for cell, entry in data["grid"][night].items():
-            if entry["verdict"] != "new-regression":
-                continue
-            tests = ", ".join(t["test"] for t in entry.get("tests", []))[:500]
-            entries.append(f"<entry><id>urn:jaxrel:regression:{html.escape(cell)}:{night}</id><title>"
-                           f"{html.escape(cell)} regressed on {night}</title><updated>{night}T00:00:00Z</updated>"
-                           f"<link href=\"cells/{_page_name(cell)}#{night}\"/><summary>"
-                           f"{html.escape(tests or entry.get('signature', ''))}</summary></entry>")
+    for found in reversed(data["regressions"]):
+        tests = ", ".join(found["tests"])[:500]
+        culprit = f" culprit {found['culprit'][:12]}" if found["culprit"] else ""
+        entries.append(f"<entry><id>urn:jaxrel:regression:{html.escape(found['key'])}</id><title>"
+                       f"{html.escape(found['cell'])} regressed on {found['night']}{html.escape(culprit)}</title>"
+                       f"<updated>{found['night']}T00:00:00Z</updated><link href=\"regressions/{found['page']}\"/>"
+                       f"<summary>{html.escape(tests or found['signature'])}</summary></entry>")
     updated = f"{data['nights'][0]}T00:00:00Z" if data["nights"] else "1970-01-01T00:00:00Z"
     return ("<?xml version=\"1.0\" encoding=\"utf-8\"?><feed xmlns=\"http://www.w3.org/2005/Atom\">"
             f"<title>{html.escape(title)}: new regressions</title><id>urn:jaxrel:history</id>"

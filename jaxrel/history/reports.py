@@ -28,6 +28,8 @@ from jaxrel.history.store import HistoryError
 __all__ = ["Artifact", "BisectRecord", "CellRecord", "ReportRecord", "TestRecord", "read_any", "read_report"]
 
 CELL_TEST = "cell"  # the test id under which a cell's own outcome is kept
+OWN_TESTS = "own tests"  # the test id under which the frontend's own tests are kept as one (passed: none failed)
+SUITES = ("", "compat", "own")  # a result's suite: the cell itself, the compat suite, the frontend's own tests
 _COMMIT = re.compile(r"[0-9a-f]{7,64}")
 MAX_REPORT = 256 << 20
 
@@ -46,6 +48,7 @@ class TestRecord:
     outcome: str  # passed | failed | skipped | infra | flaky | refused (the guard refused the set, as expected)
     duration: float | None = None
     signature: str = ""
+    suite: str = ""  # one of SUITES
 
 
 @dataclass
@@ -81,6 +84,7 @@ class BisectRecord:
     first_bad: str
     culprit: str | None
     log: str
+    tests: tuple[str, ...] = ()  # the selection bisected
 
 
 def read_any(path: Path) -> ReportRecord | BisectRecord:
@@ -113,7 +117,10 @@ def _bisect(data: dict[str, Any], path: Path, sha256: str) -> BisectRecord:
     steps = data.get("steps")
     log = f"{data.get('status')}: {message if isinstance(message, str) else ''}".strip()[:2000]
     log += f"\n{len(steps) if isinstance(steps, list) else 0} steps"
-    return BisectRecord(sha256, cell, str(goods[-1]), str(bad), culprit, log)
+    tests = data.get("tests", [])
+    _need(isinstance(tests, list) and all(isinstance(t, str) and t.isprintable() for t in tests), path, "tests",
+          "a list of test ids")
+    return BisectRecord(sha256, cell, str(goods[-1]), str(bad), culprit, log, tuple(t[:500] for t in tests[:200]))
 
 
 def _need(condition: bool, path: Path, where: str, expected: str) -> None:
@@ -207,13 +214,21 @@ def _tests(item: dict[str, Any], where: str, path: Path) -> list[TestRecord]:
     _need(isinstance(outcomes, dict), path, f"{where}.outcomes", "test id → outcome")
     for test, outcome in outcomes.items():
         _need(isinstance(test, str) and isinstance(outcome, str), path, f"{where}.outcomes", "test id → outcome")
-        tests.append(_test(test, outcome.split(":", 1)[0].strip(), verdicts.pop(test, None)))
-    for test, failure in verdicts.items():  # the frontend's own tests: its failures
-        tests.append(_test(test, str(failure.get("outcome", "failed")), failure))
+        tests.append(_test(test, outcome.split(":", 1)[0].strip(), verdicts.pop(test, None), "compat"))
+    for test, failure in verdicts.items():  # the frontend's own tests: only their failures are listed
+        suite = "own" if failure.get("suite") == "own tests" else "compat"
+        tests.append(_test(test, str(failure.get("outcome", "failed")), failure, suite))
+    own = item.get("frontend_tests")
+    if isinstance(own, dict) and all(isinstance(own.get(k, 0), int) for k in ("passed", "failed", "errors")):
+        ran = own.get("passed", 0) + own.get("failed", 0) + own.get("errors", 0)
+        if ran:  # the selection ran: each own test not listed as failing passed
+            hard = [t for t in tests if t.suite == "own" and t.outcome == "failed"]
+            tests.append(TestRecord(OWN_TESTS, "failed" if hard else "passed", None,
+                                    hard[0].signature if hard else "", "own"))
     return tests
 
 
-def _test(test: str, outcome: str, failure: dict[str, Any] | None) -> TestRecord:
+def _test(test: str, outcome: str, failure: dict[str, Any] | None, suite: str) -> TestRecord:
     if outcome not in ("passed", "failed", "skipped", "error"):
         outcome = "failed"
     if outcome == "error":
@@ -221,7 +236,7 @@ def _test(test: str, outcome: str, failure: dict[str, Any] | None) -> TestRecord
     if failure is not None and failure.get("verdict") == "flaky":
         outcome = "flaky"
     message = str(failure.get("message", "")) if failure else ""
-    return TestRecord(test[:500], outcome, None, _signature(message))
+    return TestRecord(test[:500], outcome, None, _signature(message), suite)
 
 
 def _signature(message: str) -> str:

@@ -79,6 +79,13 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "last_results.test AND runs.night = last_results.night AND results.outcome <> 'infra' ORDER BY runs.id DESC "
         "LIMIT 1)",
     ),
+    (  # 3: which suite a result came from (the frontend's own tests list only their failures: an own test absent
+       # on a night its selection ran passed); a culprit's night and the tests bisected
+        "ALTER TABLE results ADD COLUMN suite TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE last_results ADD COLUMN suite TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE culprits ADD COLUMN tests TEXT NOT NULL DEFAULT ''",
+        "ALTER TABLE culprits ADD COLUMN night TEXT NOT NULL DEFAULT ''",
+    ),
 )
 SCHEMA = len(MIGRATIONS)
 

@@ -278,3 +278,59 @@ def test_a_bisect_report_names_the_culprit_on_the_hud_and_in_the_answer(week: tu
     assert f"https://github.com/jax-ml/jax/commit/{commit(BREAK_NIGHT)}" in page and "jaxrel bisect --good" in page
     culprits = json.loads((site / "api" / "v1" / "culprits.json").read_text())["culprits"]
     assert culprits[0]["culprit"] == commit(BREAK_NIGHT) and culprits[0]["log"].startswith("found")
+
+
+def test_a_regression_has_its_page_its_range_its_culprit_and_its_commands(
+        week: tuple[Path, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from history_support import bisect_report, commit
+
+    db = str(week[0])
+    listed = json.loads(run(["history", "regressions", "--db", db, "--json"], capsys).out)["regressions"]
+    assert [(r["cell"], r["night"], r["tests"]) for r in listed] == [(BROKEN_CELL, night_date(BREAK_NIGHT),
+                                                                      [BROKEN_TEST])]
+    found = listed[0]
+    assert (found["last_good"], found["first_bad"]) == (commit(BREAK_NIGHT - 1), commit(BREAK_NIGHT))
+    assert found["state"] == "open" and not found["bisected"] and found["own_tests"] == []
+    assert found["ready"]  # a compat-suite test: nothing for bisect to do, the issue can open at once
+    assert "bisect" not in found["commands"] and f"--ref {commit(BREAK_NIGHT)[:12]}" in found["commands"]["reproduce"]
+    assert "trees differ at #" == found["signature"].split(": ", 1)[1]  # the address folded
+
+    run(["history", "ingest", "--db", db, str(bisect_report(tmp_path / "bisect"))], capsys)
+    site = tmp_path / "site"
+    run(["history", "publish", "--db", db, "--output", str(site)], capsys)
+    regressions = json.loads((site / "api" / "v1" / "regressions.json").read_text())["regressions"]
+    assert regressions[0]["culprit"] == commit(BREAK_NIGHT) and regressions[0]["bisected"]
+    page = (site / "regressions" / regressions[0]["page"]).read_text()
+    assert f"commit/{commit(BREAK_NIGHT)}" in page and BROKEN_TEST in page and "jaxrel compat --frontend-src" in page
+    assert f"regressions/{regressions[0]['page']}" in (site / "index.html").read_text()
+    assert f"regressions/{regressions[0]['page']}" in (site / "regressions.atom").read_text()
+
+
+def test_own_tests_listed_only_when_failing_regress_get_fixed_and_close(tmp_path: Path,
+                                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    from history_support import OWN_TEST, commit, write_own_nights
+
+    db = tmp_path / "own.sqlite"
+    store = open_store(db)
+    for night, path in enumerate(write_own_nights(tmp_path / "reports"), start=1):
+        ingest.ingest(store, path, night=night_date(night))
+    store.close()
+    cell = "py3.12-jaxlib0.11.0"
+    assert _verdict(db, 3, cell, OWN_TEST) == "new-regression"  # nights 1-2 ran the selection and it did not fail
+    assert _verdict(db, 3, cell, "own tests") == "new-regression"
+    assert _verdict(db, 4, cell, OWN_TEST) == "still-failing"
+    assert _verdict(db, 5, cell, OWN_TEST) == "fixed"  # not listed on a night the selection ran: it passed
+    assert _verdict(db, 6, cell, "cell") == "infra"
+    with pytest.raises(AssertionError):
+        _verdict(db, 7, cell, OWN_TEST)  # only a test that failed before gets a row for passing
+    listed = json.loads(run(["history", "regressions", "--db", str(db), "--json", "--close-after", "3"],
+                            capsys).out)["regressions"]
+    assert len(listed) == 1
+    found = listed[0]
+    assert found["own_tests"] == [OWN_TEST] and (found["last_good"], found["first_bad"]) == (commit(2), commit(3))
+    assert (found["state"], found["last_red"], found["green_nights"]) == ("closed", night_date(4), 4)  # 5, 7, 8, 9
+    assert found["commands"]["bisect"].endswith("--frontend-tests tests/api_util_test.py")  # the file: see bisect_files
+    still = json.loads(run(["history", "regressions", "--db", str(db), "--json", "--close-after", "5"],
+                           capsys).out)["regressions"]
+    assert still[0]["state"] == "open"
+    assert run(["history", "regressions", "--db", str(db), "--close-after", "0"], capsys).code == 2

@@ -1,0 +1,159 @@
+"""Regressions as the history sees them: one per cell and first red night, with its range, culprit and state.
+
+A regression is every test of one cell whose verdict turned ``new-regression`` in one run. Its range is
+the frontend commit of the newest earlier night on which those tests passed in that cell (the last good)
+and the commit of the red night (the first bad); its culprit is what ``jaxrel bisect`` named for that
+range (:mod:`jaxrel.history.ingest` keeps it). It stays open until its tests have passed on
+``close_after`` nights in a row; the nightly opens one issue per regression once it is bisected (or
+cannot be: only compat-suite tests, no good night kept), edits it later, and closes it with the state.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+from jaxrel.history.reports import CELL_TEST, OWN_TESTS
+from jaxrel.history.store import Store
+
+__all__ = ["CLOSE_AFTER", "Regression", "regressions"]
+
+CLOSE_AFTER = 3  # green nights in a row that close a regression
+_SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+@dataclass
+class Regression:
+    cell: str
+    night: str  # the first red night
+    run: int
+    first_bad: str  # the frontend commit that night
+    last_good: str = ""  # the commit of the newest earlier night on which the tests passed ("" none kept)
+    last_good_night: str = ""
+    tests: list[str] = field(default_factory=list)  # the tests that turned red (the cell's own outcome if none)
+    own_tests: list[str] = field(default_factory=list)  # those of the frontend's own tests (what bisect runs)
+    signature: str = ""  # the first failing test's error, folded
+    backend: str = ""  # name==version of the cell's backend
+    bisected: bool = False  # bisect reported on this range
+    culprit: str | None = None  # the commit bisect named (None: not bisected, or it did not converge)
+    log: str = ""
+    state: str = "open"  # open | closed
+    last_red: str = ""  # the newest night any of its tests failed
+    green_nights: int = 0  # nights in a row since then on which they passed
+
+    @property
+    def key(self) -> str:
+        """Stable across nights: the cell and the first bad commit."""
+        return f"{self.cell}@{self.first_bad[:12] or self.night}"
+
+    @property
+    def page(self) -> str:
+        """The file name of its page on the HUD."""
+        return _SAFE.sub("_", self.key) + ".html"
+
+    @property
+    def bisectable(self) -> bool:
+        return bool(self.own_tests and self.last_good and self.first_bad)
+
+    @property
+    def ready(self) -> bool:
+        """Worth an issue: bisected (converged or not), or nothing for bisect to do."""
+        return self.bisected or not self.bisectable
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "key": self.key, "page": self.page, "ready": self.ready}
+
+
+def regressions(store: Store, close_after: int = CLOSE_AFTER) -> list[Regression]:
+    """Every regression the store holds, oldest first."""
+    found: dict[tuple[int, str], Regression] = {}
+    for run, cell, test, night, commit, suite, signature in store.rows(
+            "SELECT verdicts.run, verdicts.cell, verdicts.test, runs.night, runs.frontend_commit, results.suite, "
+            "results.signature FROM verdicts JOIN runs ON runs.id = verdicts.run JOIN results ON results.run = "
+            "verdicts.run AND results.test = verdicts.test JOIN combos ON combos.id = results.combo AND combos.cell = "
+            "verdicts.cell WHERE verdicts.verdict = 'new-regression' ORDER BY runs.night, runs.id, verdicts.test"):
+        regression = found.setdefault((int(run), str(cell)), Regression(str(cell), str(night), int(run), str(commit)))
+        if test == OWN_TESTS:
+            continue
+        regression.tests.append(str(test))
+        if suite == "own":
+            regression.own_tests.append(str(test))
+        if signature and not regression.signature and test != CELL_TEST:
+            regression.signature = str(signature)
+    for regression in found.values():
+        if len(regression.tests) > 1 and CELL_TEST in regression.tests:
+            regression.tests.remove(CELL_TEST)
+        if not regression.tests:
+            regression.tests = [OWN_TESTS]
+        _range(store, regression)
+        _culprit(store, regression)
+        _state(store, regression, close_after)
+    return list(found.values())
+
+
+def _nights(store: Store, regression: Regression, later: bool) -> list[tuple[str, str, dict[str, str]]]:
+    """(night, commit, test → outcome) of the cell's runs before (newest first) or after (oldest first) the
+    regression's night, for its tests, its cell and its own-tests selection."""
+    watched = [*regression.tests, CELL_TEST, OWN_TESTS]
+    marks = ", ".join("?" for _ in watched)
+    order = "ASC" if later else "DESC"
+    nights: dict[int, tuple[str, str, dict[str, str]]] = {}
+    for run, night, commit, test, outcome in store.rows(
+            "SELECT runs.id, runs.night, runs.frontend_commit, results.test, results.outcome FROM results JOIN runs "
+            "ON runs.id = results.run JOIN combos ON combos.id = results.combo WHERE combos.cell = ? AND "
+            f"runs.night {'>' if later else '<'} ? AND results.test IN ({marks}) ORDER BY runs.night {order}, "
+            f"runs.id {order}", (regression.cell, regression.night, *watched)):
+        nights.setdefault(int(run), (str(night), str(commit), {}))[2][str(test)] = str(outcome)
+    return list(nights.values())
+
+
+def _green(regression: Regression, outcomes: dict[str, str]) -> bool | None:
+    """Whether one run shows the regression's tests passing (None: it says nothing: infra, or they did not run)."""
+    if outcomes.get(CELL_TEST) in (None, "infra"):
+        return None
+    if any(outcomes.get(test) == "failed" for test in regression.tests):
+        return False
+    own = [t for t in regression.tests if t in regression.own_tests or t == OWN_TESTS]
+    if own and outcomes.get(OWN_TESTS) is None:
+        return None  # the own tests did not run that night
+    compat = [t for t in regression.tests if t not in own and t != CELL_TEST]
+    if compat and not all(outcomes.get(t) in ("passed", "skipped") for t in compat):
+        return None
+    return True
+
+
+def _range(store: Store, regression: Regression) -> None:
+    for night, commit, outcomes in _nights(store, regression, later=False):
+        if _green(regression, outcomes):
+            regression.last_good, regression.last_good_night = commit, night
+            return
+
+
+def _culprit(store: Store, regression: Regression) -> None:
+    """The bisection of its range: the same last good and first bad commits, else one that starts at the same last
+    good or ends at the same first bad (the nightly bisects up to the newest red commit)."""
+    rows = store.rows("SELECT culprit, log, last_good = ? AND first_bad = ? FROM culprits WHERE cell = ? AND "
+                      "(first_bad = ? OR (last_good = ? AND last_good <> '')) ORDER BY 3 DESC, id DESC LIMIT 1",
+                      (regression.last_good, regression.first_bad, regression.cell, regression.first_bad,
+                       regression.last_good))
+    if rows:
+        regression.bisected = True
+        regression.culprit, regression.log = (str(rows[0][0]) if rows[0][0] else None), str(rows[0][1])
+    rows = store.rows("SELECT artifacts.name, artifacts.version FROM combo_artifacts JOIN artifacts ON artifacts.id = "
+                      "combo_artifacts.artifact JOIN results ON results.combo = combo_artifacts.combo JOIN combos ON "
+                      "combos.id = results.combo WHERE results.run = ? AND combos.cell = ? AND combo_artifacts.role = "
+                      "'backend' LIMIT 1", (regression.run, regression.cell))
+    regression.backend = f"{rows[0][0]}=={rows[0][1]}" if rows else ""
+
+
+def _state(store: Store, regression: Regression, close_after: int) -> None:
+    regression.last_red = regression.night
+    counted = ""
+    for night, _, outcomes in _nights(store, regression, later=True):
+        green = _green(regression, outcomes)
+        if green is False:
+            regression.last_red, regression.green_nights, counted = night, 0, night
+        elif green and night != counted and night != regression.last_red:
+            regression.green_nights, counted = regression.green_nights + 1, night
+    regression.state = "closed" if regression.green_nights >= close_after else "open"
