@@ -92,6 +92,14 @@ def add(verbs: Any) -> None:
     listed.add_argument("--source", default="FRONTEND_SRC", metavar="PATH",
                         help="the frontend checkout the printed commands name")
     listed.set_defaults(run=run_regressions)
+    served = common(actions.add_parser("serve", help="serve the HUD and live queries (/api/v1/query?pin=…) on "
+                                       "loopback, republished as the store changes"))
+    served.add_argument("--host", default="127.0.0.1", metavar="ADDR", help="a loopback address (default 127.0.0.1)")
+    served.add_argument("--port", type=int, default=8321, metavar="N", help="the port (default 8321; 0: any free one)")
+    served.add_argument("--output", default="build/history/site", metavar="DIR", help="where the site is written")
+    served.add_argument("--commit-url", default=publish.COMMIT_URL, metavar="PATTERN",
+                        help="link pattern for a frontend commit ({commit} is replaced)")
+    served.set_defaults(run=run_serve)
 
 
 def _reports(paths: list[str]) -> list[Path]:
@@ -251,4 +259,18 @@ def run_regressions(args: argparse.Namespace) -> int:
     emit(args, {"db": args.db, "close_after": args.close_after, "regressions": items},
          table(("regression", "first red", "state", "tests", "culprit", "green nights"), rows)
          if rows else "no regressions")
+    return 0
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from jaxrel.history.serve import make_server
+
+    if not 0 <= args.port <= 65535:
+        raise UsageError(f"--port {args.port}: expected 0 to 65535")
+    server = make_server(args.db, Path(args.output).resolve(), args.host, args.port, args.commit_url,
+                         on_ready=lambda url: say(f"history: serving {args.db} at {url} (Ctrl-C stops)"))
+    try:
+        server.serve_forever()
+    finally:
+        server.server_close()
     return 0

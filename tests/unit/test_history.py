@@ -334,3 +334,95 @@ def test_own_tests_listed_only_when_failing_regress_get_fixed_and_close(tmp_path
                            capsys).out)["regressions"]
     assert still[0]["state"] == "open"
     assert run(["history", "regressions", "--db", str(db), "--close-after", "0"], capsys).code == 2
+
+
+def test_serve_answers_live_queries_and_republishes_as_the_store_changes(
+        week: tuple[Path, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import threading
+    import urllib.error
+    import urllib.request
+
+    from history_support import report
+
+    from jaxrel.history.serve import make_server
+
+    db, _ = week
+    urls: list[str] = []
+    server = make_server(str(db), tmp_path / "site", port=0, on_ready=urls.append)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        def get(path: str) -> tuple[int, bytes]:
+            try:
+                with urllib.request.urlopen(urls[0] + path, timeout=60) as answer:
+                    return answer.status, answer.read()
+            except urllib.error.HTTPError as error:
+                return error.code, error.read()
+
+        status, page = get("index.html")
+        assert status == 200 and b"nights" in page and urls[0].startswith("http://127.0.0.1:")
+        pins = ["jaxlib==0.11.2", "jax-cuda13-plugin==0.11.2"]
+        status, body = get("api/v1/query?" + "&".join(f"pin={p}" for p in pins))
+        assert status == 200
+        assert json.loads(body) == json.loads(run(["history", "query", "--db", str(db), "--json", *pins], capsys).out)
+        status, body = get("api/v1/query?pin=jaxlib%3D%3Dbanana")
+        assert status == 400 and "jaxlib==banana" in json.loads(body)["error"]
+        status, body = get("api/v1/query?" + "&".join(f"pin=p{i}==1" for i in range(200)))
+        assert status == 400 and "at most" in json.loads(body)["error"]
+
+        eighth = tmp_path / "night-8" / "report.json"
+        eighth.parent.mkdir()
+        eighth.write_text(json.dumps(report(8)))
+        assert run(["history", "ingest", "--db", str(db), "--night", "2026-10-08", str(eighth)], capsys).code == 0
+        status, body = get("api/v1/matrix.json")
+        assert status == 200 and json.loads(body)["nights"][0] == "2026-10-08"  # republished for the new night
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert run(["history", "serve", "--db", str(db), "--host", "0.0.0.0"], capsys).code == 2
+    assert run(["history", "serve", "--db", str(tmp_path / "none.sqlite")], capsys).code == 2
+
+
+def test_one_issue_per_regression_opened_when_ready_edited_then_closed(
+        week: tuple[Path, list[Path]], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import sys
+
+    from history_support import bisect_report, commit
+
+    from jaxrel.history.alerts import MARKER, Issue, plan
+    from jaxrel.history.publish import COMMIT_URL
+
+    db = str(week[0])
+
+    def regressions(close_after: int = 3) -> list[dict[str, Any]]:
+        ran = run(["history", "regressions", "--db", db, "--json", "--close-after", str(close_after)], capsys)
+        return list(json.loads(ran.out)["regressions"])
+
+    found = regressions()
+    first = plan(found, [], COMMIT_URL, "https://hud.example.invalid")
+    assert [(a.verb, a.number) for a in first] == [("open", None)]
+    text = first[0].body
+    assert text.startswith(MARKER.format(key=found[0]["key"])) and BROKEN_TEST in text
+    assert "https://hud.example.invalid/regressions/" in text and f"commit/{commit(BREAK_NIGHT)}" in text
+    opened = Issue(17, "open", text)
+    assert plan(found, [opened], COMMIT_URL, "https://hud.example.invalid") == []  # nothing changed: no edit
+
+    run(["history", "ingest", "--db", db, str(bisect_report(tmp_path / "bisect"))], capsys)  # a culprit tonight
+    edits = plan(regressions(), [opened], COMMIT_URL, "https://hud.example.invalid")
+    assert [(a.verb, a.number) for a in edits] == [("edit", 17)] and commit(BREAK_NIGHT)[:12] in edits[0].title
+    closing = [dict(r, state="closed") for r in regressions()]
+    assert [(a.verb, a.number) for a in plan(closing, [opened], COMMIT_URL)] == [("close", 17)]
+    assert plan(regressions(), [Issue(17, "closed", text)], COMMIT_URL) == []  # a person closed it: it stays closed
+    foreign = Issue(3, "open", "a person's own issue, no marker")
+    assert [a.verb for a in plan(found, [foreign], COMMIT_URL)] == ["open"]
+
+    listing = tmp_path / "regressions.json"
+    listing.write_text(run(["history", "regressions", "--db", db, "--json"], capsys).out)
+    script = Path(__file__).resolve().parents[2] / "scripts" / "regression_issues.py"
+    dry = subprocess.run([sys.executable, str(script), str(listing), "--repo", "o/n", "--dry-run"],
+                         capture_output=True, text=True, timeout=120)
+    assert dry.returncode == 0 and dry.stdout.startswith(f"open {found[0]['key']}: compat regression: "), dry.stderr
+    listing.write_text('{"regressions": [{"key": 1}]}')
+    bad = subprocess.run([sys.executable, str(script), str(listing), "--repo", "o/n", "--dry-run"],
+                         capture_output=True, text=True, timeout=120)
+    assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
