@@ -78,9 +78,9 @@ def body(regression: dict[str, Any], commit_url: str, hud_url: str = "") -> str:
 def plan(regressions: list[dict[str, Any]], issues: list[Issue], commit_url: str, hud_url: str = "") -> list[Action]:
     """What to do on the tracker tonight (see the module doc)."""
     by_key: dict[str, Issue] = {}
-    for issue in sorted(issues, key=lambda i: i.number):
-        if issue.key is not None:
-            by_key.setdefault(issue.key, issue)  # the oldest issue of a key is the one kept
+    for kept in sorted(issues, key=lambda i: i.number):
+        if kept.key is not None:
+            by_key.setdefault(kept.key, kept)  # the oldest issue of a key is the one kept
     actions = []
     for regression in regressions:
         key, issue = regression["key"], by_key.get(regression["key"])
