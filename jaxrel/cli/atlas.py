@@ -15,6 +15,7 @@ from jaxrel._util.atomic import write_reports
 from jaxrel._util.text import shorten
 from jaxrel.atlas import measure, table
 from jaxrel.cli._common import UsageError, add_common, index_options, say
+from jaxrel.cli._record import add_record_options, record
 from jaxrel.distributions.index import Index
 from jaxrel.family import resolve_family
 
@@ -35,6 +36,7 @@ def add(verbs: Any) -> None:
     sub.add_argument("--note", default="", help="a sentence on where it was measured (machine, load), shown "
                      "under the date")
     index_options(sub)
+    add_record_options(sub)
     sub.add_argument("--workdir", default="build/atlas", metavar="DIR",
                      help="environments, runs and the reports atlas.md, atlas.json, atlas.html")
     sub.set_defaults(run=run)
@@ -78,5 +80,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(text)
         print("reports: " + ", ".join(str(path) for path in outputs))
+    record(args, workdir / "atlas.json")
     return 1 if any(r.problem for r in runs) else 0
 

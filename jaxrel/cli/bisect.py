@@ -17,6 +17,7 @@ from jaxrel.cli._common import (
     parse_pin,
     say,
 )
+from jaxrel.cli._record import add_record_options, record
 from jaxrel.compat.report import read_tested_commit
 from jaxrel.family import resolve_family
 
@@ -47,6 +48,7 @@ def add(verbs: Any) -> None:
     sub.add_argument("--deps-as-of", metavar="DATE|now",
                      help="resolve the test requirements as of DATE (default: the newest good commit's date)")
     sub.add_argument("--no-uv", action="store_true", help="build the environment with venv + pip")
+    add_record_options(sub)
     index_options(sub)
     sub.add_argument("--workdir", default="build/bisect", metavar="DIR",
                      help="the private clone, the environment, built wheels, bisect.json, bisect.md")
@@ -88,9 +90,10 @@ def run(args: argparse.Namespace) -> int:
     try:
         result = search.run(request, family, say)
     except search.BisectRefused as refused:
-        report.write(workdir, refused.result)
+        json_path, _ = report.write(workdir, refused.result)
         if args.json:
             print(json.dumps(report.to_json(refused.result), indent=2))
+        record(args, json_path)  # "not converged" is kept too: the range was tried
         raise
     json_path, md_path = report.write(workdir, result)
     if args.json:
@@ -98,4 +101,5 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(report.text(result))
         print(f"reports: {json_path}, {md_path}")
+    record(args, json_path)
     return 0

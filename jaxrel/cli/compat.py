@@ -13,6 +13,7 @@ from jaxrel.cells.plugin_install import MODES
 from jaxrel.cells.suites import DEFAULT_SUITE
 from jaxrel.cli import _matrix
 from jaxrel.cli._common import UsageError, add_common, add_env_option, env_pairs, say
+from jaxrel.cli._record import add_record_options, record
 from jaxrel.compat import report
 from jaxrel.compat.cell import CellResult
 from jaxrel.compat.options import Options
@@ -59,10 +60,7 @@ def add(verbs: Any) -> None:
                      help="the Bazel workspace whose wheels (e.g. an XLA FFI extension) join every cell "
                           "(default: the nearest WORKSPACE at or above the working directory)")
     sub.add_argument("--no-uv", action="store_true", help="build cell environments with venv + pip")
-    sub.add_argument("--record", metavar="DB", help="ingest the finished report into this history store (a file or "
-                     "postgresql://…; see jaxrel history)")
-    sub.add_argument("--night", metavar="YYYY-MM-DD", help="with --record: the night the run belongs to (default "
-                     "today, UTC)")
+    add_record_options(sub)
     sub.add_argument("--no-extension", action="store_true",
                      help="do not build the workspace's wheels with Bazel and add them to the cells")
     sub.set_defaults(run=run)
@@ -171,21 +169,6 @@ def run(args: argparse.Namespace) -> int:
         for line in commands:
             print(f"bisect: {line}")
         print(f"reports: {json_path}, {md_path}, {workdir / 'junit'}/")
-    if args.record:
-        _record(args.record, json_path, args.night, quiet=args.json)
+    record(args, json_path)
     return 0 if all(r.ok for r in results) else 1
 
-
-def _record(db: str, report_path: Path, night: str | None, quiet: bool) -> None:
-    """Ingest the finished report (``--record``): the history is above the features, so the command line joins them."""
-    from jaxrel.history.ingest import ingest
-    from jaxrel.history.store import open_store
-
-    store = open_store(db)
-    try:
-        done = ingest(store, report_path, night=night)
-    finally:
-        store.close()
-    if not quiet:
-        kept = "already kept" if done.run is None else f"run {done.run}, {done.results} results"
-        print(f"history: {report_path} recorded in {db} ({kept}; new regressions: {len(done.regressions)})")

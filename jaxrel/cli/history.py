@@ -20,6 +20,7 @@ from jaxrel.history.regressions import CLOSE_AFTER, regressions
 from jaxrel.history.store import DEFAULT, HistoryError, open_store
 
 KINDS = ("flaky", "infra", "expected", "fixed-by")
+REPORT_NAMES = ("report.json", "bisect.json", "atlas.json", "device.json")
 HELP = "Every run kept: ingest reports, ask whether a set of wheels is known good, publish the HUD."
 
 
@@ -32,8 +33,8 @@ def add(verbs: Any) -> None:
         parser.add_argument("--json", action="store_true", help="print a JSON object instead of text")
         return parser
 
-    taken = common(actions.add_parser("ingest", help="ingest compat report.json and bisect.json files (or the "
-                                      "directories holding them) into the store, once each"))
+    taken = common(actions.add_parser("ingest", help="ingest compat's report.json, bisect.json, atlas.json and "
+                                      "device.json files (or the directories holding them) into the store, once each"))
     taken.add_argument("reports", nargs="+", metavar="REPORT|DIR")
     taken.add_argument("--night", metavar="YYYY-MM-DD", help="the night the reports belong to (default: today, UTC)")
     taken.add_argument("--source", metavar="URL", help="where the reports came from (a CI run's URL)")
@@ -107,10 +108,10 @@ def _reports(paths: list[str]) -> list[Path]:
     for text in paths:
         path = Path(text)
         if path.is_dir():
-            below = sorted([*path.rglob("report.json"), *path.rglob("bisect.json")])
+            below = sorted(found for name in REPORT_NAMES for found in path.rglob(name))
             if not below:
-                raise HistoryError(f"{path}: no report.json or bisect.json below this directory; pass compat's "
-                                   "report.json or bisect's bisect.json")
+                raise HistoryError(f"{path}: no {', '.join(REPORT_NAMES)} below this directory; pass the reports "
+                                   "compat, bisect, atlas or the device check wrote")
             found += below
         elif path.is_file():
             found.append(path)

@@ -84,7 +84,7 @@ def bisect_new(store: Store, source: Path, workdir: Path, *, env: Sequence[str] 
         if code in (130, -2):
             raise KeyboardInterrupt
         if report.is_file():
-            ingest(store, report, night=regression.night, kind="bisect")
+            ingest(store, report, night=regression.night)
             named = next((r for r in regressions(store) if r.key == regression.key), regression)
             said = (f"culprit {named.culprit[:12]}" if named.culprit else
                     f"not converged: {named.log.splitlines()[0][:200] if named.log else 'see the log'}")

@@ -1,7 +1,9 @@
 """Ingest: one report into the store, in one transaction, with the meaning of every result computed and kept.
 
 A compat ``report.json`` brings a night's results; a ``bisect.json`` brings the culprit ``jaxrel bisect``
-named for a cell (the range it searched, the first bad commit when it converged, a short log).
+named for a cell (the range it searched, the first bad commit when it converged, a short log); an
+``atlas.json`` brings one cell per measured (jax, jaxlib) pair with each API a test; the device check's
+``device.json`` one cell for the set installed on a GPU, its steps as tests.
 
 A report whose sha256 the store already holds changes nothing (ingest twice = once). A report that
 cannot be read changes nothing either (it is read whole before the transaction starts), and a run
@@ -68,7 +70,7 @@ def verdict(now: str, before: str | None, same_combo_and_commit: set[str]) -> st
 
 
 def ingest(store: Store, path: Path, *, night: str | None = None, source: str | None = None,
-           machine: str | None = None, kind: str = "compat") -> Ingested:
+           machine: str | None = None) -> Ingested:
     """Ingest the report at ``path`` (read whole first), as of ``night`` (``YYYY-MM-DD``, default today, UTC)."""
     found = read_any(path)
     night = _night(night)
@@ -78,7 +80,7 @@ def ingest(store: Store, path: Path, *, night: str | None = None, source: str | 
     with store.transaction() as db:
         if db.execute("SELECT id FROM runs WHERE report_sha256 = ?", (report.sha256,)):
             return Ingested(str(path), None, 0, 0, [])
-        run = _run(db, report, path, night, source, machine, kind)
+        run = _run(db, report, path, night, source, machine)
         count, regressions = 0, []
         for cell in report.cells:
             combo = _combo(db, cell)
@@ -132,13 +134,12 @@ def _night(night: str | None) -> str:
         raise HistoryError(f"--night {night[:40]!r}: not a date; expected YYYY-MM-DD") from None
 
 
-def _run(db: Db, report: ReportRecord, path: Path, night: str, source: str | None,
-         machine: str | None, kind: str) -> int:
+def _run(db: Db, report: ReportRecord, path: Path, night: str, source: str | None, machine: str | None) -> int:
     recorded = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     (run,), = db.execute(
         "INSERT INTO runs (report_sha256, kind, source, night, recorded, machine, jaxrel_version, frontend, "
         "frontend_version, frontend_commit) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
-        (report.sha256, kind, source or f"local:{path.resolve()}", night, recorded, machine or platform.node(),
+        (report.sha256, report.kind, source or f"local:{path.resolve()}", night, recorded, machine or platform.node(),
          jaxrel.__version__, report.frontend.name, report.frontend.version, report.frontend.commit))
     return int(run)
 

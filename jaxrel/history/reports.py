@@ -72,6 +72,7 @@ class ReportRecord:
     sha256: str
     frontend: Artifact
     cells: list[CellRecord]
+    kind: str = "compat"  # compat | atlas | device: what wrote it
 
 
 @dataclass(frozen=True)
@@ -88,15 +89,115 @@ class BisectRecord:
 
 
 def read_any(path: Path) -> ReportRecord | BisectRecord:
-    """A compat ``report.json`` or a ``bisect.json``, told apart by their shape."""
+    """A compat ``report.json``, a ``bisect.json``, an ``atlas.json`` or the device check's ``device.json``, told
+    apart by their shape."""
     try:
         raw = localfiles.read_bytes(path, what="the report", limit=MAX_REPORT)
         data = localfiles.loads_json(raw, str(path))
     except JaxrelError as error:
         raise HistoryError(str(error)) from None
+    sha256 = hashlib.sha256(raw).hexdigest()
     if isinstance(data, dict) and "goods" in data and "first_bad" in data:
-        return _bisect(data, path, hashlib.sha256(raw).hexdigest())
+        return _bisect(data, path, sha256)
+    if isinstance(data, dict) and "columns" in data and "rows" in data:
+        return _atlas(data, path, sha256)
+    if isinstance(data, dict) and "probe" in data and "doctor" in data:
+        return _device(data, path, sha256)
     return read_report(path)
+
+
+ATLAS_STATES = {"works": "passed", "removed": "passed", "not yet": "skipped", "skipped": "skipped",
+                "fails": "failed", "cell failed": "infra"}  # an API that is gone where its docs say works as designed
+
+
+def _atlas(data: dict[str, Any], path: Path, sha256: str) -> ReportRecord:
+    """``jaxrel atlas``'s atlas.json: each column (a jax release with a jaxlib release) a cell, each API a test."""
+    columns, rows = data.get("columns"), data.get("rows")
+    _need(isinstance(columns, list) and bool(columns) and isinstance(rows, list), path, "columns and rows",
+          "a non-empty list and a list")
+    assert isinstance(columns, list) and isinstance(rows, list)
+    cells: list[CellRecord] = []
+    for i, column in enumerate(columns):
+        where = f"columns[{i}]"
+        _need(isinstance(column, dict), path, where, "an object")
+        key, jax, jaxlib = (_text(column.get(k), path, f"{where}.{k}") for k in ("key", "jax", "jaxlib"))
+        python = _text(column.get("python"), path, f"{where}.python")
+        problem = column.get("problem")
+        record = CellRecord(f"atlas-py{python}-jax{jax}-jaxlib{jaxlib}", python, "any", "cpu",
+                            [("frontend", Artifact("jax", jax)), ("backend", Artifact("jaxlib", jaxlib))])
+        outcomes = []
+        for j, row in enumerate(rows):
+            _need(isinstance(row, dict) and isinstance(row.get("cells"), dict), path, f"rows[{j}]",
+                  "an object with cells")
+            api = _text(row.get("api"), path, f"rows[{j}].api")
+            seen = row["cells"].get(key)
+            if seen is None:
+                continue
+            _need(isinstance(seen, dict) and seen.get("state") in ATLAS_STATES, path, f"rows[{j}].cells[{key!r}]",
+                  f"a state ({', '.join(ATLAS_STATES)})")
+            detail = str(seen.get("detail", ""))
+            outcomes.append(TestRecord(api[:500], ATLAS_STATES[seen["state"]], None,
+                                       _signature(detail) if seen["state"] == "fails" else "", "compat"))
+        failed = any(t.outcome == "failed" for t in outcomes)
+        cell = "infra" if isinstance(problem, str) and problem else "failed" if failed else "passed"
+        record.tests = [TestRecord(CELL_TEST, cell, None, _signature(problem) if isinstance(problem, str) else ""),
+                        *outcomes]
+        cells.append(record)
+    return ReportRecord(sha256, Artifact("jax", ""), cells, "atlas")
+
+
+DEVICE_STEPS = ("compat_suite", "jax_tests", "cpu_only_wheel")
+
+
+def _device(data: dict[str, Any], path: Path, sha256: str) -> ReportRecord:
+    """The device check's device.json: the installed set on one GPU a cell; its steps, the kernels and the GPU code
+    tests."""
+    doctor, probe = data.get("doctor"), data.get("probe")
+    _need(isinstance(doctor, dict) and isinstance(probe, dict), path, "doctor and probe", "objects")
+    assert isinstance(doctor, dict) and isinstance(probe, dict)
+    environment = doctor.get("environment")
+    _need(isinstance(environment, dict), path, "doctor.environment", "what jaxrel doctor found installed")
+    assert isinstance(environment, dict)
+
+    def named(item: object, where: str) -> Artifact:
+        _need(isinstance(item, dict), path, where, "an object with a name and a version")
+        assert isinstance(item, dict)
+        return Artifact(str(canonicalize_name(_text(item.get("name"), path, f"{where}.name"))),
+                        _text(item.get("version"), path, f"{where}.version"))
+
+    frontend = named(environment.get("frontend"), "doctor.environment.frontend")
+    backend = named(environment.get("backend"), "doctor.environment.backend")
+    plugins = environment.get("plugins", [])
+    _need(isinstance(plugins, list), path, "doctor.environment.plugins", "a list")
+    artifacts = [("frontend", frontend), ("backend", backend),
+                 *(("plugin", named(p, f"doctor.environment.plugins[{i}]")) for i, p in enumerate(plugins))]
+    python = str(data.get("python", ""))[:20]
+    python = ".".join(python.split(".")[:2]) if re.fullmatch(r"3\.\d+(\.\d+)?", python) else "?"
+    kind = probe.get("device_kind") if isinstance(probe.get("device_kind"), str) else "no GPU"
+    device = re.sub(r"[^A-Za-z0-9.-]+", "-", str(kind)).strip("-")[:60] or "gpu"
+    plugin = "-".join(a.name.removeprefix("jax-").removesuffix("-plugin") for _, a in artifacts[2:3]) or "noplugin"
+    record = CellRecord(f"device-py{python}-{backend.name}{backend.version}-{plugin}-{device}", python, "any",
+                        device, artifacts)
+    ok = data.get("ok")
+    _need(isinstance(ok, bool), path, "ok", "true or false")
+    tests = [TestRecord(CELL_TEST, "infra" if data.get("no_gpu") else "passed" if ok else "failed", None,
+                        _signature(str(probe.get("error", ""))) if data.get("no_gpu") else "")]
+    for step in DEVICE_STEPS:
+        found = data.get(step)
+        if isinstance(found, dict) and isinstance(found.get("ok"), bool):
+            seconds = found.get("seconds")
+            tests.append(TestRecord(f"device: {step.replace('_', ' ')}", "passed" if found["ok"] else "failed",
+                                    float(seconds) if isinstance(seconds, (int, float)) else None,
+                                    "" if found["ok"] else _signature(str(found.get("tail", ""))[-300:]), "compat"))
+    if isinstance(data.get("kernels_ok"), bool):
+        tests.append(TestRecord("device: kernels against NumPy", "passed" if data["kernels_ok"] else "failed",
+                                suite="compat"))
+    if isinstance(data.get("gpu_code"), list):
+        held = {"sm_80", "sm_90"} <= {str(code) for code in data["gpu_code"]}
+        tests.append(TestRecord("device: GPU code for sm_80 and sm_90", "passed" if held else "failed",
+                                suite="compat"))
+    record.tests = tests
+    return ReportRecord(sha256, frontend, [record], "device")
 
 
 def _bisect(data: dict[str, Any], path: Path, sha256: str) -> BisectRecord:
@@ -125,8 +226,8 @@ def _bisect(data: dict[str, Any], path: Path, sha256: str) -> BisectRecord:
 
 def _need(condition: bool, path: Path, where: str, expected: str) -> None:
     if not condition:
-        raise HistoryError(f"{path}: {where} should be {expected}; not a jaxrel compat report (report.json), or a "
-                           "damaged one: ingest the report.json that jaxrel compat wrote")
+        raise HistoryError(f"{path}: {where} should be {expected}; not a report jaxrel wrote, or a damaged one: "
+                           "ingest compat's report.json, bisect's bisect.json, atlas.json or device.json as written")
 
 
 def read_report(path: Path) -> ReportRecord:

@@ -426,3 +426,54 @@ def test_one_issue_per_regression_opened_when_ready_edited_then_closed(
     bad = subprocess.run([sys.executable, str(script), str(listing), "--repo", "o/n", "--dry-run"],
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
+def test_atlas_and_device_reports_are_kept_as_cells_of_their_own(tmp_path: Path,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    from jaxrel.atlas import table
+
+    def run_of(jax: str, jaxlib: str, pcast: str) -> table.CellRun:
+        outcomes = {"test_api.py::test_api[jax.jit]": {"outcome": "passed"},
+                    "test_api.py::test_api[jax.lax.pcast]": {"outcome": pcast, "message": "AttributeError: pcast"}}
+        return table.CellRun(jax, jaxlib, "3.12", outcomes)
+
+    atlas = tmp_path / "atlas" / "atlas.json"
+    atlas.parent.mkdir()
+    atlas.write_text(table.dumps(table.build([run_of("0.6.0", "0.6.0", "failed"), run_of("0.7.0", "0.7.0", "passed"),
+                                              table.CellRun("0.8.0", "0.8.0", "3.12", problem="install failed")],
+                                             "2026-11-20")))
+    device = tmp_path / "device" / "device.json"
+    device.parent.mkdir()
+    device.write_text(json.dumps({
+        "python": "3.12.3", "ok": False, "kernels_ok": True, "gpu_code": ["sm_80", "sm_90", "compute_100"],
+        "doctor": {"compatible": True, "environment": {
+            "frontend": {"name": "jax", "version": "0.11.2"}, "backend": {"name": "jaxlib", "version": "0.11.2"},
+            "plugins": [{"name": "jax-cuda13-plugin", "version": "0.11.2"},
+                        {"name": "jax-cuda13-pjrt", "version": "0.11.2"}]}},
+        "probe": {"device_kind": "NVIDIA H100 80GB HBM3", "default_backend": "gpu"},
+        "compat_suite": {"passed": 96, "failed": 0, "skipped": 3, "seconds": 11.8, "ok": True},
+        "cpu_only_wheel": {"passed": 0, "failed": 11, "skipped": 1, "seconds": 3.3, "ok": False,
+                           "tail": "NOT_FOUND: No FFI handler registered for jaxrel_rms_norm_fwd on a platform CUDA"}}))
+    db = str(tmp_path / "h.sqlite")
+    done = run(["history", "ingest", "--db", db, "--night", "2026-11-20", "--json", str(tmp_path)], capsys)
+    assert done.code == 0, done.err
+    assert sorted(Path(i["path"]).name for i in json.loads(done.out)["ingested"]) == ["atlas.json", "device.json"]
+    store = open_store(db)
+    try:
+        kinds = {k for (k,) in store.rows("SELECT kind FROM runs")}
+        rows = {(c, t): o for c, t, o in store.rows(
+            "SELECT combos.cell, results.test, results.outcome FROM results JOIN combos ON combos.id = results.combo")}
+    finally:
+        store.close()
+    assert kinds == {"atlas", "device"}
+    assert rows[("atlas-py3.12-jax0.6.0-jaxlib0.6.0", "jax.lax.pcast")] == "failed"
+    assert rows[("atlas-py3.12-jax0.7.0-jaxlib0.7.0", "jax.lax.pcast")] == "passed"
+    assert rows[("atlas-py3.12-jax0.8.0-jaxlib0.8.0", "cell")] == "infra"
+    gpu = "device-py3.12-jaxlib0.11.2-cuda13-NVIDIA-H100-80GB-HBM3"
+    assert rows[(gpu, "cell")] == "failed" and rows[(gpu, "device: cpu only wheel")] == "failed"
+    assert rows[(gpu, "device: compat suite")] == rows[(gpu, "device: GPU code for sm_80 and sm_90")] == "passed"
+    answer = json.loads(run(["history", "query", "--db", db, "--json", "jaxlib==0.11.2", "jax-cuda13-plugin==0.11.2"],
+                            capsys).out)
+    assert answer["verdict"] == "known bad" and answer["nights"][0]["cell"] == gpu
+    good = json.loads(run(["history", "query", "--db", db, "--json", "jax==0.7.0", "jaxlib==0.7.0"], capsys).out)
+    assert good["verdict"] == "known good"
