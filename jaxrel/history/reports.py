@@ -175,7 +175,8 @@ def _device(data: dict[str, Any], path: Path, sha256: str) -> ReportRecord:
     python = ".".join(python.split(".")[:2]) if re.fullmatch(r"3\.\d+(\.\d+)?", python) else "?"
     kind = probe.get("device_kind") if isinstance(probe.get("device_kind"), str) else "no GPU"
     device = re.sub(r"[^A-Za-z0-9.-]+", "-", str(kind)).strip("-")[:60] or "gpu"
-    plugin = "-".join(a.name.removeprefix("jax-").removesuffix("-plugin") for _, a in artifacts[2:3]) or "noplugin"
+    families = sorted({a.name.removeprefix("jax-").split("-")[0] for _, a in artifacts[2:]})  # jax-cuda13-pjrt: cuda13
+    plugin = "-".join(families) or "noplugin"
     record = CellRecord(f"device-py{python}-{backend.name}{backend.version}-{plugin}-{device}", python, "any",
                         device, artifacts)
     ok = data.get("ok")

@@ -477,3 +477,24 @@ def test_atlas_and_device_reports_are_kept_as_cells_of_their_own(tmp_path: Path,
     assert answer["verdict"] == "known bad" and answer["nights"][0]["cell"] == gpu
     good = json.loads(run(["history", "query", "--db", db, "--json", "jax==0.7.0", "jaxlib==0.7.0"], capsys).out)
     assert good["verdict"] == "known good"
+
+
+def test_a_real_device_check_report_is_kept_as_its_gpu_cell(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """device.json as the device check wrote it on an NVIDIA H100 (2026-11-27, jax 0.11.2 with jax-cuda13)."""
+    real = Path(__file__).resolve().parents[1] / "data" / "history" / "device-h100-2026-11-27.json"
+    device = tmp_path / "device.json"
+    shutil.copyfile(real, device)
+    db = str(tmp_path / "h.sqlite")
+    assert run(["history", "ingest", "--db", db, "--night", "2026-11-27", str(device)], capsys).code == 0
+    pins = ["jax==0.11.2", "jaxlib==0.11.2", "jax-cuda13-plugin==0.11.2", "jax-cuda13-pjrt==0.11.2"]
+    answer = json.loads(run(["history", "query", "--db", db, "--json", *pins], capsys).out)
+    assert answer["verdict"] == "known good"
+    assert answer["nights"][0]["cell"] == "device-py3.12-jaxlib0.11.2-cuda13-NVIDIA-H100-80GB-HBM3"
+    store = open_store(db)
+    try:
+        tests = {t: o for t, o in store.rows("SELECT test, outcome FROM results")}
+    finally:
+        store.close()
+    assert tests == {"cell": "passed", "device: compat suite": "passed", "device: jax tests": "passed",
+                     "device: cpu only wheel": "passed", "device: kernels against NumPy": "passed",
+                     "device: GPU code for sm_80 and sm_90": "passed"}
