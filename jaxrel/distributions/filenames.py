@@ -16,7 +16,7 @@ from packaging.version import Version
 from jaxrel._util.text import shorten
 from jaxrel.errors import BadInput
 
-__all__ = ["FilenameError", "name_and_version", "wheel_pairs", "wheel_tags"]
+__all__ = ["FilenameError", "Slot", "grid_holes", "name_and_version", "slot_text", "wheel_slots", "wheel_tags"]
 
 MAX_NAME = 255  # bytes a file name can have on the file systems jaxrel writes to
 
@@ -50,7 +50,41 @@ def wheel_tags(filename: str) -> frozenset[Tag]:
     return parse_wheel_filename(filename)[3]
 
 
-def wheel_pairs(filenames: Iterable[str]) -> set[tuple[str, str]]:
-    """The (Python tag, platform) pairs the wheels among ``filenames`` are for (``py3`` for every Python)."""
-    return {(tag.interpreter, tag.platform) for name in filenames if name.endswith(".whl")
-            for tag in wheel_tags(name)}
+Slot = tuple[str, str, str]  # (interpreter, ABI, platform): where one wheel installs
+
+
+def _slots(filename: str) -> set[Slot]:
+    """A wheel's slots: each interpreter and ABI it is tagged for, with its platforms as one key (a wheel tagged
+    ``manylinux_2_17_x86_64.manylinux2014_x86_64`` fills one column, not two)."""
+    tags = wheel_tags(filename)
+    platform = ".".join(sorted({tag.platform for tag in tags}))
+    return {(tag.interpreter, tag.abi, platform) for tag in tags}
+
+
+def wheel_slots(filenames: Iterable[str]) -> set[Slot]:
+    """The slots the wheels among ``filenames`` fill: (interpreter, ABI, platform). The ABI tells a free-threaded
+    ``cp313t`` wheel from a ``cp313`` one (``py3``/``none`` for a pure or Python-independent wheel)."""
+    return {slot for name in filenames if name.endswith(".whl") for slot in _slots(name)}
+
+
+def slot_text(slot: Slot) -> str:
+    """A slot as a wheel's tag triple: ``cp313-cp313t-manylinux_2_27_x86_64``."""
+    return "-".join(slot)
+
+
+def _free_threaded(slot: Slot) -> bool:
+    return slot[1].endswith("t") and slot[1].startswith("cp")
+
+
+def grid_holes(slots: set[Slot]) -> list[Slot]:
+    """The slots missing from a CPython wheel grid against itself: within each kind of build (with the GIL,
+    free-threaded), every interpreter present on one platform is expected on every platform that kind has. A
+    kind absent from a platform altogether (no free-threaded build for Windows) is the grid's shape, not a hole."""
+    holes: list[Slot] = []
+    cpython = {slot for slot in slots if slot[0].startswith("cp") and slot[1] != "abi3"}
+    for kind in (False, True):
+        mine = {slot for slot in cpython if _free_threaded(slot) == kind}
+        rows = {(interpreter, abi) for interpreter, abi, _ in mine}
+        platforms = {platform for _, _, platform in mine}
+        holes += sorted((i, a, p) for i, a in rows for p in platforms if (i, a, p) not in mine)
+    return holes

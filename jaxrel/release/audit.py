@@ -35,7 +35,7 @@ from jaxrel import policy
 from jaxrel._util.progress import Progress, silent
 from jaxrel._util.text import table
 from jaxrel.distributions.extras import extras_of, unsatisfied_extras
-from jaxrel.distributions.filenames import wheel_pairs
+from jaxrel.distributions.filenames import Slot, grid_holes, slot_text, wheel_slots
 from jaxrel.distributions.index import Index
 from jaxrel.distributions.metadata import CoreMetadata
 from jaxrel.distributions.pages import IndexFile, Listing, parse_time
@@ -63,27 +63,34 @@ class ReleaseAudit:
     findings: list[Finding] = field(default_factory=list)
 
 
-def _pairs(files: list[IndexFile]) -> set[tuple[str, str]]:
-    return wheel_pairs(f.filename for f in files)
+def _slots(files: list[IndexFile]) -> set[Slot]:
+    return wheel_slots(f.filename for f in files)
+
+
+def _shown(slots: list[Slot]) -> str:
+    return ", ".join(slot_text(slot) for slot in slots[:4]) + (" …" if len(slots) > 4 else "")
 
 
 def _wheel_sets(files: dict[str, list[IndexFile]], backend: Component, plugins: list[Component]) -> list[Finding]:
-    have = _pairs(files.get(backend.distribution, []))
+    """The backend's grid against itself, and each plugin's against the backend's (the ABI included: a plugin's
+    free-threaded wheel beside no free-threaded backend wheel installs without its backend)."""
+    have = _slots(files.get(backend.distribution, []))
     found = []
+    if holes := grid_holes(have):
+        found.append(Finding("wheel-grid", f"{backend.distribution} has a hole in its wheel grid: no "
+                             f"{_shown(holes)}, while the same interpreters have wheels for other platforms"))
     for plugin in plugins:
-        own = _pairs(files.get(plugin.distribution, []))
+        own = _slots(files.get(plugin.distribution, []))
         if not own:
             continue
-        wanted = plugin.expected_wheel_pairs(have)
+        wanted = plugin.expected_slots(have)
         missing, extra = sorted(wanted - own), sorted(own - wanted)
         if missing:
             found.append(Finding("wheel-set", f"{plugin.distribution} lacks {len(missing)} wheel(s) that "
-                                 f"{backend.distribution} has: {', '.join('-'.join(p) for p in missing[:4])}"
-                                 + (" …" if len(missing) > 4 else "")))
+                                 f"{backend.distribution} has: {_shown(missing)}"))
         if extra:
-            shown = ", ".join("-".join(p) for p in extra[:4]) + (" …" if len(extra) > 4 else "")
             found.append(Finding("wheel-set", f"{plugin.distribution} has {len(extra)} wheel(s) "
-                                 f"{backend.distribution} lacks: {shown}"))
+                                 f"{backend.distribution} lacks: {_shown(extra)}"))
     return found
 
 
@@ -170,7 +177,7 @@ def _python_gap(version: str, frontend: str, metadata: CoreMetadata | None, back
                 files: list[IndexFile]) -> list[Finding]:
     """The frontend admits a CPython the backend at V has no wheel for (pip would pick an older backend or fail)."""
     declared = metadata.requires_python if metadata is not None else None
-    built = {python for python, _ in _pairs(files)}
+    built = {python for python, _, _ in _slots(files)}
     cpythons = sorted({int(p[3:]) for p in built if p.startswith("cp3") and p[3:].isdigit()})
     if not declared or not cpythons:
         return []

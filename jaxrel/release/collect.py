@@ -38,7 +38,14 @@ from jaxrel._util.files import cache_root, sha256_of
 from jaxrel._util.parallel import workers
 from jaxrel._util.progress import Progress, silent
 from jaxrel.distributions.archives import WheelError, verify_record
-from jaxrel.distributions.filenames import FilenameError, name_and_version, wheel_pairs, wheel_tags
+from jaxrel.distributions.filenames import (
+    FilenameError,
+    Slot,
+    grid_holes,
+    name_and_version,
+    slot_text,
+    wheel_slots,
+)
 from jaxrel.distributions.wheels import ArtifactInfo, inspect
 from jaxrel.errors import BadInput, Refused
 from jaxrel.release import locations
@@ -127,40 +134,49 @@ def _one(path: Path, components: dict[str, Component], project: Project) -> _Fou
     return _Found(path, component, version, digest, info)
 
 
-def _pairs(found: Sequence[_Found]) -> set[tuple[str, str]]:
-    return wheel_pairs(f.path.name for f in found)
+def _slots(found: Sequence[_Found]) -> set[Slot]:
+    return wheel_slots(f.path.name for f in found)
+
+
+def _file_in(files: Sequence[_Found], slot: Slot) -> str:
+    return next(f.path.name for f in files if slot in wheel_slots([f.path.name]))
 
 
 def coverage_problems(by_component: dict[str, list[_Found]], backend: Component | None,
                       plugins: Sequence[Component], pythons: Sequence[str], platforms: Sequence[str]) -> list[str]:
-    """Each plugin covers the backend's (Python, platform) set on its own platforms, and the backend the plugins'
-    and the expected matrix's; one line per gap, naming what is missing and where it would come from."""
+    """The backend's grid has no hole (against itself, and against ``--pythons``/``--platforms`` when given), each
+    plugin fills the backend's slots on its own platforms, ABI included, and the backend every plugin's; one line
+    per gap, naming what is missing and where it would come from."""
     problems = []
-    for name, files in by_component.items():  # the matrix asked for: every component built per CPython covers it
-        own = _pairs(files)
-        if (backend is None or name == backend.distribution) and any(py.startswith("cp") for py, _ in own):
-            wanted = [(py, plat) for py in pythons for plat in platforms or sorted({plat for _, plat in own})]
+    for name, files in by_component.items():  # every component built per CPython: no hole in its own grid
+        own = _slots(files)
+        if backend is not None and name != backend.distribution:
+            continue  # a plugin's grid is the backend's, checked below
+        problems += [f"{name} has no {slot_text(hole)} wheel, though it has {hole[0]}-{hole[1]} wheels for other "
+                     f"platforms and other interpreters' wheels for {hole[2]}: add that build job's artifact"
+                     for hole in grid_holes(own)]
+        if any(interpreter.startswith("cp") for interpreter, _, _ in own):
+            columns = sorted({platform for _, _, platform in own})
+            wanted = [(py, plat) for py in pythons for plat in platforms or columns]
             problems += [f"{name} has no wheel for {py} on {plat} (--pythons/--platforms ask for it): add that build "
-                         "job's artifact" for py, plat in wanted if (py, plat) not in own]
+                         "job's artifact" for py, plat in wanted
+                         if not any(i == py and plat in p.split(".") for i, _, p in own)]
     if backend is None:
         return problems
-    have = _pairs(by_component.get(backend.distribution, []))
+    have = _slots(by_component.get(backend.distribution, []))
     for plugin in plugins:
         files = by_component.get(plugin.distribution, [])
-        own = _pairs(files)
-        if own and all(platform == "any" for _, platform in own):
-            continue  # a pure plugin: one wheel serves every (Python, platform) the backend has
-        covered = plugin.expected_wheel_pairs(have)
-        for python, platform in sorted(covered - own):
-            problems.append(f"{plugin.distribution} has no wheel for {python} on {platform}, which "
-                            f"{backend.distribution} has: add its wheel from that build job, or leave that "
-                            f"{backend.distribution} wheel out")
-        for python, platform in sorted(own - covered):
-            problem = next(f.path.name for f in files if any(
-                (t.interpreter, t.platform) == (python, platform) for t in wheel_tags(f.path.name)))
-            problems.append(f"{problem}: {backend.distribution} has no wheel for {python} on {platform} beside it "
-                            f"(the plugin would be installable without its backend): add the {backend.distribution} "
-                            "wheel of that build job, or leave this one out")
+        own = _slots(files)
+        if own and all(platform == "any" for _, _, platform in own):
+            continue  # a pure plugin: one wheel serves every slot the backend has
+        covered = plugin.expected_slots(have)
+        for slot in sorted(covered - own):
+            problems.append(f"{plugin.distribution} has no {slot_text(slot)} wheel, which {backend.distribution} "
+                            f"has: add its wheel from that build job, or leave that {backend.distribution} wheel out")
+        for slot in sorted(own - covered):
+            problems.append(f"{_file_in(files, slot)}: {backend.distribution} has no {slot_text(slot)} wheel beside "
+                            f"it (the plugin would be installable without its backend): add the "
+                            f"{backend.distribution} wheel of that build job, or leave this one out")
     return problems
 
 

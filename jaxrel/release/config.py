@@ -50,6 +50,7 @@ from packaging.utils import canonicalize_name
 
 from jaxrel._util import localfiles
 from jaxrel._util.shape import Shape, found, is_name, is_relative_path, printable
+from jaxrel.distributions.filenames import Slot
 from jaxrel.family import ConfigError, Family
 
 __all__ = ["BUILDERS", "BUILTIN", "CHANGELOG_STYLES", "ROLES", "VERSIONING", "Component", "Location", "ReleaseConfig",
@@ -112,12 +113,13 @@ class Component:
     present_if_named_in: str | None = None  # in a release only when this file names it (or what pins it)
     released_separately: bool = False  # its own schedule: listed, never in this release
 
-    def expected_wheel_pairs(self, backend: set[tuple[str, str]]) -> set[tuple[str, str]]:
-        """The (Python tag, platform) pairs this plugin's wheels cover when the backend's wheels cover ``backend``:
-        the backend's on this component's platforms, one ``py3`` pair per platform for a ``python-tag = "py3"``."""
-        pairs = {(python, platform) for python, platform in backend
-                 if not self.platforms or any(platform.startswith(prefix) for prefix in self.platforms)}
-        return {("py3", platform) for _, platform in pairs} if self.python_tag == "py3" else pairs
+    def expected_slots(self, backend: set[Slot]) -> set[Slot]:
+        """The slots this plugin's wheels fill when the backend's wheels fill ``backend``: the backend's on this
+        component's platforms (the ABI included: a free-threaded backend wheel wants a free-threaded plugin
+        wheel), one ``py3-none`` slot per platform for a ``python-tag = "py3"``."""
+        slots = {slot for slot in backend
+                 if not self.platforms or any(slot[2].startswith(prefix) for prefix in self.platforms)}
+        return {("py3", "none", platform) for _, _, platform in slots} if self.python_tag == "py3" else slots
 
     @property
     def pyproject(self) -> str:

@@ -49,10 +49,17 @@ def test_a_whole_matrix_is_collected_in_upload_order_and_verifies(tree: Path, tm
 @pytest.mark.parametrize(("damage", "says"), [
     ("plugin-old", "mfam_gpu_plugin-0.1.9-cp313-cp313-manylinux_2_27_x86_64.whl: version 0.1.9, but the release is "
                    "0.2.0: a file from another release; take the mfam-gpu-plugin 0.2.0 artifact"),
-    ("core-missing", "mfam_gpu_plugin-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl: mfam-core has no wheel for cp313 "
-                     "on manylinux_2_27_x86_64 beside it"),
-    ("plugin-missing", "mfam-gpu-plugin has no wheel for cp312 on manylinux_2_27_x86_64, which mfam-core has: add "
+    ("core-missing", "mfam-core has no cp313-cp313-manylinux_2_27_x86_64 wheel, though it has cp313-cp313 wheels for "
+                     "other platforms and other interpreters' wheels for manylinux_2_27_x86_64: add that build job's "
+                     "artifact"),
+    ("core-and-plugin-missing", "mfam-core has no cp313-cp313-manylinux_2_27_x86_64 wheel, though"),  # a hole
+    ("core-linux-only", "mfam_gpu_plugin-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl: mfam-core has no "
+                        "cp313-cp313-manylinux_2_27_x86_64 wheel beside it"),
+    ("plugin-missing", "mfam-gpu-plugin has no cp312-cp312-manylinux_2_27_x86_64 wheel, which mfam-core has: add "
                        "its wheel from that build job"),
+    ("free-threaded-plugin", "mfam_gpu_plugin-0.2.0-cp313-cp313t-manylinux_2_27_x86_64.whl: mfam-core has no "
+                             "cp313-cp313t-manylinux_2_27_x86_64 wheel beside it"),
+    ("free-threaded-core", "mfam-gpu-plugin has no cp313-cp313t-manylinux_2_27_x86_64 wheel, which mfam-core has"),
     ("pjrt-missing", "mfam-gpu-pjrt 0.2.0: no file, but the release includes it"),
     ("separately", "mfam_tpu_plugin-0.2.0-cp312-cp312-manylinux_2_27_x86_64.whl: mfam-tpu-plugin is released "
                    "separately"),
@@ -71,6 +78,16 @@ def test_a_matrix_that_is_not_one_release_is_refused_naming_the_file(tree: Path,
         wheel(job, "mfam-gpu-plugin", "0.1.9", "cp313-cp313-manylinux_2_27_x86_64", ("mfam-gpu-pjrt==0.1.9",))
     elif damage == "core-missing":
         (job / "mfam_core-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl").unlink()
+    elif damage == "core-and-plugin-missing":  # the plugin follows the backend: the hole is the backend's grid's
+        (job / "mfam_core-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl").unlink()
+        (job / "mfam_gpu_plugin-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl").unlink()
+    elif damage == "core-linux-only":  # no hole (cp313 has no wheel on any platform now): the plugin is alone
+        (job / "mfam_core-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl").unlink()
+        (artifacts / "build-cp313-macosx_11_0_arm64" / "mfam_core-0.2.0-cp313-cp313-macosx_11_0_arm64.whl").unlink()
+    elif damage == "free-threaded-plugin":  # cp313t is not cp313: a plugin for an interpreter the backend lacks
+        wheel(job, "mfam-gpu-plugin", "0.2.0", "cp313-cp313t-manylinux_2_27_x86_64", ("mfam-gpu-pjrt==0.2.0",))
+    elif damage == "free-threaded-core":
+        wheel(job, "mfam-core", "0.2.0", "cp313-cp313t-manylinux_2_27_x86_64")
     elif damage == "plugin-missing":
         (artifacts / "build-cp312-manylinux_2_27_x86_64" / "mfam_gpu_plugin-0.2.0-cp312-cp312-manylinux_2_27_x86_64.whl"
          ).unlink()
@@ -121,4 +138,4 @@ def test_the_command_line_prints_the_table_and_json(tree: Path, tmp_path: Path, 
     assert "upload order mfam-core → mfam-gpu-pjrt → mfam-gpu-plugin → mfam" in capsys.readouterr().out
     (artifacts / "build-cp312-manylinux_2_27_x86_64" / "mfam_core-0.2.0-cp312-cp312-manylinux_2_27_x86_64.whl").unlink()
     assert main(["release", "collect", str(artifacts), "--output", str(tmp_path / "out3")]) == 1
-    assert "mfam-core has no wheel for cp312" in capsys.readouterr().err
+    assert "mfam-core has no cp312-cp312-manylinux_2_27_x86_64 wheel" in capsys.readouterr().err
