@@ -61,10 +61,10 @@ def as_of(text: str | None) -> datetime.datetime | None:
             day = datetime.date.fromisoformat(text)
             return datetime.datetime.combine(day, datetime.time(23, 59, 59), datetime.UTC)
         moment = datetime.datetime.fromisoformat(text)
+        return moment.replace(tzinfo=datetime.UTC) if moment.tzinfo is None else moment.astimezone(datetime.UTC)
     except (ValueError, OverflowError):
         raise UsageError(f"--as-of {text[:40]!r}: expected a date (2026-07-01) or a time (2026-07-01T12:00:00Z)") \
             from None
-    return moment.replace(tzinfo=datetime.UTC) if moment.tzinfo is None else moment.astimezone(datetime.UTC)
 
 
 def exclude_newer(moment: datetime.datetime | None) -> str | None:

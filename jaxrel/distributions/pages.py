@@ -303,11 +303,15 @@ def _served_metadata(value: object, url: str, where: str) -> tuple[bool, str | N
 
 
 def parse_time(text: str) -> datetime.datetime:
-    """An ISO 8601 time (``2026-07-16T20:32:16.123Z``) as an aware UTC datetime; ``ValueError`` otherwise."""
+    """An ISO 8601 time (``2026-07-16T20:32:16.123Z``) as an aware UTC datetime; ``ValueError`` otherwise, a time
+    whose offset carries it past what ``datetime`` holds (``9999-12-31T23:59:59-01:00``) included."""
     moment = datetime.datetime.fromisoformat(text.replace("Z", "+00:00"))
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=datetime.UTC)
-    return moment.astimezone(datetime.UTC)
+    try:
+        return moment.astimezone(datetime.UTC)
+    except OverflowError:
+        raise ValueError(f"{text[:40]!r} is beyond the years a datetime holds") from None
 
 
 def checked_time(value: object, url: str, where: str) -> str:

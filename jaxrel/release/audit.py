@@ -42,7 +42,7 @@ from jaxrel.distributions.pages import IndexFile, Listing, parse_time
 from jaxrel.distributions.remote_metadata import MetadataReader
 from jaxrel.family import Family
 from jaxrel.release.config import Component, ReleaseConfig
-from jaxrel.release.pins import is_frontend_range, pins_exactly
+from jaxrel.release.pins import bound, is_frontend_range, pins_exactly
 
 __all__ = ["LATE_AFTER", "Finding", "ReleaseAudit", "audit", "render", "to_json"]
 
@@ -147,7 +147,7 @@ def _pins(version: str, frontend: str, backend: str, metadata: CoreMetadata, plu
     plain = [r for r in requirements if canonicalize_name(r.name) == canonicalize_name(backend) and r.marker is None]
     if plain:
         specifier = plain[0].specifier
-        lower = [Version(s.version) for s in specifier if s.operator in (">=", "==")]
+        lower = [v for s in specifier if s.operator in (">=", "==") and isinstance(v := bound(s), Version)]
         minimum = str(min(lower)) if lower else None
         if minimum is None or not (is_frontend_range(specifier, minimum, version) or pins_exactly(specifier, wanted)):
             found.append(Finding("pins", f"{frontend} {version} requires {backend}{specifier}, "

@@ -4,12 +4,12 @@ admits exactly the backend's version, however the pin is spelled."""
 
 from __future__ import annotations
 
-from packaging.specifiers import SpecifierSet
-from packaging.version import Version
+from packaging.specifiers import Specifier, SpecifierSet
+from packaging.version import InvalidVersion, Version
 
 from jaxrel import policy
 
-__all__ = ["frontend_range", "is_frontend_range", "pins_exactly"]
+__all__ = ["bound", "frontend_range", "is_frontend_range", "pins_exactly"]
 
 
 def frontend_range(minimum: str, frontend_version: str) -> str:
@@ -17,10 +17,19 @@ def frontend_range(minimum: str, frontend_version: str) -> str:
     return f">={minimum},<={policy.release_text(Version(frontend_version))}"
 
 
+def bound(specifier: Specifier) -> Version | str:
+    """A specifier's version as a version, or its text where it is not one (a wildcard, ``==0.12.*``: valid PEP 440,
+    what jax writes for its ``-local`` extras)."""
+    try:
+        return Version(specifier.version)
+    except InvalidVersion:
+        return specifier.version
+
+
 def is_frontend_range(specifier: SpecifierSet | None, minimum: str, frontend_version: str) -> bool:
     """``specifier`` is exactly :func:`frontend_range` (in any order, versions compared as versions)."""
-    bounds = {(s.operator, Version(s.version)) for s in specifier or []}
-    return bounds == {(s.operator, Version(s.version)) for s in SpecifierSet(frontend_range(minimum, frontend_version))}
+    bounds = {(s.operator, bound(s)) for s in specifier or []}
+    return bounds == {(s.operator, bound(s)) for s in SpecifierSet(frontend_range(minimum, frontend_version))}
 
 
 def pins_exactly(specifier: SpecifierSet, version: Version) -> bool:

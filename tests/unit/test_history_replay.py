@@ -94,7 +94,7 @@ def test_as_of_is_a_utc_moment_and_a_date_means_its_end() -> None:
     assert as_of("2026-07-01") == datetime.datetime(2026, 7, 1, 23, 59, 59, tzinfo=datetime.UTC)
     assert as_of("2026-07-01T12:00:00+02:00") == datetime.datetime(2026, 7, 1, 10, tzinfo=datetime.UTC)
     assert as_of("2026-07-01T12:00:00") == datetime.datetime(2026, 7, 1, 12, tzinfo=datetime.UTC)
-    for bad in ("yesterday", "2026-02-30", "99999-01-01"):
+    for bad in ("yesterday", "2026-02-30", "99999-01-01", "9999-12-31T23:59:59-01:00", "0001-01-01T00:00:00+01:00"):
         with pytest.raises(UsageError, match="--as-of"):
             as_of(bad)
 

@@ -157,3 +157,24 @@ def test_the_command_line_exits_1_on_a_finding(tmp_path: Path, served: Served, c
     assert main(["release", "audit", "--index-url", served.url, "--since", "0.1"]) == 1
     assert "0.2.0: yanked: mfam: 1 of 2 files yanked" in capsys.readouterr().out
     assert main(["release", "audit", "--index-url", served.url, "--version", "9.9"]) == 2
+
+
+def test_a_wildcard_pin_is_judged_not_a_crash(tmp_path: Path, served: Served) -> None:
+    """``==0.2.*`` is valid PEP 440 (jax writes it for its -local extras): a finding where it is not the rules'
+    range, no InvalidVersion."""
+    index = served.root
+    (index / "mfam-0.2.0-py3-none-any.whl").unlink()
+    wheel(index, "mfam", "0.2.0", "py3-none-any", ("mfam-core==0.2.*", 'mfam-core==0.2.*; extra == "gpu-local"',
+                                                   'mfam-gpu-plugin==0.2.*; extra == "gpu-local"'))
+    (result,) = run(tmp_path, served)
+    assert [f.detail for f in result.findings if f.kind == "pins"] == [
+        "mfam 0.2.0 requires mfam-core==0.2.*, not >=minimum,<=0.2.0"]
+
+
+def test_an_upload_time_past_what_datetime_holds_is_the_index_page_being_wrong(tmp_path: Path, served: Served) -> None:
+    from jaxrel.errors import JaxrelError
+
+    served.times["mfam_core-0.2.0-cp313-cp313-macosx_11_0_arm64.whl"] = "9999-12-31T23:59:59-01:00"
+    with pytest.raises(JaxrelError, match="an ISO 8601 time") as refused:
+        run(tmp_path, served)
+    assert "\n" not in str(refused.value) and refused.value.exit_code == 3  # the index served a broken page
