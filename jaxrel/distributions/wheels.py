@@ -34,7 +34,7 @@ from jaxrel.family import Family
 __all__ = ["SCHEMA", "ArtifactInfo", "WheelError", "inspect", "verify_record", "write_wheel"]
 
 _TAG_PART = re.compile(r"[A-Za-z0-9_.]+")
-SCHEMA = 1  # bump when ArtifactInfo gains fields, so stale cache entries are re-read
+SCHEMA = 2  # bump when ArtifactInfo gains fields or the checks change, so stale cache entries are re-read
 
 
 @dataclass(frozen=True)
@@ -88,11 +88,21 @@ class _Declared:
 
 
 def _metadata(archive: Archive) -> _Declared:
+    if archive.is_wheel:
+        infos = sorted({n.split("/", 1)[0] for n in archive.names if n.split("/", 1)[0].endswith(".dist-info")})
+        if len(infos) > 1:  # installers pick one of them, each its own way
+            raise WheelError(f"{archive.path}: {len(infos)} .dist-info directories ({', '.join(infos[:3])}); a wheel "
+                             "has one: rebuild it")
     member = (next((n for n in archive.names if n.endswith(".dist-info/METADATA") and n.count("/") == 1), None)
               if archive.is_wheel else ("PKG-INFO" if "PKG-INFO" in archive.names else None))
     if member is None:
         raise WheelError(f"{archive.path}: no {'METADATA' if archive.is_wheel else 'PKG-INFO'}; not a valid archive")
     raw = archive.read(member)
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError as error:
+        raise WheelError(f"{archive.path}: {member} is not UTF-8 (byte {error.start}); core metadata is UTF-8: "
+                         "rebuild the archive") from None
     try:  # not validate=True: that refuses fields newer than the file's Metadata-Version, which real wheels carry
         metadata = Metadata.from_email(raw, validate=False)
     except (ExceptionGroup, ValueError, TypeError) as error:

@@ -38,6 +38,7 @@ from jaxrel.distributions.extras import extras_of, unsatisfied_extras
 from jaxrel.distributions.filenames import Slot, grid_holes, slot_text, wheel_slots
 from jaxrel.distributions.index import Index
 from jaxrel.distributions.metadata import CoreMetadata
+from jaxrel.distributions.netlimits import IndexClientError
 from jaxrel.distributions.pages import IndexFile, Listing, parse_time
 from jaxrel.distributions.remote_metadata import MetadataReader
 from jaxrel.family import Family
@@ -252,6 +253,9 @@ def _parses(text: str) -> bool:
 def releases(index: Index, family: Family, version: str | None, since: str | None) -> list[str]:
     """The frontend releases to audit: ``version``, or every final one from ``since`` on (default: the newest)."""
     known = [v for v in index.listing(family.frontend.distribution).versions() if policy.is_final(v)]
+    if not known:  # a package index that lists no final release of the frontend lists nothing worth an "ok"
+        raise IndexClientError(f"the index lists no release of {family.frontend.distribution}: its listing is empty "
+                               "or cut short; check the index (pip config list, --index-url) and retry")
     if version is not None:
         wanted = policy.parse_version(version, "--version")
         if wanted not in known:
@@ -261,7 +265,11 @@ def releases(index: Index, family: Family, version: str | None, since: str | Non
     if since is None:
         return [str(known[-1])] if known else []
     start = policy.parse_version(since, "--since")
-    return [str(v) for v in known if v >= start]
+    found = [str(v) for v in known if v >= start]
+    if not found:
+        raise policy.VersionError(f"--since {since}: {family.frontend.distribution}'s newest release on the index is "
+                                  f"{known[-1]}; give an older one")
+    return found
 
 
 def to_json(results: list[ReleaseAudit]) -> dict[str, Any]:

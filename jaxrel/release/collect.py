@@ -8,8 +8,9 @@ file (found anywhere below the given directories) must be:
 * a distribution of the release (a component of ``[tool.jaxrel.release]``; one released separately,
   ROCm say, is refused), named validly, at the one version of the release (the tagged commit's, when
   the project tree is there);
-* what it says it is: METADATA's name and version are the file name's, WHEEL's tags the file
-  name's, every member matches RECORD (checked once per file content; the result is cached by sha256);
+* what it says it is: one ``.dist-info`` directory, METADATA in UTF-8 with the file name's name and
+  version, WHEEL's tags the file name's, every member matches RECORD (read from the file's bytes every
+  time: a cache is a hint, and a planted verdict must not let a lying wheel through); one wheel per slot;
 * covered: each plugin released with the backend has a wheel for every (Python, platform) the
   backend has, on the platforms that plugin family builds for (CUDA: Linux), and the backend has one
   for every plugin wheel (one ``py3`` wheel per platform for a pjrt); with ``--pythons`` /
@@ -34,7 +35,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from jaxrel import policy
-from jaxrel._util.files import cache_root, sha256_of
+from jaxrel._util.files import sha256_of
 from jaxrel._util.parallel import workers
 from jaxrel._util.progress import Progress, silent
 from jaxrel.distributions.archives import WheelError, verify_record
@@ -83,14 +84,36 @@ class _Found:
     info: ArtifactInfo
 
 
+MAX_DEPTH = 64  # directories below a given one: a CI artifact nests a few, not this many
+
+
+def _walk(directory: Path) -> list[Path]:
+    """Every regular file below ``directory`` (not through symbolic links), iteratively: a tree nested deeper
+    than Python's recursion limit is refused in one line, not a RecursionError."""
+    found: list[Path] = []
+    stack = [(directory, 0)]
+    while stack:
+        folder, depth = stack.pop()
+        if depth > MAX_DEPTH:
+            raise BadInput(f"{folder}: nested more than {MAX_DEPTH} directories below {directory}; pass the "
+                           "directories the build jobs' artifacts are in")
+        with os.scandir(folder) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    stack.append((Path(entry.path), depth + 1))
+                elif entry.is_file(follow_symlinks=False):
+                    found.append(Path(entry.path))
+    return sorted(found)
+
+
 def _files(directories: Sequence[Path]) -> list[Path]:
     """Every wheel and sdist below ``directories`` (a CI artifact nests them), one per name."""
     found: dict[str, Path] = {}
     for directory in directories:
         if not directory.is_dir():
             raise BadInput(f"{directory}: not a directory; pass the directories the build jobs' artifacts are in")
-        for path in sorted(directory.rglob("*")):
-            if not path.name.endswith(SUFFIXES) or not path.is_file() or path.is_symlink():
+        for path in _walk(directory):
+            if not path.name.endswith(SUFFIXES):
                 continue
             if path.name in found and sha256_of(found[path.name]) != sha256_of(path):
                 raise CollectRefused(f"{path.name}: two different files of that name ({found[path.name]} and "
@@ -99,16 +122,6 @@ def _files(directories: Sequence[Path]) -> list[Path]:
     if not found:
         raise BadInput(f"no wheel or sdist below {', '.join(map(str, directories))}; pass the build jobs' artifacts")
     return [found[name] for name in sorted(found)]
-
-
-def _record_checked(path: Path, digest: str) -> None:
-    """Every member of the wheel against its RECORD, once per file content (a marker under the cache)."""
-    marker = cache_root() / "record-ok" / digest
-    if marker.is_file():
-        return
-    verify_record(path)
-    marker.parent.mkdir(parents=True, exist_ok=True)
-    marker.touch()
 
 
 def _one(path: Path, components: dict[str, Component], project: Project) -> _Found:
@@ -123,15 +136,29 @@ def _one(path: Path, components: dict[str, Component], project: Project) -> _Fou
     if component.released_separately:
         raise CollectRefused(f"{path.name}: {name} is released separately, on its own schedule; release it on its own")
     digest = sha256_of(path)
-    try:
-        info = inspect(path, project.family, sha256=digest)
+    try:  # no cache: a release is checked from its bytes (a cached verdict could be planted)
+        info = inspect(path, project.family, sha256=digest, use_cache=False)
         if path.name.endswith(".whl"):
-            _record_checked(path, digest)
+            verify_record(path)
     except WheelError as error:
         raise CollectRefused(f"{path.name}: {str(error).removeprefix(f'{path}: ')}; rebuild it") from None
     if problems := filename_problems(path, info):  # the name, version and tags its metadata declares
         raise CollectRefused(f"{path.name}: {'; '.join(problems)}; rebuild it")
     return _Found(path, component, version, digest, info)
+
+
+def _one_per_slot(name: str, files: Sequence[_Found]) -> None:
+    """Two wheels of one component for one slot (a build-tagged rebuild beside the first build) leave the choice to
+    pip's build-tag ordering: refused, naming both."""
+    seen: dict[Slot, str] = {}
+    for item in files:
+        if not item.path.name.endswith(".whl"):
+            continue
+        for slot in wheel_slots([item.path.name]):
+            if slot in seen:
+                raise CollectRefused(f"{item.path.name}: a second {name} wheel for {slot_text(slot)} beside "
+                                     f"{seen[slot]} (a build tag or a rebuild); keep one of them")
+            seen[slot] = item.path.name
 
 
 def _slots(found: Sequence[_Found]) -> set[Slot]:
@@ -215,6 +242,8 @@ def collect(project: Project, directories: Sequence[Path], output: Path, *, vers
     by_component: dict[str, list[_Found]] = {}
     for item in found:
         by_component.setdefault(item.component.distribution, []).append(item)
+    for name, files in by_component.items():
+        _one_per_slot(name, files)
     plan = make_plan(project, str(wanted)) if declared is not None else None
     expected = ([c for c in release.released_with() if c.distribution in plan.upload_order] if plan is not None
                 else [c for c in release.released_with() if c.distribution in by_component])

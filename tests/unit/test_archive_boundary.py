@@ -26,7 +26,9 @@ META = f"{kit.DIST_INFO}/METADATA"
 WHEELS: dict[str, tuple[bytes, tuple[str, ...]]] = {  # name → (wheel bytes, what the line names)
     "metadata-version": (kit.wheel_bytes(M.replace(b"0.9.9\nReq", b"banana\nReq")),
                          ("METADATA field Version", "'banana' is invalid")),
-    "metadata-name-latin1": (kit.wheel_bytes(M.replace(b"Name: jax", b"Name: j\xffax")), ("METADATA field Name",)),
+    "metadata-name-latin1": (kit.wheel_bytes(M.replace(b"Name: jax", b"Name: j\xffax")), ("METADATA is not UTF-8",)),
+    "metadata-summary-latin1": (kit.wheel_bytes(M.replace(b"Name: jax", b"Name: jax\nSummary: caf\xe9")),
+                                ("METADATA is not UTF-8",)),  # packaging took this one as it was
     "metadata-requires-dist": (kit.wheel_bytes(M + b"Requires-Dist: numpy>=>2\n"),
                                ("field Requires-Dist", "'numpy>=>2'")),
     "metadata-requires-python": (kit.wheel_bytes(M.replace(b">=3.11", b">>3")), ("field Requires-Python",)),

@@ -120,7 +120,8 @@ def test_a_clean_release_has_no_finding_and_metadata_comes_by_range_reads(tmp_pa
 @pytest.mark.parametrize(("plant", "kind", "says"), [
     ("late", "late", "mfam_core-0.2.0-cp313-cp313-macosx_11_0_arm64.whl uploaded 6 days after"),
     ("yanked", "yanked", "mfam-core: 1 of 4 files yanked (broken build)"),
-    ("wheel-set", "wheel-set", "mfam-gpu-plugin lacks 1 wheel(s) that mfam-core has: cp313-cp313-manylinux_2_27_x86_64"),
+    ("wheel-set", "wheel-set",
+     "mfam-gpu-plugin lacks 1 wheel(s) that mfam-core has: cp313-cp313-manylinux_2_27_x86_64"),
     ("pjrt-pin", "pins", "mfam-gpu-plugin 0.2.0 requires mfam-gpu-pjrt>=0.2.0, not mfam-gpu-pjrt==0.2.0"),
     ("extra", "extra", "mfam==0.2.0[gpu] cannot be installed from the index: mfam-gpu-plugin<=0.2.0,>=0.2.0 has no "
                        "release"),

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import zipfile
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -67,6 +69,10 @@ def test_a_whole_matrix_is_collected_in_upload_order_and_verifies(tree: Path, tm
     ("tampered", "does not match its RECORD"),
     ("bad-name", "'mfam_core-0.2.0-cp312.whl' is not a valid wheel or sdist file name"),
     ("same-name", "two different files of that name"),
+    ("two-dist-info", "2 .dist-info directories (mfam_core-0.2.0.dist-info, numpy-2.0.0.dist-info); a wheel has one"),
+    ("not-utf8", "mfam_core-0.2.0.dist-info/METADATA is not UTF-8"),
+    ("build-tag", "mfam_core-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl: a second mfam-core wheel for "
+                  "cp313-cp313-manylinux_2_27_x86_64 beside mfam_core-0.2.0-1-cp313-cp313-manylinux_2_27_x86_64.whl"),
     ("matrix", "mfam-core has no wheel for cp314 on manylinux_2_27_x86_64 (--pythons/--platforms ask for it)"),
 ])
 def test_a_matrix_that_is_not_one_release_is_refused_naming_the_file(tree: Path, tmp_path: Path, damage: str,
@@ -102,6 +108,16 @@ def test_a_matrix_that_is_not_one_release_is_refused_naming_the_file(tree: Path,
         wheel(job, "mfam-core", "0.2.0", "cp313-cp313-manylinux_2_27_x86_64", tamper=True)
     elif damage == "bad-name":
         (job / "mfam_core-0.2.0-cp312.whl").write_bytes(b"x")
+    elif damage == "two-dist-info":
+        (job / "mfam_core-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl").unlink()
+        wheel(job, "mfam-core", "0.2.0", "cp313-cp313-manylinux_2_27_x86_64",
+              files={"numpy-2.0.0.dist-info/METADATA": b"Metadata-Version: 2.1\nName: numpy\nVersion: 2.0.0\n"})
+    elif damage == "not-utf8":
+        _rewrite(job / "mfam_core-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl", "mfam_core-0.2.0.dist-info/METADATA",
+                 lambda data: data.replace(b"Summary: mfam-core", b"Summary: caf\xe9"))
+    elif damage == "build-tag":  # a rebuild with a build tag beside the first build: pip would take it over the first
+        shutil.copyfile(job / "mfam_core-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl",
+                        job / "mfam_core-0.2.0-1-cp313-cp313-manylinux_2_27_x86_64.whl")
     elif damage == "same-name":
         other = artifacts / "again" / "mfam_core-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl"
         other.parent.mkdir()
@@ -114,6 +130,70 @@ def test_a_matrix_that_is_not_one_release_is_refused_naming_the_file(tree: Path,
     assert refused.value.exit_code == 1
     assert not (tmp_path / "out").exists(), "nothing is written when the collection is refused"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".out.")], "no staging directory is left"
+
+
+def _rewrite(path: Path, member: str, change: Callable[[bytes], bytes]) -> None:
+    """``member`` of the wheel at ``path`` changed in place, its RECORD line made to match (as a build tool that
+    wrote those bytes would)."""
+    import base64
+    import hashlib
+
+    with zipfile.ZipFile(path) as archive:
+        members = {info.filename: (info, archive.read(info)) for info in archive.infolist()}
+    info, data = members[member]
+    changed = change(data)
+    digest = base64.urlsafe_b64encode(hashlib.sha256(changed).digest()).rstrip(b"=").decode()
+    record_name = next(name for name in members if name.endswith(".dist-info/RECORD"))
+    record_info, record = members[record_name]
+    lines = [f"{member},sha256={digest},{len(changed)}" if line.startswith(f"{member},") else line
+             for line in record.decode().splitlines()]
+    members[member] = (info, changed)
+    members[record_name] = (record_info, ("\n".join(lines) + "\n").encode())
+    with zipfile.ZipFile(path, "w", zipfile.ZIP_DEFLATED) as archive:
+        for info, data in members.values():
+            archive.writestr(info, data)
+
+
+def test_a_planted_cache_verdict_lets_no_lying_wheel_through(tree: Path, tmp_path: Path,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cache is a hint keyed by content, never a verdict: entries planted for a tampered wheel's bytes (a
+    "RECORD ok" marker, an inspect record saying what a good build declares) change nothing."""
+    from jaxrel._util.files import cache_root, sha256_of
+    from jaxrel.distributions.wheels import SCHEMA
+
+    monkeypatch.setenv("JAXREL_CACHE_DIR", str(tmp_path / "cache"))
+    artifacts = build_matrix(tmp_path / "artifacts")
+    job = artifacts / "build-cp313-manylinux_2_27_x86_64"
+    good = job / "mfam_core-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl"
+    with open_project(tree) as found:
+        from jaxrel.distributions.wheels import inspect
+        honest = inspect(good, found.family)
+    good.unlink()
+    wheel(job, "mfam-core", "0.2.0", "cp313-cp313-manylinux_2_27_x86_64", tamper=True)
+    digest = sha256_of(good)
+    (cache_root() / "record-ok").mkdir(parents=True, exist_ok=True)
+    (cache_root() / "record-ok" / digest).touch()
+    (cache_root() / "inspect").mkdir(parents=True, exist_ok=True)
+    (cache_root() / "inspect" / f"{digest}-mfam-{SCHEMA}.json").write_text(
+        json.dumps({**honest.__dict__, "sha256": digest}))
+    with pytest.raises(collect.CollectRefused, match="does not match its RECORD"):
+        gather(tree, artifacts, tmp_path / "out")
+
+
+def test_a_tree_nested_past_the_recursion_limit_is_one_line(tree: Path, tmp_path: Path) -> None:
+    deep = tmp_path / "artifacts"
+    levels = [deep]
+    for _ in range(1100):  # deeper than Python's recursion limit; made and removed one level at a time
+        levels.append(levels[-1] / "d")
+    for level in levels:
+        level.mkdir()
+    try:
+        with pytest.raises(BadInput, match="nested more than 64 directories") as refused:
+            gather(tree, deep, tmp_path / "out")
+        assert "\n" not in str(refused.value)
+    finally:
+        for level in reversed(levels):  # pytest's own clean-up of tmp_path recurses
+            level.rmdir()
 
 
 def test_the_version_is_the_tagged_commits(tree: Path, tmp_path: Path) -> None:
