@@ -92,6 +92,7 @@ def next_version(current: str, requested: str | None, kind: str, date: datetime.
     if kind == "release":
         if requested is None:
             return str(base)
+        _bare(requested, "version")
         return requested
     if base.pre or base.dev or base.post or base.local:
         raise BumpError(f"give a plain X.Y.Z for --{kind}, not {requested!r}")
@@ -100,6 +101,13 @@ def next_version(current: str, requested: str | None, kind: str, date: datetime.
         return f"{base}rc{now.pre[1] + 1 if same and now.pre else 1}"
     assert date is not None
     return f"{base}.dev{date:%Y%m%d}"
+
+
+def _bare(text: str | None, option: str) -> None:
+    """A version given on the command line is written into files as given: packaging's parser strips spaces and
+    line breaks that the files would keep, so they are refused here."""
+    if text is not None and (text != text.strip() or not text.isprintable()):
+        raise BumpError(f"{option} {text[:40]!r}: spaces or control characters around it; give it bare (0.5.0)")
 
 
 def _set(bump: Bump, project: Project, location: Location, version: str, stamped: bool = False) -> None:
@@ -132,6 +140,8 @@ def plan_bump(project: Project, version: str | None, *, kind: str = "release", c
     """Compute every file change of a bump (nothing is written). ``released_on``: the release date a
     post-release bump writes into the changelog heading (default: today, UTC)."""
     release = project.release
+    for given, option in ((version, "version"), (minimum_backend, "--minimum-backend")):
+        _bare(given, option)
     if release.versioning == "next" and not components:
         return _bump_next(project, version, kind, minimum_backend, released_on)
     chosen = [release.component(name) for name in components] if components else [
@@ -193,9 +203,14 @@ def _bump_next(project: Project, version: str | None, kind: str, minimum_backend
 def _date_changelog(bump: Bump, project: Project, released: str, day: datetime.date) -> None:
     """The released version's dated heading under a fresh "Unreleased" (the family's changelog convention)."""
     release = project.release
-    if release.changelog_style != "unreleased" or release.changelog is None \
-            or not (project.root / release.changelog).is_file():
+    if release.changelog_style != "unreleased" or release.changelog is None:
         return
+    path = project.root / release.changelog
+    if not path.exists() and not path.is_symlink():
+        return  # no changelog kept yet: nothing to date
+    if path.is_symlink() or not path.is_file():  # a FIFO would block, a directory fail half-way: neither is written
+        raise BumpError(f"{release.changelog}: not a regular file (a directory, a FIFO or a link); the post-release "
+                        "bump dates the release's heading there: make it the changelog file")
     text = bump.text(project.root, release.changelog)
     date = f"{day:%B} {day.day}, {day.year}"
     heading = release.changelog_heading.format(version=released, date=date)

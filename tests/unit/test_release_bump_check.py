@@ -287,3 +287,45 @@ rocm = ["splitfam-rocm-plugin==0.1.0.*"]
     assert found["extra:rocm"].status == check.WARN
     assert "splitfam-rocm-plugin==0.1.0.*" in found["extra:rocm"].detail
     assert "warning(s)" in check.render(list(found.values()), made)
+
+
+@pytest.mark.parametrize(("hostile", "says", "code"), [
+    ("symlink-out", "leads outside", 2),
+    ("changelog-fifo", "CHANGELOG.md: not a regular file", 2),
+    ("changelog-dir", "CHANGELOG.md: not a regular file", 2),
+    ("newline", "'0.2.0\\n'", 2),
+    ("space", "' 0.2.0'", 2),
+    ("minimum-newline", "--minimum-backend '0.1.0\\n'", 2),
+])
+def test_hostile_bumps_write_every_file_right_or_nothing(repo: Path, tmp_path: Path, hostile: str, says: str,
+                                                         code: int, capsys: pytest.CaptureFixture[str]) -> None:
+    version = "0.2.0"
+    outside = tmp_path / "outside.py"
+    if hostile == "symlink-out":
+        target = repo / "frontend" / "splitfam" / "version.py"
+        outside.write_text(target.read_text())
+        target.unlink()
+        target.symlink_to(outside)
+    elif hostile == "changelog-fifo":
+        (repo / "CHANGELOG.md").unlink()
+        os.mkfifo(repo / "CHANGELOG.md")
+    elif hostile == "changelog-dir":
+        (repo / "CHANGELOG.md").unlink()
+        (repo / "CHANGELOG.md").mkdir()
+    elif hostile == "newline":
+        version = "0.2.0\n"
+    elif hostile == "space":
+        version = " 0.2.0"
+    extra = ["--minimum-backend", "0.1.0\n"] if hostile == "minimum-newline" else []
+    if hostile.startswith("changelog"):  # a family whose changelog the post-release bump dates, as jax's
+        pyproject = repo / "pyproject.toml"
+        pyproject.write_text(pyproject.read_text().replace('changelog = "CHANGELOG.md"\n', 'changelog = '
+                             '"CHANGELOG.md"\nversioning = "next"\nchangelog-style = "unreleased"\n'))
+    before = _digests(repo)
+    outside_before = outside.read_bytes() if outside.exists() else None
+    done = main(["release", "bump", version, "--project", str(repo), *extra])
+    err = capsys.readouterr().err
+    assert done == code, err
+    assert says in err and err.count("\n") == 1 and "Traceback" not in err, err
+    assert _digests(repo) == before, "nothing of the bump was written"
+    assert (outside.read_bytes() if outside.exists() else None) == outside_before, "nothing outside the tree changed"
