@@ -221,6 +221,10 @@ def collect(project: Project, directories: Sequence[Path], output: Path, *, vers
     try:
         declared: str | None = project.version_of(release.lead())
     except (locations.LocationError, BadInput):
+        if project.is_git or (project.root / "pyproject.toml").is_file():
+            raise BadInput(f"{project.root} is a checkout, but not of {project.family.name} (its version files are "
+                           f"not there); run collect in {project.family.name}'s checkout of the release tag, or "
+                           "outside any checkout with --version V") from None
         declared = None
         notes.append(f"no {project.family.name} tree at {project.root}: the versions are not compared with a "
                      "tagged commit's (run collect in the checkout of the release tag)")

@@ -126,6 +126,8 @@ def _config(root: Path, family_name: str | None, source: str) -> tuple[Family, R
         if profile is None:
             pyproject = Path(family_name)
             table = _jaxrel_table(pyproject)
+        else:
+            table = None  # --family NAME means that family: the tree's own [tool.jaxrel] does not leak in
     elif table is None:
         raise ConfigError(f"{source}: no [tool.jaxrel] table in {pyproject}; add one, or pass --family jax")
     else:

@@ -219,3 +219,21 @@ def test_the_command_line_prints_the_table_and_json(tree: Path, tmp_path: Path, 
     (artifacts / "build-cp312-manylinux_2_27_x86_64" / "mfam_core-0.2.0-cp312-cp312-manylinux_2_27_x86_64.whl").unlink()
     assert main(["release", "collect", str(artifacts), "--output", str(tmp_path / "out3")]) == 1
     assert "mfam-core has no cp312-cp312-manylinux_2_27_x86_64 wheel" in capsys.readouterr().err
+
+
+def test_family_jax_means_jax_whatever_the_current_directory_holds(
+        tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    artifacts = build_matrix(tmp_path / "artifacts")
+    monkeypatch.chdir(tree)  # a checkout of another family, with its own [tool.jaxrel] release table
+    assert main(["release", "collect", "--family", "jax", str(artifacts), "--output", str(tmp_path / "o1")]) == 2
+    assert "is a checkout, but not of jax" in capsys.readouterr().err
+    elsewhere = tmp_path / "nowhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["release", "collect", "--family", "jax", str(artifacts), "--output", str(tmp_path / "o2")]) == 2
+    assert "give --version V" in capsys.readouterr().err
+    assert main(["release", "collect", "--family", "jax", str(artifacts), "--output", str(tmp_path / "o3"),
+                 "--version", "0.2.0"]) == 1
+    err = capsys.readouterr().err
+    assert "is not a distribution of the jax release (its components: jaxlib," in err and "mfam-core" not in err
+    assert not (tmp_path / "o3").exists()
