@@ -304,15 +304,23 @@ def _unreleased(plan: Plan) -> Check:
     return Check("version-unreleased", PASS, f"nothing at {plan.version} is on the index yet")
 
 
-def changelog_has(text: str, version: str) -> bool:
-    """A Markdown/RST heading line names ``version`` exactly (not a longer version)."""
+def changelog_heading(text: str, version: str) -> str | None:
+    """The Markdown/RST heading line that names ``version`` exactly (not a longer version), or ``None``."""
     pattern = re.compile(rf"(?<![\w.]){re.escape(version)}(?![\w]|\.\d)")
     lines = text.splitlines()
     for number, line in enumerate(lines):
         underlined = number + 1 < len(lines) and re.fullmatch(r"[=\-~^]{3,}", lines[number + 1].strip() or "x")
         if (line.lstrip().startswith("#") or underlined) and pattern.search(line):
-            return True
-    return False
+            return line.strip()
+    return None
+
+
+def changelog_has(text: str, version: str) -> bool:
+    """A Markdown/RST heading line names ``version`` exactly (not a longer version)."""
+    return changelog_heading(text, version) is not None
+
+
+PLACEHOLDER = re.compile(r"\b(TODO|TBD|FIXME|XXX)\b|\(\s*\)|\bunreleased\b", re.I)
 
 
 def _changelog(project: Project, plan: Plan) -> Check:
@@ -325,8 +333,12 @@ def _changelog(project: Project, plan: Plan) -> Check:
             return Check("changelog", NOT_APPLICABLE, f"the sdist does not ship {name}; check the checkout")
         return Check("changelog", FAIL, f"{name} does not exist", f"create {name} with a '## {plan.version}' section")
     text = localfiles.read_text(path, what="the changelog")
-    if changelog_has(text, plan.version):
-        return Check("changelog", PASS, f"{name} has a heading for {plan.version}")
+    heading = changelog_heading(text, plan.version)
+    if heading is not None and PLACEHOLDER.search(heading):
+        return Check("changelog", FAIL, f"{name}'s heading for {plan.version} is a placeholder: {heading[:80]!r}",
+                     "give it the release date (the post-release bump does: jaxrel release bump)")
+    if heading is not None:
+        return Check("changelog", PASS, f"{name} has a heading for {plan.version}: {heading[:80]!r}")
     if project.release.changelog_style == "unreleased" and re.search(r"^#+\s*Unreleased\s*$", text, re.M | re.I):
         return Check("changelog", PASS, f"{name} keeps the release's notes under 'Unreleased' (the family's "
                      f"convention: the post-release bump writes the dated heading of {plan.version})")

@@ -180,6 +180,16 @@ def test_changelog_heading(text: str, version: str, found: bool) -> None:
     assert check.changelog_has(text, version) is found
 
 
+@pytest.mark.parametrize("heading", ["## jax 0.2.0 (TODO)", "## JAX 0.2.0 (tbd)", "## 0.2.0 ()",
+                                     "## jax 0.2.0 (unreleased)"])
+def test_a_placeholder_heading_fails_the_changelog_check(repo: Path, project: Project, tmp_path: Path,
+                                                         heading: str) -> None:
+    log = repo / "CHANGELOG.md"
+    log.write_text(f"# Changelog\n\n{heading}\n\n- notes\n\n" + log.read_text())
+    found = checks_of(project, tmp_path, "0.2.0")["changelog"]
+    assert found.status == check.FAIL and "placeholder" in found.detail and heading in found.detail
+
+
 def test_pins_exactly() -> None:
     from packaging.specifiers import SpecifierSet
     from packaging.version import Version
