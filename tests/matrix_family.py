@@ -76,7 +76,7 @@ def _record_line(path: str, data: bytes) -> str:
 
 
 def wheel(out: Path, name: str, version: str, tag: str, requires: tuple[str, ...] = (),
-          files: dict[str, bytes] | None = None, tamper: bool = False) -> Path:
+          files: dict[str, bytes] | None = None, tamper: bool = False, requires_python: str | None = None) -> Path:
     """A wheel ``name-version-TAG.whl`` with METADATA (``requires`` as Requires-Dist), WHEEL and RECORD."""
     stem = f"{name.replace('-', '_')}-{version}"
     package = name.replace("-", "_")
@@ -84,6 +84,7 @@ def wheel(out: Path, name: str, version: str, tag: str, requires: tuple[str, ...
     members[f"{stem}.dist-info/METADATA"] = (
         f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nSummary: {name}\n"
         + "".join(f"Requires-Dist: {r}\n" for r in requires)
+        + (f"Requires-Python: {requires_python}\n" if requires_python else "")
         + "Description-Content-Type: text/markdown\n\n# " + name + "\n").encode()
     members[f"{stem}.dist-info/WHEEL"] = (f"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: false\n"
                                           f"Tag: {tag}\n").encode()

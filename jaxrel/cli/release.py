@@ -48,8 +48,8 @@ def _as_of(args: argparse.Namespace, project: Project, version: str | None) -> d
     target = version or project.version_of(project.release.lead())
     tagged = project.tag_time(project.release.tag_for(target))
     if tagged is not None:
-        say(f"release: HEAD is the tag {project.release.tag_for(target)}: the index as of its date, "
-            f"{tagged:%Y-%m-%dT%H:%M:%SZ} (--as-of now for today's)")
+        say(f"release: HEAD is the tag {project.release.tag_for(target)}: the index as of the tag (the earlier of "
+            f"its date and its commit's), {tagged:%Y-%m-%dT%H:%M:%SZ} (--as-of now for today's)")
     return tagged
 
 

@@ -123,18 +123,90 @@ def _extras(family: Family, version: str, requires: list[str], listing: Callable
 
 
 def _timing(version: str, files: dict[str, list[IndexFile]]) -> tuple[str | None, list[Finding]]:
+    """The family's first upload, and every file uploaded more than :data:`LATE_AFTER` after it: one finding per
+    distribution naming all of its late files and the days they came."""
     times = [(parse_time(f.upload_time), name, f.filename) for name, listed in files.items() for f in listed
              if f.upload_time is not None]
     if not times:
         return None, []
     first = min(t for t, _, _ in times)
-    late: dict[str, tuple[datetime.datetime, str]] = {}
-    for when, name, filename in times:
-        if when - first > LATE_AFTER and (name not in late or when > late[name][0]):
-            late[name] = (when, filename)
-    findings = [Finding("late", f"{filename} uploaded {(when - first).days} days after the family's first file of "
-                        f"{version} ({when:%Y-%m-%d})") for name, (when, filename) in sorted(late.items())]
+    late: dict[str, list[tuple[datetime.datetime, str]]] = {}
+    for when, name, filename in sorted(times):
+        if when - first > LATE_AFTER:
+            late.setdefault(name, []).append((when, filename))
+    findings = []
+    for name, items in sorted(late.items()):
+        days = sorted({(when - first).days for when, _ in items})
+        span = f"{days[0]}" if len(days) == 1 else f"{days[0]}–{days[-1]}"
+        names = ", ".join(filename for _, filename in items[:3]) + (f" and {len(items) - 3} more"
+                                                                   if len(items) > 3 else "")
+        findings.append(Finding("late", f"{name}: {len(items)} file{'s' if len(items) > 1 else ''} uploaded {span} "
+                                f"days after the family's first file of {version} ({first:%Y-%m-%d} → "
+                                f"{items[-1][0]:%Y-%m-%d}): {names}"))
     return first.strftime("%Y-%m-%dT%H:%M:%SZ"), findings
+
+
+def _upload_order(version: str, frontend: str, metadata: CoreMetadata | None, files: list[IndexFile],
+                  backend: str, backend_listing: Listing) -> list[Finding]:
+    """The frontend on the index before any backend it requires: ``pip install frontend==V`` failed in between."""
+    uploads = [parse_time(f.upload_time) for f in files if f.upload_time is not None and f.yanked is None]
+    if metadata is None or not uploads:
+        return []
+    requirements, _ = metadata.requirements()
+    plain = [r for r in requirements if canonicalize_name(r.name) == canonicalize_name(backend) and r.marker is None]
+    if not plain:
+        return []
+    satisfying = [parse_time(f.upload_time) for f in backend_listing.files if f.upload_time is not None
+                  and f.yanked is None and plain[0].specifier.contains(f.version, prereleases=True)]
+    start = min(uploads)
+    ready = min(satisfying) if satisfying else None
+    if ready is not None and ready <= start:
+        return []
+    until = f"for {_duration(ready - start)}, until {ready:%Y-%m-%d %H:%M:%S} UTC" if ready else "to this day"
+    return [Finding("order", f"{frontend} {version} reached the index before any {backend}{plain[0].specifier} it "
+                    f"requires: `pip install {frontend}=={version}` failed from {start:%Y-%m-%d %H:%M:%S} UTC {until} "
+                    f"(upload {backend} first)")]
+
+
+def _duration(span: datetime.timedelta) -> str:
+    seconds = int(span.total_seconds())
+    if seconds < 120:
+        return f"{seconds} s"
+    minutes = seconds // 60
+    if minutes < 120:
+        return f"{minutes} min"
+    hours = minutes // 60
+    return f"{hours} h" if hours < 48 else f"{hours // 24} days"
+
+
+def _requires_python(version: str, frontend: str, metadata: CoreMetadata | None,
+                     files: dict[str, list[IndexFile]], frontend_name: str) -> list[Finding]:
+    """A Python the frontend admits and a distribution released with it refuses (its Requires-Python, as the index
+    lists it): pip on that Python finds no such file of the release."""
+    declared = metadata.requires_python if metadata is not None else None
+    try:
+        admitted = SpecifierSet(declared or "")
+    except InvalidSpecifier:
+        return []
+    found = []
+    for name, listed in sorted(files.items()):
+        if name == frontend_name:
+            continue
+        stated = {f.requires_python for f in listed if f.requires_python}
+        for text in sorted(stated):
+            try:
+                theirs = SpecifierSet(text)
+            except InvalidSpecifier:
+                found.append(Finding("requires-python", f"{name} {version}: Requires-Python {text!r} does not parse"))
+                continue
+            refused = [minor for minor in range(6, 20) if admitted.contains(f"3.{minor}.0")
+                       and not theirs.contains(f"3.{minor}.0")]
+            if refused and declared:
+                found.append(Finding("requires-python", f"{frontend} {version} admits Python 3.{refused[0]} "
+                                     f"({declared}) but {name} {version} requires {text}: on 3.{refused[0]} pip "
+                                     f"finds no {name} {version}"))
+                break
+    return found
 
 
 def _pins(version: str, frontend: str, backend: str, metadata: CoreMetadata, plugins: dict[str, CoreMetadata],
@@ -233,6 +305,10 @@ def audit(family: Family, release: ReleaseConfig, index: Index, versions: list[s
             if component.pins and found:
                 plugin_metadata[str(canonicalize_name(component.distribution))] = reader.metadata(
                     min(found, key=lambda f: (not f.metadata, f.size or 0)))
+        if not withdrawn:
+            result.findings += _upload_order(version, frontend_name, metadata, files[frontend_name], backend_name,
+                                             listing(backend_name))
+            result.findings += _requires_python(version, frontend_name, metadata, files, frontend_name)
         if backend is not None and backend.distribution in files:
             result.findings += _wheel_sets(files, backend, together)
             result.findings += _python_gap(version, frontend_name, metadata, backend_name, files[backend.distribution])

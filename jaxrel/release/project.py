@@ -83,7 +83,8 @@ class Project:
         return procs.run(["git", *arguments], cwd=self.root, env=git_environment())
 
     def tag_time(self, tag: str) -> datetime.datetime | None:
-        """When ``tag`` was made (the tagger's date, else its commit's), if HEAD is that tag's commit; else
+        """The moment a release at ``tag`` is judged as of, if HEAD is that tag's commit: the earlier of the tag's
+        date and its commit's (a tag made after the upload would find the release already on the index); else
         ``None`` (an unpacked sdist, a tree past its tag, or no such tag)."""
         if self.sdist is not None or not self.is_git:
             return None
@@ -91,9 +92,10 @@ class Project:
         tagged = self.git("rev-parse", "--verify", "--quiet", f"refs/tags/{tag}^{{commit}}")
         if head.returncode or tagged.returncode or head.stdout.strip() != tagged.stdout.strip():
             return None
-        when = self.git("for-each-ref", f"refs/tags/{tag}", "--format=%(creatordate:iso-strict)").stdout.strip()
-        try:
-            return parse_time(when)
+        made = self.git("for-each-ref", f"refs/tags/{tag}", "--format=%(creatordate:iso-strict)").stdout.strip()
+        committed = self.git("show", "-s", "--format=%cI", f"refs/tags/{tag}^{{commit}}").stdout.strip()
+        try:  # a tag made after the upload (minutes later, or a backfilled one) is judged as of its commit
+            return min(parse_time(made), parse_time(committed))
         except ValueError:
             return None
 

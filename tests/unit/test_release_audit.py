@@ -29,6 +29,7 @@ class Served:
 
     def __init__(self, root: Path) -> None:
         self.root, self.times, self.yanked, self.ranges, self.whole = root, {}, {}, 0, 0
+        self.requires: dict[str, str] = {}
         served = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -69,7 +70,8 @@ class Served:
                          if str(name_and_version(p.name)[0]) == project]
                 body = json.dumps({"meta": {"api-version": "1.1"}, "name": project, "files": [
                     {"filename": p.name, "url": f"/files/{p.name}", "hashes": {}, "size": p.stat().st_size,
-                     "upload-time": served.times.get(p.name, FIRST), "yanked": served.yanked.get(p.name, False)}
+                     "upload-time": served.times.get(p.name, FIRST), "yanked": served.yanked.get(p.name, False),
+                     **({"requires-python": served.requires[p.name]} if p.name in served.requires else {})}
                     for p in files]}).encode()
                 self.send_response(200 if files else 404)
                 self.send_header("Content-Type", "application/vnd.pypi.simple.v1+json")
@@ -118,7 +120,13 @@ def test_a_clean_release_has_no_finding_and_metadata_comes_by_range_reads(tmp_pa
 
 
 @pytest.mark.parametrize(("plant", "kind", "says"), [
-    ("late", "late", "mfam_core-0.2.0-cp313-cp313-macosx_11_0_arm64.whl uploaded 6 days after"),
+    ("late", "late", "mfam-core: 2 files uploaded 6–8 days after the family's first file of 0.2.0 (2026-07-16 → "
+                     "2026-07-24): mfam_core-0.2.0-cp313-cp313-macosx_11_0_arm64.whl, "
+                     "mfam_core-0.2.0-cp312-cp312-macosx_11_0_arm64.whl"),
+    ("order", "order", "mfam 0.2.0 reached the index before any mfam-core<=0.2.0,>=0.2.0 it requires: `pip install "
+                       "mfam==0.2.0` failed from 2026-07-16 11:59:00 UTC for 60 s, until 2026-07-16 12:00:00 UTC"),
+    ("requires-python", "requires-python", "mfam 0.2.0 admits Python 3.12 (>=3.12) but mfam-core 0.2.0 requires "
+                                           ">=3.13: on 3.12 pip finds no mfam-core 0.2.0"),
     ("yanked", "yanked", "mfam-core: 1 of 4 files yanked (broken build)"),
     ("wheel-set", "wheel-set",
      "mfam-gpu-plugin lacks 1 wheel(s) that mfam-core has: cp313-cp313-manylinux_2_27_x86_64"),
@@ -128,8 +136,19 @@ def test_a_clean_release_has_no_finding_and_metadata_comes_by_range_reads(tmp_pa
 ])
 def test_each_defect_is_one_finding(tmp_path: Path, served: Served, plant: str, kind: str, says: str) -> None:
     index = served.root
-    if plant == "late":
+    if plant == "late":  # every late file is named, not one per distribution
         served.times["mfam_core-0.2.0-cp313-cp313-macosx_11_0_arm64.whl"] = "2026-07-22T13:00:00Z"
+        served.times["mfam_core-0.2.0-cp312-cp312-macosx_11_0_arm64.whl"] = "2026-07-24T13:00:00Z"
+    elif plant == "order":  # the frontend's wheel a minute before its backend: jax's uploads, every release
+        served.times["mfam-0.2.0-py3-none-any.whl"] = "2026-07-16T11:59:00Z"
+    elif plant == "requires-python":  # the index's data-requires-python of the backend's files, the frontend's own
+        for path in index.glob("mfam_core-*"):
+            served.requires[path.name] = ">=3.13"
+        (index / "mfam-0.2.0-py3-none-any.whl").unlink()
+        wheel(index, "mfam", "0.2.0", "py3-none-any", ("mfam-core<=0.2.0,>=0.2.0",
+                                                       'mfam-core<=0.2.0,>=0.2.0; extra == "gpu"',
+                                                       'mfam-gpu-plugin<=0.2.0,>=0.2.0; extra == "gpu"'),
+              requires_python=">=3.12")
     elif plant == "yanked":
         served.yanked["mfam_core-0.2.0-cp313-cp313-macosx_11_0_arm64.whl"] = "broken build"
     elif plant == "wheel-set":
