@@ -185,11 +185,13 @@ def _bump_next(project: Project, version: str | None, kind: str, minimum_backend
     if new < now:
         raise BumpError(f"{version} is older than the declared {current}; give the next release, or {current}")
     released = current if new > now else None  # None: preparing the declared release
+    if released is not None and released_on is None and not _tagged(project, current):
+        released = None  # the declared version was never released (no tag): it is renumbered, as jax's 0.8.3 → 0.9.0
     for location in lead.versions:
         _set(bump, project, location, version)
     for component in release.released_with():
         for location in component.current:
-            _set(bump, project, location, released or current)
+            _set(bump, project, location, released or version)
         for location in component.latest:
             if released is not None:
                 _set(bump, project, location, released)
@@ -198,6 +200,39 @@ def _bump_next(project: Project, version: str | None, kind: str, minimum_backend
     if released is not None:
         _date_changelog(bump, project, released, released_on or datetime.datetime.now(datetime.UTC).date())
     return bump
+
+
+
+def _tagged(project: Project, version: str) -> bool:
+    """Whether ``version`` was released: its tag is in the checkout (outside git, ``--release-date`` says so)."""
+    if not project.is_git:
+        return False
+    tag = project.release.tag_for(version)
+    return project.git("rev-parse", "--verify", "--quiet", f"refs/tags/{tag}").returncode == 0
+
+
+DATED = re.compile(r"#{1,3} (?P<word>\S+) [\w.]+ \((?P<month>[A-Z][a-z]+)\.? \d{1,2}, \d{4}\)\s*$")
+
+
+def _dated(heading: str, lines: list[str], after: int, released: str, day: datetime.date) -> str:
+    """The released version's heading as the changelog's newest dated heading below ``after`` spells one (jax wrote
+    "jax 0.5.0 (Jan 17, 2025)" then "JAX 0.6.0 (April 16, 2025)": the nearest precedent wins), else ``heading``."""
+    for line in lines[after:]:
+        found = DATED.match(line)
+        if found:
+            month = f"{day:%b}" if len(found["month"]) == 3 and found["month"] != "May" else f"{day:%B}"
+            if found["month"] == "May":  # May is the same either way: the next precedent decides
+                continue
+            return f"{found['word']} {released} ({month} {day.day}, {day.year})"
+    return heading
+
+
+def _date_heading(line: str, date: str) -> str:
+    """An existing heading of the release, its text kept: a placeholder in parentheses becomes the date, else the
+    date is added ("## jax 0.5.3" → "## jax 0.5.3 (Mar 19, 2025)")."""
+    if re.search(r"\([^)]*\)\s*$", line):
+        return re.sub(r"\([^)]*\)\s*$", f"({date})", line)
+    return f"{line.rstrip()} ({date})"
 
 
 def _date_changelog(bump: Bump, project: Project, released: str, day: datetime.date) -> None:
@@ -212,24 +247,25 @@ def _date_changelog(bump: Bump, project: Project, released: str, day: datetime.d
         raise BumpError(f"{release.changelog}: not a regular file (a directory, a FIFO or a link); the post-release "
                         "bump dates the release's heading there: make it the changelog file")
     text = bump.text(project.root, release.changelog)
-    date = f"{day:%B} {day.day}, {day.year}"
-    heading = release.changelog_heading.format(version=released, date=date)
     lines = text.split("\n")
     named_any = re.compile(rf"#{{1,3}} (Unreleased\s*$|.*(?<![\w.]){re.escape(released)}(?![\w]|\.\d))")
     start = next((i for i, line in enumerate(lines) if named_any.match(line)), None)
     if start is None:
         raise BumpError(f"{release.changelog} has no 'Unreleased' heading and none naming {released}; add "
                         "'## Unreleased' above the release notes")
+    profile_heading = release.changelog_heading.format(version=released, date=f"{day:%B} {day.day}, {day.year}")
+    heading = _dated(profile_heading, lines, start + 1, released, day)
+    date = heading[heading.rindex("(") + 1:-1] if heading.endswith(")") else f"{day:%B} {day.day}, {day.year}"
     level = lines[start].split(" ", 1)[0]  # the release headings' level ("##" under jax's "# Change log")
     headings = [i for i, line in enumerate(lines) if i >= start and line.startswith(level + " ")]
     first = headings[0]
     named = re.compile(rf"{re.escape(level)} .*(?<![\w.]){re.escape(released)}(?![\w]|\.\d)")
-    if named.match(lines[first]):  # "## JAX R" or "## JAX R (TODO)": it becomes dated, under "Unreleased"
-        lines[first:first + 1] = [f"{level} Unreleased", "", f"{level} {heading}"]
+    if named.match(lines[first]):  # "## jax R" or "## JAX R (TODO)": dated in place, under a new "Unreleased"
+        lines[first:first + 1] = [f"{level} Unreleased", "", _date_heading(lines[first], date)]
     elif re.fullmatch(rf"{re.escape(level)} Unreleased\s*", lines[first]):
         following = headings[1] if len(headings) > 1 else None
         if following is not None and named.match(lines[following]):
-            lines[following] = f"{level} {heading}"  # "## Unreleased" then "## JAX R (TODO)"
+            lines[following] = _date_heading(lines[following], date)  # "## Unreleased" then "## JAX R (TODO)"
         else:  # the notes under "Unreleased" are R's
             lines[first + 1:first + 1] = ["", f"{level} {heading}"]
     else:

@@ -327,6 +327,8 @@ def test_hostile_bumps_write_every_file_right_or_nothing(repo: Path, tmp_path: P
     elif hostile == "space":
         version = " 0.2.0"
     extra = ["--minimum-backend", "0.1.0\n"] if hostile == "minimum-newline" else []
+    if hostile.startswith("changelog"):
+        extra = ["--release-date", "2026-03-04"]  # a post-release bump: the one that dates the changelog
     if hostile.startswith("changelog"):  # a family whose changelog the post-release bump dates, as jax's
         pyproject = repo / "pyproject.toml"
         pyproject.write_text(pyproject.read_text().replace('changelog = "CHANGELOG.md"\n', 'changelog = '
@@ -339,3 +341,41 @@ def test_hostile_bumps_write_every_file_right_or_nothing(repo: Path, tmp_path: P
     assert says in err and err.count("\n") == 1 and "Traceback" not in err, err
     assert _digests(repo) == before, "nothing of the bump was written"
     assert (outside.read_bytes() if outside.exists() else None) == outside_before, "nothing outside the tree changed"
+
+
+def _next_family(repo: Path, changelog: str) -> None:
+    """The sample as jax releases: the tree holds the next release, "Unreleased" on top of the changelog."""
+    pyproject = repo / "pyproject.toml"
+    pyproject.write_text(pyproject.read_text().replace('changelog = "CHANGELOG.md"\n', 'changelog = "CHANGELOG.md"\n'
+                         'versioning = "next"\nchangelog-style = "unreleased"\nchangelog-heading = "JAX {version} '
+                         '({date})"\n'))
+    (repo / "CHANGELOG.md").write_text(changelog)
+    git(repo, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qam", "next")
+
+
+@pytest.mark.parametrize(("changelog", "headings"), [
+    # an existing heading keeps its text and gets the date, spelled as the newest dated heading spells one
+    ("# Change log\n\n## jax 0.1.0\n\n- notes\n\n## jax 0.0.9 (Mar 4, 2025)\n",
+     ["## Unreleased", "## jax 0.1.0 (Mar 4, 2026)", "## jax 0.0.9 (Mar 4, 2025)"]),
+    ("# Change log\n\n## Unreleased\n\n## JAX 0.1.0 (TODO)\n\n- notes\n",
+     ["## Unreleased", "## JAX 0.1.0 (March 4, 2026)"]),
+    # notes under "Unreleased": the release's heading as the nearest precedent writes it
+    ("# Change log\n\n## Unreleased\n\n- notes\n\n## jax 0.0.9 (Feb 24, 2025)\n",
+     ["## Unreleased", "## jax 0.1.0 (Mar 4, 2026)", "## jax 0.0.9 (Feb 24, 2025)"]),
+])
+def test_the_post_release_bump_dates_the_heading_as_the_maintainers_wrote_it(repo: Path, changelog: str,
+                                                                           headings: list[str]) -> None:
+    _next_family(repo, changelog)
+    git(repo, "tag", "v0.1.0")  # 0.1.0 was released: bumping past it is the post-release bump
+    assert main(["release", "bump", "0.2.0", "--project", str(repo), "--release-date", "2026-03-04"]) == 0
+    found = [line for line in (repo / "CHANGELOG.md").read_text().splitlines() if line.startswith("## ")]
+    assert found == headings
+
+
+def test_an_untagged_declared_version_is_renumbered_not_released(repo: Path) -> None:
+    """jax 0.8.3 was never released: "Prepare for JAX release 0.9.0" renumbered it; nothing gets dated."""
+    changelog = "# Change log\n\n## Unreleased\n\n- notes\n"
+    _next_family(repo, changelog)
+    assert main(["release", "bump", "0.2.0", "--project", str(repo), "--minimum-backend", "0.2.0"]) == 0
+    assert (repo / "CHANGELOG.md").read_text() == changelog
+    assert '_version = "0.2.0"' in (repo / "frontend" / "splitfam" / "version.py").read_text()
