@@ -70,8 +70,10 @@ def jax_profile() -> Family:
             PluginSpec("jax-cuda12-pjrt", "jax_plugins.xla_cuda12"),
             PluginSpec("jax-cuda13-plugin", "jax_cuda13_plugin"),
             PluginSpec("jax-cuda13-pjrt", "jax_plugins.xla_cuda13"),
-            PluginSpec("jax-oneapi-plugin", "jax_oneapi_plugin"),
-            PluginSpec("jax-oneapi-pjrt", "jax_plugins.xla_oneapi"),
+            # oneAPI is checked against jaxlib's version (jaxlib/plugin_support.py) but released on its own
+            # schedule: its extra admits a range (>=current jaxlib,<=jax), and the index has it at 0.11.2 only.
+            PluginSpec("jax-oneapi-plugin", "jax_oneapi_plugin", released_separately=True),
+            PluginSpec("jax-oneapi-pjrt", "jax_plugins.xla_oneapi", released_separately=True),
             # ROCm plugins are released on their own schedule; jaxlib skips their check.
             PluginSpec("jax-rocm*", None, pinned=False, released_separately=True),
             # libtpu has its own numbering; jax loads it without a version check; the tpu

@@ -35,6 +35,7 @@ from jaxrel import policy
 from jaxrel._util.atomic import read_exactly, write_all_atomically
 from jaxrel.errors import BadInput
 from jaxrel.release import locations
+from jaxrel.release.changelog import date_heading, precedent_heading
 from jaxrel.release.config import Component, Location
 from jaxrel.release.pins import frontend_range
 from jaxrel.release.project import Project
@@ -211,30 +212,6 @@ def _tagged(project: Project, version: str) -> bool:
     return project.git("rev-parse", "--verify", "--quiet", f"refs/tags/{tag}").returncode == 0
 
 
-DATED = re.compile(r"#{1,3} (?P<word>\S+) [\w.]+ \((?P<month>[A-Z][a-z]+)\.? \d{1,2}, \d{4}\)\s*$")
-
-
-def _dated(heading: str, lines: list[str], after: int, released: str, day: datetime.date) -> str:
-    """The released version's heading as the changelog's newest dated heading below ``after`` spells one (jax wrote
-    "jax 0.5.0 (Jan 17, 2025)" then "JAX 0.6.0 (April 16, 2025)": the nearest precedent wins), else ``heading``."""
-    for line in lines[after:]:
-        found = DATED.match(line)
-        if found:
-            month = f"{day:%b}" if len(found["month"]) == 3 and found["month"] != "May" else f"{day:%B}"
-            if found["month"] == "May":  # May is the same either way: the next precedent decides
-                continue
-            return f"{found['word']} {released} ({month} {day.day}, {day.year})"
-    return heading
-
-
-def _date_heading(line: str, date: str) -> str:
-    """An existing heading of the release, its text kept: a placeholder in parentheses becomes the date, else the
-    date is added ("## jax 0.5.3" → "## jax 0.5.3 (Mar 19, 2025)")."""
-    if re.search(r"\([^)]*\)\s*$", line):
-        return re.sub(r"\([^)]*\)\s*$", f"({date})", line)
-    return f"{line.rstrip()} ({date})"
-
-
 def _date_changelog(bump: Bump, project: Project, released: str, day: datetime.date) -> None:
     """The released version's dated heading under a fresh "Unreleased" (the family's changelog convention)."""
     release = project.release
@@ -254,18 +231,18 @@ def _date_changelog(bump: Bump, project: Project, released: str, day: datetime.d
         raise BumpError(f"{release.changelog} has no 'Unreleased' heading and none naming {released}; add "
                         "'## Unreleased' above the release notes")
     profile_heading = release.changelog_heading.format(version=released, date=f"{day:%B} {day.day}, {day.year}")
-    heading = _dated(profile_heading, lines, start + 1, released, day)
+    heading = precedent_heading(profile_heading, lines, start + 1, released, day)
     date = heading[heading.rindex("(") + 1:-1] if heading.endswith(")") else f"{day:%B} {day.day}, {day.year}"
     level = lines[start].split(" ", 1)[0]  # the release headings' level ("##" under jax's "# Change log")
     headings = [i for i, line in enumerate(lines) if i >= start and line.startswith(level + " ")]
     first = headings[0]
     named = re.compile(rf"{re.escape(level)} .*(?<![\w.]){re.escape(released)}(?![\w]|\.\d)")
     if named.match(lines[first]):  # "## jax R" or "## JAX R (TODO)": dated in place, under a new "Unreleased"
-        lines[first:first + 1] = [f"{level} Unreleased", "", _date_heading(lines[first], date)]
+        lines[first:first + 1] = [f"{level} Unreleased", "", date_heading(lines[first], date)]
     elif re.fullmatch(rf"{re.escape(level)} Unreleased\s*", lines[first]):
         following = headings[1] if len(headings) > 1 else None
         if following is not None and named.match(lines[following]):
-            lines[following] = _date_heading(lines[following], date)  # "## Unreleased" then "## JAX R (TODO)"
+            lines[following] = date_heading(lines[following], date)  # "## Unreleased" then "## JAX R (TODO)"
         else:  # the notes under "Unreleased" are R's
             lines[first + 1:first + 1] = ["", f"{level} {heading}"]
     else:

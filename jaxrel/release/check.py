@@ -28,6 +28,7 @@ from jaxrel.distributions.extras import plugin_families, unsatisfied_extras
 from jaxrel.distributions.index import Index, IndexClientError, IndexFile, Listing
 from jaxrel.distributions.pages import parse_time
 from jaxrel.release import locations
+from jaxrel.release.changelog import PLACEHOLDER, changelog_has, changelog_heading
 from jaxrel.release.config import Component, Location
 from jaxrel.release.pins import frontend_range, is_frontend_range, pins_exactly
 from jaxrel.release.plan import Plan
@@ -302,25 +303,6 @@ def _unreleased(plan: Plan) -> Check:
         return Check("version-unreleased", FAIL, f"{', '.join(taken)} {plan.version} already on the index",
                      "bump to a new version (jaxrel release bump)")
     return Check("version-unreleased", PASS, f"nothing at {plan.version} is on the index yet")
-
-
-def changelog_heading(text: str, version: str) -> str | None:
-    """The Markdown/RST heading line that names ``version`` exactly (not a longer version), or ``None``."""
-    pattern = re.compile(rf"(?<![\w.]){re.escape(version)}(?![\w]|\.\d)")
-    lines = text.splitlines()
-    for number, line in enumerate(lines):
-        underlined = number + 1 < len(lines) and re.fullmatch(r"[=\-~^]{3,}", lines[number + 1].strip() or "x")
-        if (line.lstrip().startswith("#") or underlined) and pattern.search(line):
-            return line.strip()
-    return None
-
-
-def changelog_has(text: str, version: str) -> bool:
-    """A Markdown/RST heading line names ``version`` exactly (not a longer version)."""
-    return changelog_heading(text, version) is not None
-
-
-PLACEHOLDER = re.compile(r"\b(TODO|TBD|FIXME|XXX)\b|\(\s*\)|\bunreleased\b", re.I)
 
 
 def _changelog(project: Project, plan: Plan) -> Check:

@@ -216,7 +216,13 @@ def _component(shape: Shape, distribution: str, value: Any, family: Family) -> C
     except ConfigError as error:
         raise ConfigError(printable(f"{shape.source}: {error}")) from None
     shares = shape.field(row, "shares-version-with", at, is_name, "a component's distribution name", None)
-    separately = shape.boolean(row, "released-separately", at, False)
+    spec = family.plugin_for(distribution)
+    family_says = bool(spec is not None and (spec.released_separately or spec.runtime))  # one flag: the family's
+    separately = shape.boolean(row, "released-separately", at, family_says)
+    if spec is not None and separately != family_says:
+        raise shape.error(at, f"'released-separately = {str(separately).lower()}', but the family's plugin "
+                          f"{spec.distribution} says {str(family_says).lower()} (released-separately in "
+                          "[[tool.jaxrel.plugins]], or a runtime's own numbering); say it once, in the family")
     if not versions and not shares and not separately:
         raise shape.error(at, "'versions' is empty; list every FILE:KEY that holds this component's version "
                           "(or name the component it shares its version with: shares-version-with)")

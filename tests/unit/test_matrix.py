@@ -258,7 +258,7 @@ def test_default_plugin_families_of_jax_0_12_0_1(listings):
     assert not any("-local@" in c.id for c in matrix.cells)
     assert [(u["extra"], u["requirement"], u["newest"], u["released_separately"]) for u in matrix.unsatisfiable] == [
         ("rocm7-local", "jax-rocm7-plugin==0.12.0.1.*", "0.12.0", True),
-        ("oneapi", "jax-oneapi-plugin<=0.12.0.1,>=0.12.0.1", "0.11.2", False),
+        ("oneapi", "jax-oneapi-plugin<=0.12.0.1,>=0.12.0.1", "0.11.2", True),  # released separately, as ROCm
     ]
     assert any("jax==0.12.0.1[oneapi] cannot be installed" in n and "0.11.2" in n for n in matrix.notes)
     assert matrix.to_json()["unsatisfiable"] == matrix.unsatisfiable

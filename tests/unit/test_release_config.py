@@ -71,3 +71,22 @@ def test_bad_release_config_is_one_clear_line(change: dict[str, Any], message: s
 
 def test_release_table_is_allowed_beside_a_profile() -> None:
     assert family_from_config({"profile": "jax", "release": {}}).name == "jax"
+
+
+def test_released_separately_is_the_familys_one_flag() -> None:
+    """The compat matrix and the release read one flag: the family's. A release table may repeat it, not contradict it."""
+    from jaxrel.errors import BadInput
+    from jaxrel.family import resolve_family
+    from jaxrel.release.config import BUILTIN, release_from_config
+
+    jax = resolve_family("jax")
+    built_in = {c.distribution: c.released_separately for c in BUILTIN["jax"]().components}
+    assert built_in["jax-oneapi-plugin"] and built_in["jax-rocm7-plugin"] and built_in["libtpu"]
+    assert not built_in["jax-cuda13-plugin"]
+    table = {"components": {"jax": {"build": "python", "versions": ["jax/version.py:_version"]},
+                            "jax-oneapi-plugin": {"build": "external", "shares-version-with": "jax"}}}
+    derived = release_from_config(table, jax)
+    assert derived.component("jax-oneapi-plugin").released_separately  # from the family, not said again
+    table["components"]["jax-oneapi-plugin"]["released-separately"] = False
+    with pytest.raises(BadInput, match="the family's plugin jax-oneapi-plugin says true"):
+        release_from_config(table, jax)
