@@ -74,7 +74,7 @@ def test_release_table_is_allowed_beside_a_profile() -> None:
 
 
 def test_released_separately_is_the_familys_one_flag() -> None:
-    """The compat matrix and the release read one flag: the family's. A release table may repeat it, not contradict it."""
+    """One flag, the family's, read by the compat matrix and the release: a release table may not contradict it."""
     from jaxrel.errors import BadInput
     from jaxrel.family import resolve_family
     from jaxrel.release.config import BUILTIN, release_from_config
