@@ -31,6 +31,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from packaging.requirements import InvalidRequirement, Requirement
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
@@ -50,7 +51,7 @@ from jaxrel.distributions.filenames import (
 from jaxrel.distributions.wheels import ArtifactInfo, inspect
 from jaxrel.errors import BadInput, Refused
 from jaxrel.release import locations
-from jaxrel.release.config import Component
+from jaxrel.release.config import Component, ReleaseConfig
 from jaxrel.release.manifest import Artifact, Manifest
 from jaxrel.release.plan import make_plan
 from jaxrel.release.project import Project
@@ -207,6 +208,28 @@ def coverage_problems(by_component: dict[str, list[_Found]], backend: Component 
     return problems
 
 
+def _named_by_frontend(by_component: dict[str, list[_Found]], release: ReleaseConfig,
+                       wanted: Version) -> dict[str, str]:
+    """Components released with the frontend that its METADATA names at this version (an extra's ``==V`` or
+    ``>=V,<=V``): distribution → the requirement. A whole plugin family missing is then seen without a tree."""
+    frontend = next((c for c in release.components if c.role == "frontend"), None)
+    wheel = next((f for f in by_component.get(frontend.distribution, []) if f.path.name.endswith(".whl")), None) \
+        if frontend is not None else None
+    if wheel is None:
+        return {}
+    together = {str(canonicalize_name(c.distribution)): c.distribution for c in release.released_with()}
+    named: dict[str, str] = {}
+    for text in wheel.info.requires_dist:
+        try:
+            requirement = Requirement(text)
+        except InvalidRequirement:
+            continue
+        name = together.get(str(canonicalize_name(requirement.name)))
+        if name is not None and requirement.specifier and requirement.specifier.contains(wanted, prereleases=True):
+            named.setdefault(name, text)
+    return named
+
+
 def collect(project: Project, directories: Sequence[Path], output: Path, *, version: str | None = None,
             pythons: Sequence[str] = (), platforms: Sequence[str] = (), progress: Progress = silent) -> Collection:
     """Check the files below ``directories`` as one release and gather them into ``output`` with a manifest.
@@ -251,7 +274,18 @@ def collect(project: Project, directories: Sequence[Path], output: Path, *, vers
     plan = make_plan(project, str(wanted)) if declared is not None else None
     expected = ([c for c in release.released_with() if c.distribution in plan.upload_order] if plan is not None
                 else [c for c in release.released_with() if c.distribution in by_component])
+    named = _named_by_frontend(by_component, release, wanted)
+    expected += [c for c in release.released_with() if c.distribution in named and c not in expected]
     missing = [c.distribution for c in expected if c.distribution not in by_component]
+    if missing and any(m in named for m in missing):
+        first = next(m for m in missing if m in named)
+        raise CollectRefused(f"{first} {wanted}: no file, but the frontend's METADATA names it ({named[first]}); "
+                             "add the artifacts of the job that builds it")
+    sdists = [c.distribution for c in expected if c.sdist and c.distribution in by_component
+              and not any(f.path.name.endswith(".tar.gz") for f in by_component[c.distribution])]
+    if sdists:
+        raise CollectRefused(f"{sdists[0]} {wanted}: wheels but no sdist, and it publishes one with every release "
+                             "(sdist = true, the default for a frontend): add the sdist from that build job")
     if missing:
         raise CollectRefused(f"{', '.join(missing)} {wanted}: no file, but the release includes it; add the "
                              "artifacts of the job that builds it")

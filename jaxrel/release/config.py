@@ -31,7 +31,9 @@ A family that releases the way jax does declares more (the built-in jax profile 
     platforms = ["manylinux", "linux"]  # the platforms its wheels are built for (CUDA: Linux only)
     python-tag = "py3"                  # one py3 wheel per platform instead of one per CPython (pjrt)
     present-if-named-in = "setup.py"    # in a release only when that file names it (or what pins it)
-    released-separately = true          # its own schedule: never in this release (ROCm, oneAPI, libtpu)
+    released-separately = true          # its own schedule (the family's flag: say it there, not here)
+    sdist = true                        # it publishes an sdist beside its wheels (default: the frontend, or
+                                        # a component built by `python -m build`); collect asks for it
 
 A version location is ``FILE:KEY``: a dotted key in a ``.toml`` file, else a top-level
 string assignment in a Python or Starlark file (``.py``, ``.bzl``). Each component's role
@@ -60,7 +62,7 @@ BUILDERS = ("python", "bazel", "external")
 ROLES = ("backend", "plugin", "extension", "frontend")  # also the safe upload order
 _RELEASE_KEYS = {"changelog", "tag", "components", "versioning", "changelog-style", "changelog-heading", "stamped"}
 _COMPONENT_KEYS = {"path", "build", "targets", "versions", "minimum-backend", "shares-version-with", "current",
-                   "latest", "pins", "platforms", "python-tag", "present-if-named-in", "released-separately"}
+                   "latest", "pins", "platforms", "python-tag", "present-if-named-in", "released-separately", "sdist"}
 VERSIONING = ("release", "next")
 CHANGELOG_STYLES = ("headings", "unreleased")
 
@@ -112,6 +114,7 @@ class Component:
     python_tag: str | None = None  # "py3": one wheel per platform for every Python (else one per CPython)
     present_if_named_in: str | None = None  # in a release only when this file names it (or what pins it)
     released_separately: bool = False  # its own schedule: listed, never in this release
+    sdist: bool = False  # it publishes an sdist beside its wheels (collect asks for it)
 
     def expected_slots(self, backend: set[Slot]) -> set[Slot]:
         """The slots this plugin's wheels fill when the backend's wheels fill ``backend``: the backend's on this
@@ -240,7 +243,8 @@ def _component(shape: Shape, distribution: str, value: Any, family: Family) -> C
         raise shape.error(at, "'targets' is empty; name the py_wheel_file targets, e.g. [\"//core:wheel\"]")
     path = shape.field(row, "path", at, is_relative_path, "a directory relative to the project root", ".")
     return Component(distribution, role, build, path, targets, versions, minimum, shares, current, latest, pins,
-                     platforms, python_tag, named_in, separately)
+                     platforms, python_tag, named_in, separately,
+                     shape.boolean(row, "sdist", at, build == "python" or role == "frontend"))
 
 
 def release_from_config(table: Any, family: Family, source: str = "pyproject.toml") -> ReleaseConfig:

@@ -69,6 +69,7 @@ def test_a_whole_matrix_is_collected_in_upload_order_and_verifies(tree: Path, tm
     ("tampered", "does not match its RECORD"),
     ("bad-name", "'mfam_core-0.2.0-cp312.whl' is not a valid wheel or sdist file name"),
     ("same-name", "two different files of that name"),
+    ("no-sdist", "mfam 0.2.0: wheels but no sdist, and it publishes one with every release"),
     ("two-dist-info", "2 .dist-info directories (mfam_core-0.2.0.dist-info, numpy-2.0.0.dist-info); a wheel has one"),
     ("not-utf8", "mfam_core-0.2.0.dist-info/METADATA is not UTF-8"),
     ("build-tag", "mfam_core-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl: a second mfam-core wheel for "
@@ -118,6 +119,8 @@ def test_a_matrix_that_is_not_one_release_is_refused_naming_the_file(tree: Path,
     elif damage == "build-tag":  # a rebuild with a build tag beside the first build: pip would take it over the first
         shutil.copyfile(job / "mfam_core-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl",
                         job / "mfam_core-0.2.0-1-cp313-cp313-manylinux_2_27_x86_64.whl")
+    elif damage == "no-sdist":
+        (artifacts / "frontend" / "mfam-0.2.0.tar.gz").unlink()
     elif damage == "same-name":
         other = artifacts / "again" / "mfam_core-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl"
         other.parent.mkdir()
@@ -237,3 +240,20 @@ def test_family_jax_means_jax_whatever_the_current_directory_holds(
     err = capsys.readouterr().err
     assert "is not a distribution of the jax release (its components: jaxlib," in err and "mfam-core" not in err
     assert not (tmp_path / "o3").exists()
+
+
+def test_a_plugin_family_the_frontend_names_cannot_be_left_out_even_without_a_tree(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Outside a checkout only the files say what the release holds: the frontend's METADATA extras name the plugin
+    family at this version, so its absence is seen."""
+    project(tmp_path / "mfam")
+    artifacts = build_matrix(tmp_path / "artifacts")
+    for path in [*artifacts.rglob("mfam_gpu_*.whl")]:
+        path.unlink()
+    elsewhere = tmp_path / "nowhere"
+    elsewhere.mkdir()
+    monkeypatch.chdir(elsewhere)
+    assert main(["release", "collect", "--family", str(tmp_path / "mfam" / "pyproject.toml"), str(artifacts),
+                 "--output", str(tmp_path / "out"), "--version", "0.2.0"]) == 1
+    err = capsys.readouterr().err
+    assert "mfam-gpu-plugin 0.2.0: no file, but the frontend's METADATA names it" in err, err
