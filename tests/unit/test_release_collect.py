@@ -48,37 +48,8 @@ def test_a_whole_matrix_is_collected_in_upload_order_and_verifies(tree: Path, tm
     assert verification.ok, verification.problems()
 
 
-@pytest.mark.parametrize(("damage", "says"), [
-    ("plugin-old", "mfam_gpu_plugin-0.1.9-cp313-cp313-manylinux_2_27_x86_64.whl: version 0.1.9, but the release is "
-                   "0.2.0: a file from another release; take the mfam-gpu-plugin 0.2.0 artifact"),
-    ("core-missing", "mfam-core has no cp313-cp313-manylinux_2_27_x86_64 wheel, though it has cp313-cp313 wheels for "
-                     "other platforms and other interpreters' wheels for manylinux_2_27_x86_64: add that build job's "
-                     "artifact"),
-    ("core-and-plugin-missing", "mfam-core has no cp313-cp313-manylinux_2_27_x86_64 wheel, though"),  # a hole
-    ("core-linux-only", "mfam_gpu_plugin-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl: mfam-core has no "
-                        "cp313-cp313-manylinux_2_27_x86_64 wheel beside it"),
-    ("plugin-missing", "mfam-gpu-plugin has no cp312-cp312-manylinux_2_27_x86_64 wheel, which mfam-core has: add "
-                       "its wheel from that build job"),
-    ("free-threaded-plugin", "mfam_gpu_plugin-0.2.0-cp313-cp313t-manylinux_2_27_x86_64.whl: mfam-core has no "
-                             "cp313-cp313t-manylinux_2_27_x86_64 wheel beside it"),
-    ("free-threaded-core", "mfam-gpu-plugin has no cp313-cp313t-manylinux_2_27_x86_64 wheel, which mfam-core has"),
-    ("pjrt-missing", "mfam-gpu-pjrt 0.2.0: no file, but the release includes it"),
-    ("separately", "mfam_tpu_plugin-0.2.0-cp312-cp312-manylinux_2_27_x86_64.whl: mfam-tpu-plugin is released "
-                   "separately"),
-    ("foreign", "numpy-2.0.0-cp312-cp312-manylinux_2_27_x86_64.whl: numpy is not a distribution of the mfam release"),
-    ("tampered", "does not match its RECORD"),
-    ("bad-name", "'mfam_core-0.2.0-cp312.whl' is not a valid wheel or sdist file name"),
-    ("same-name", "two different files of that name"),
-    ("no-sdist", "mfam 0.2.0: wheels but no sdist, and it publishes one with every release"),
-    ("two-dist-info", "2 .dist-info directories (mfam_core-0.2.0.dist-info, numpy-2.0.0.dist-info); a wheel has one"),
-    ("not-utf8", "mfam_core-0.2.0.dist-info/METADATA is not UTF-8"),
-    ("build-tag", "mfam_core-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl: a second mfam-core wheel for "
-                  "cp313-cp313-manylinux_2_27_x86_64 beside mfam_core-0.2.0-1-cp313-cp313-manylinux_2_27_x86_64.whl"),
-    ("matrix", "mfam-core has no wheel for cp314 on manylinux_2_27_x86_64 (--pythons/--platforms ask for it)"),
-])
-def test_a_matrix_that_is_not_one_release_is_refused_naming_the_file(tree: Path, tmp_path: Path, damage: str,
-                                                                     says: str) -> None:
-    artifacts = build_matrix(tmp_path / "artifacts")
+def _damage(artifacts: Path, damage: str) -> None:  # noqa: C901 (one branch per damage, read as a table)
+    """Break the build matrix's artifacts the way ``damage`` says."""
     job = artifacts / "build-cp313-manylinux_2_27_x86_64"
     if damage == "plugin-old":
         (job / "mfam_gpu_plugin-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl").unlink()
@@ -125,6 +96,40 @@ def test_a_matrix_that_is_not_one_release_is_refused_naming_the_file(tree: Path,
         other = artifacts / "again" / "mfam_core-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl"
         other.parent.mkdir()
         other.write_bytes(b"other bytes")
+
+
+@pytest.mark.parametrize(("damage", "says"), [
+    ("plugin-old", "mfam_gpu_plugin-0.1.9-cp313-cp313-manylinux_2_27_x86_64.whl: version 0.1.9, but the release is "
+                   "0.2.0: a file from another release; take the mfam-gpu-plugin 0.2.0 artifact"),
+    ("core-missing", "mfam-core has no cp313-cp313-manylinux_2_27_x86_64 wheel, though it has cp313-cp313 wheels for "
+                     "other platforms and other interpreters' wheels for manylinux_2_27_x86_64: add that build job's "
+                     "artifact"),
+    ("core-and-plugin-missing", "mfam-core has no cp313-cp313-manylinux_2_27_x86_64 wheel, though"),  # a hole
+    ("core-linux-only", "mfam_gpu_plugin-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl: mfam-core has no "
+                        "cp313-cp313-manylinux_2_27_x86_64 wheel beside it"),
+    ("plugin-missing", "mfam-gpu-plugin has no cp312-cp312-manylinux_2_27_x86_64 wheel, which mfam-core has: add "
+                       "its wheel from that build job"),
+    ("free-threaded-plugin", "mfam_gpu_plugin-0.2.0-cp313-cp313t-manylinux_2_27_x86_64.whl: mfam-core has no "
+                             "cp313-cp313t-manylinux_2_27_x86_64 wheel beside it"),
+    ("free-threaded-core", "mfam-gpu-plugin has no cp313-cp313t-manylinux_2_27_x86_64 wheel, which mfam-core has"),
+    ("pjrt-missing", "mfam-gpu-pjrt 0.2.0: no file, but the release includes it"),
+    ("separately", "mfam_tpu_plugin-0.2.0-cp312-cp312-manylinux_2_27_x86_64.whl: mfam-tpu-plugin is released "
+                   "separately"),
+    ("foreign", "numpy-2.0.0-cp312-cp312-manylinux_2_27_x86_64.whl: numpy is not a distribution of the mfam release"),
+    ("tampered", "does not match its RECORD"),
+    ("bad-name", "'mfam_core-0.2.0-cp312.whl' is not a valid wheel or sdist file name"),
+    ("same-name", "two different files of that name"),
+    ("no-sdist", "mfam 0.2.0: wheels but no sdist, and it publishes one with every release"),
+    ("two-dist-info", "2 .dist-info directories (mfam_core-0.2.0.dist-info, numpy-2.0.0.dist-info); a wheel has one"),
+    ("not-utf8", "mfam_core-0.2.0.dist-info/METADATA is not UTF-8"),
+    ("build-tag", "mfam_core-0.2.0-cp313-cp313-manylinux_2_27_x86_64.whl: a second mfam-core wheel for "
+                  "cp313-cp313-manylinux_2_27_x86_64 beside mfam_core-0.2.0-1-cp313-cp313-manylinux_2_27_x86_64.whl"),
+    ("matrix", "mfam-core has no wheel for cp314 on manylinux_2_27_x86_64 (--pythons/--platforms ask for it)"),
+])
+def test_a_matrix_that_is_not_one_release_is_refused_naming_the_file(tree: Path, tmp_path: Path, damage: str,
+                                                                     says: str) -> None:
+    artifacts = build_matrix(tmp_path / "artifacts")
+    _damage(artifacts, damage)
     options = {"pythons": ["cp312", "cp313", "cp314"], "platforms": ["manylinux_2_27_x86_64"]} \
         if damage == "matrix" else {}
     with pytest.raises(collect.CollectRefused) as refused:
