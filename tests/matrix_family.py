@@ -30,6 +30,10 @@ set = "gpu"
 distribution = "mfam-tpu-plugin"
 pinned = false
 released-separately = true
+[[tool.jaxrel.plugins]]
+distribution = "mfam-tpu-pjrt"
+pinned = false
+released-separately = true
 
 [tool.jaxrel.release]
 versioning = "next"
@@ -56,6 +60,9 @@ platforms = ["manylinux", "linux"]
 [tool.jaxrel.release.components.mfam-tpu-plugin]
 build = "external"
 released-separately = true
+pins = ["mfam-tpu-pjrt"]
+[tool.jaxrel.release.components.mfam-tpu-pjrt]
+build = "external"
 """
 PYTHONS = ("cp312", "cp313")
 PLATFORMS = ("manylinux_2_27_x86_64", "macosx_11_0_arm64")

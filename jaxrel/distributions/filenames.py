@@ -7,6 +7,7 @@ line naming the file, never an exception from inside packaging.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
 
 from packaging.tags import Tag
@@ -16,7 +17,8 @@ from packaging.version import Version
 from jaxrel._util.text import shorten
 from jaxrel.errors import BadInput
 
-__all__ = ["FilenameError", "Slot", "grid_holes", "name_and_version", "slot_text", "wheel_slots", "wheel_tags"]
+__all__ = ["FilenameError", "Slot", "covers", "grid_holes", "name_and_version", "slot_text", "wheel_slots",
+           "wheel_tags"]
 
 MAX_NAME = 255  # bytes a file name can have on the file systems jaxrel writes to
 
@@ -88,3 +90,32 @@ def grid_holes(slots: set[Slot]) -> list[Slot]:
         platforms = {platform for _, _, platform in mine}
         holes += sorted((i, a, p) for i, a in rows for p in platforms if (i, a, p) not in mine)
     return holes
+
+
+_LEGACY = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}
+_PLATFORM = re.compile(r"(?P<kind>manylinux|musllinux|macosx)_(?P<major>\d+)_(?P<minor>\d+)_(?P<arch>.+)")
+
+
+def _floor(platform: str) -> tuple[str, tuple[int, int], str] | None:
+    """(kind, the oldest system it installs on, arch) of a platform tag with a floor; ``None`` for the others."""
+    for legacy, floor in _LEGACY.items():
+        if platform.startswith(legacy + "_"):
+            return "manylinux", floor, platform[len(legacy) + 1:]
+    found = _PLATFORM.fullmatch(platform)
+    if found is None:
+        return None
+    return found["kind"], (int(found["major"]), int(found["minor"])), found["arch"]
+
+
+def covers(have: Slot, wanted: Slot) -> bool:
+    """Whether a wheel in slot ``have`` installs wherever one in ``wanted`` does: the same interpreter and ABI, and a
+    platform whose floor (glibc, macOS) is no newer on the same architecture (``manylinux_2_27_x86_64`` covers
+    ``manylinux_2_28_x86_64``, not the other way round)."""
+    if have[:2] != wanted[:2]:
+        return False
+    if have[2] == wanted[2]:
+        return True
+    theirs = [_floor(p) for p in wanted[2].split(".")]
+    mine = [_floor(p) for p in have[2].split(".")]
+    return any(t is not None and m is not None and t[0] == m[0] and t[2] == m[2] and m[1] <= t[1]
+               for t in theirs for m in mine)

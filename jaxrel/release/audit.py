@@ -14,7 +14,11 @@ component (PEP 658, else HTTP range reads, cached: never whole wheels):
 * **yanked**: a yanked file;
 * **requires-python**: the frontend admits a Python that the backend at V has no wheel for;
 * **pins**: the frontend's requirement on the backend is not ``>=minimum,<=V``; a hardware extra does
-  not pin the backend and its plugin to V; a plugin does not pin its pjrt ``==V``.
+  not pin the backend and its plugin to V; a plugin does not pin its pjrt ``==V``;
+* **order**: the frontend reached the index before any backend it requires (the window in which
+  ``pip install frontend==V`` failed);
+* the plugin families released separately (ROCm, oneAPI), every release of theirs filed under its base
+  version: :mod:`jaxrel.release.audit_separate`.
 
 Each finding is one line; the table and ``--json`` list them per release; any finding exits 1.
 """
@@ -42,6 +46,7 @@ from jaxrel.distributions.netlimits import IndexClientError
 from jaxrel.distributions.pages import IndexFile, Listing, parse_time
 from jaxrel.distributions.remote_metadata import MetadataReader
 from jaxrel.family import Family
+from jaxrel.release.audit_separate import separate_findings
 from jaxrel.release.config import Component, ReleaseConfig
 from jaxrel.release.pins import bound, is_frontend_range, pins_exactly
 
@@ -315,6 +320,13 @@ def audit(family: Family, release: ReleaseConfig, index: Index, versions: list[s
         if metadata is not None:
             result.findings += _pins(version, frontend_name, backend_name, metadata, plugin_metadata, release, present)
         results.append(result)
+    by_version = {r.version: r for r in results}
+
+    def frontend_python(base: str) -> str | None:
+        return next((f.requires_python for f in listing(frontend_name).files_for(base) if f.requires_python), None)
+
+    for base, kind, detail in separate_findings(release, frontend_python, listing, reader.metadata, set(by_version)):
+        by_version[base].findings.append(Finding(kind, detail))
     return results
 
 

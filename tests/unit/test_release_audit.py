@@ -198,3 +198,28 @@ def test_an_upload_time_past_what_datetime_holds_is_the_index_page_being_wrong(t
     with pytest.raises(JaxrelError, match="an ISO 8601 time") as refused:
         run(tmp_path, served)
     assert "\n" not in str(refused.value) and refused.value.exit_code == 3  # the index served a broken page
+
+
+def test_a_family_released_separately_is_audited_release_by_release(tmp_path: Path, served: Served) -> None:
+    """Its releases come on their own schedule, with re-spins: each is filed under its base version's release."""
+    index = served.root
+    linux = "manylinux_2_28_x86_64"  # a newer glibc floor than the core's 2_27: the core still installs beside it
+    wheel(index, "mfam-tpu-pjrt", "0.2.0", f"py3-none-{linux}")
+    wheel(index, "mfam-tpu-pjrt", "0.2.0.post1", f"py3-none-{linux}")
+    wheel(index, "mfam-tpu-plugin", "0.2.0", f"cp312-cp312-{linux}", ("mfam-tpu-pjrt==0.2.0+local",))
+    wheel(index, "mfam-tpu-plugin", "0.2.0.post1", f"cp312-cp312-{linux}", ("mfam-tpu-pjrt==0.2.0.*",))
+    wheel(index, "mfam-tpu-plugin", "0.2.0.post1", f"cp314-cp314-{linux}", ("mfam-tpu-pjrt==0.2.0.*",))
+    served.times["mfam_tpu_plugin-0.2.0.post1-cp312-cp312-manylinux_2_28_x86_64.whl"] = "2026-07-20T12:00:00Z"
+    served.times["mfam_tpu_plugin-0.2.0.post1-cp314-cp314-manylinux_2_28_x86_64.whl"] = "2026-07-20T12:00:00Z"
+    (result,) = run(tmp_path, served)
+    found = sorted((f.kind, f.detail) for f in result.findings)
+    assert found == sorted([
+        ("pins", "mfam-tpu-plugin 0.2.0 requires mfam-tpu-pjrt==0.2.0+local, which no mfam-tpu-pjrt release on the "
+                 "index satisfies: `pip install mfam-tpu-plugin==0.2.0` can never succeed"),
+        ("pins", "mfam-tpu-plugin 0.2.0.post1 requires mfam-tpu-pjrt==0.2.0.*, a loose pin: pip pairs it with "
+                 "whichever of 2 mfam-tpu-pjrt releases (0.2.0, 0.2.0.post1) is newest"),
+        ("respin", "mfam-tpu-plugin 0.2.0.post1: a re-spin of 0.2.0, 4 days after it (2026-07-20): a second build of "
+                   "that version, which pip prefers from then on wherever a pin admits both (==X.Y.Z.*)"),
+        ("wheel-set", "mfam-tpu-plugin 0.2.0.post1 has 1 wheel(s) mfam-core 0.2.0 lacks: "
+                      "cp314-cp314-manylinux_2_28_x86_64"),
+    ]), found

@@ -262,3 +262,21 @@ def test_a_plugin_family_the_frontend_names_cannot_be_left_out_even_without_a_tr
                  "--output", str(tmp_path / "out"), "--version", "0.2.0"]) == 1
     err = capsys.readouterr().err
     assert "mfam-gpu-plugin 0.2.0: no file, but the frontend's METADATA names it" in err, err
+
+
+@pytest.mark.parametrize(("have", "wanted", "covered"), [
+    (("cp312", "cp312", "manylinux_2_27_x86_64"), ("cp312", "cp312", "manylinux_2_28_x86_64"), True),
+    (("cp312", "cp312", "manylinux_2_28_x86_64"), ("cp312", "cp312", "manylinux_2_27_x86_64"), False),
+    (("cp312", "cp312", "manylinux2014_x86_64"), ("cp312", "cp312", "manylinux_2_17_x86_64"), True),
+    (("cp312", "cp312", "manylinux_2_27_aarch64"), ("cp312", "cp312", "manylinux_2_28_x86_64"), False),
+    (("cp312", "cp312", "macosx_11_0_arm64"), ("cp312", "cp312", "macosx_14_0_arm64"), True),
+    (("cp313", "cp313", "manylinux_2_27_x86_64"), ("cp313", "cp313t", "manylinux_2_27_x86_64"), False),
+    (("cp312", "cp312", "win_amd64"), ("cp312", "cp312", "win_amd64"), True),
+    (("cp312", "cp312", "manylinux_2_27_x86_64.manylinux_2_28_x86_64"), ("cp312", "cp312", "manylinux_2_28_x86_64"),
+     True),
+])
+def test_a_slot_covers_another_where_its_wheel_installs_wherever_the_others_does(
+        have: tuple[str, str, str], wanted: tuple[str, str, str], covered: bool) -> None:
+    from jaxrel.distributions.filenames import covers
+
+    assert covers(have, wanted) is covered
