@@ -23,7 +23,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 FILES = ("jax/version.py", "setup.py", "CHANGELOG.md", "pyproject.toml")
-KEYS = ("_version", "_minimum_jaxlib_version", "_current_jaxlib_version", "_latest_jaxlib_version_on_pypi")
+KEYS = ("_version", "_minimum_jaxlib_version", "_current_jaxlib_version", "_latest_jaxlib_version_on_pypi",
+        "_libtpu_version")
 POST = re.compile(r"update version numbers after|postrelease|updates after jax release|^release jax v|"
                   r"^jax release v", re.I)
 PREPARE = re.compile(r"prepare for jax release", re.I)
@@ -70,6 +71,8 @@ def replay(repo: Path, commit: str, subject: str) -> tuple[str, str, str]:
         argv = [new.get("_version", ""), *(["--release-date", day] if day else [])]
         if old.get("_minimum_jaxlib_version") != new.get("_minimum_jaxlib_version"):  # a merge of the release branch
             argv += ["--minimum-backend", new.get("_minimum_jaxlib_version", "")]
+    if old.get("_libtpu_version") != new.get("_libtpu_version") and new.get("_libtpu_version"):
+        argv += ["--pin", f"libtpu={new['_libtpu_version']}"]  # libtpu's own numbering: given, as they chose it
     with tempfile.TemporaryDirectory(prefix="jaxrel-bump-history-") as scratch:
         root = Path(scratch)
         for path, text in before.items():

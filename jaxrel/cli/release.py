@@ -82,16 +82,26 @@ def _day(text: str | None) -> datetime.date | None:
         raise UsageError(f"--release-date {shorten(text)!r}: expected a date such as 2026-07-16") from None
 
 
+def _pins(items: list[str]) -> dict[str, str]:
+    pins = {}
+    for item in items:
+        name, separator, value = item.partition("=")
+        if not separator or not name.strip() or not value:
+            raise UsageError(f"--pin {shorten(item)!r}: expected NAME=VERSION (e.g. libtpu=0.0.44.*)")
+        pins[name.strip()] = value
+    return pins
+
+
 def run_bump(args: argparse.Namespace) -> int:
     kind = "rc" if args.rc else "nightly" if args.nightly else "release"
-    if kind == "release" and args.version is None and args.minimum_backend is None:
-        raise bump.BumpError("give a VERSION, --rc, --nightly or --minimum-backend")
+    if kind == "release" and args.version is None and args.minimum_backend is None and not args.pin:
+        raise bump.BumpError("give a VERSION, --rc, --nightly, --minimum-backend or --pin")
     with open_project(Path(args.project), args.family) as project:
         if project.sdist is not None:
             raise bump.BumpError("cannot bump an sdist; bump the checkout it was built from")
         changes = bump.plan_bump(project, args.version, kind=kind, components=args.component or None,
                                  minimum_backend=args.minimum_backend, allow_older=args.allow_older,
-                                 released_on=_day(args.release_date))
+                                 released_on=_day(args.release_date), pins=_pins(args.pin))
         if not args.dry_run:
             bump.apply(project, changes)
         verb = "would change" if args.dry_run else "changed"
@@ -243,6 +253,8 @@ def add(verbs: Any) -> None:
     sub.add_argument("--release-date", metavar="YYYY-MM-DD",
                      help="the date a post-release bump writes into the released version's changelog heading "
                           "(default: today, UTC)")
+    sub.add_argument("--pin", action="append", default=[], metavar="NAME=V",
+                     help="move a component on its own numbering to V (jax: --pin libtpu=0.0.44.*); repeatable")
     sub.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
 
     sub = action("build", "Build every component of the release into one directory with manifest.json.", run_build)

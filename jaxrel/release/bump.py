@@ -104,6 +104,24 @@ def next_version(current: str, requested: str | None, kind: str, date: datetime.
     return f"{base}.dev{date:%Y%m%d}"
 
 
+def _pin(bump: Bump, project: Project, pins: dict[str, str]) -> None:
+    """``--pin NAME=V``: a component released on its own numbering (libtpu, pinned by jax's tpu extra as
+    ``_libtpu_version = '0.0.44.*'``) moved to the value given: it cannot be derived from the release."""
+    for name, value in pins.items():
+        try:
+            component = project.release.component(name)
+        except (BadInput, KeyError, ValueError):
+            raise BumpError(f"--pin {name}: not a component of the {project.family.name} release; name one of "
+                            f"{', '.join(c.distribution for c in project.release.components if c.versions)}") from None
+        if not component.released_separately or not component.versions:
+            raise BumpError(f"--pin {name}: {name} is not released on its own numbering with a version in the tree; "
+                            "its version moves with the release")
+        text = value.removesuffix(".*")
+        policy.parse_version(text, f"--pin {name}")
+        for location in component.versions:
+            _set(bump, project, location, value)
+
+
 def _bare(text: str | None, option: str) -> None:
     """A version given on the command line is written into files as given: packaging's parser strips spaces and
     line breaks that the files would keep, so they are refused here."""
@@ -137,14 +155,21 @@ def _set_requirement(bump: Bump, project: Project, component: Component, backend
 
 def plan_bump(project: Project, version: str | None, *, kind: str = "release", components: list[str] | None = None,
               minimum_backend: str | None = None, allow_older: bool = False,
-              released_on: datetime.date | None = None) -> Bump:
+              released_on: datetime.date | None = None, pins: dict[str, str] | None = None) -> Bump:
     """Compute every file change of a bump (nothing is written). ``released_on``: the release date a
     post-release bump writes into the changelog heading (default: today, UTC)."""
     release = project.release
-    for given, option in ((version, "version"), (minimum_backend, "--minimum-backend")):
+    for given, option in ((version, "version"), (minimum_backend, "--minimum-backend"),
+                          *((value, f"--pin {name}") for name, value in (pins or {}).items())):
         _bare(given, option)
+    if pins and version is None and minimum_backend is None and kind == "release":  # only the pins move
+        bump = Bump()
+        _pin(bump, project, pins)
+        return bump
     if release.versioning == "next" and not components:
-        return _bump_next(project, version, kind, minimum_backend, released_on)
+        bump = _bump_next(project, version, kind, minimum_backend, released_on)
+        _pin(bump, project, pins or {})
+        return bump
     chosen = [release.component(name) for name in components] if components else [
         c for c in release.components if c.build != "external"]
     date = commit_date(project) if kind == "nightly" else None
@@ -161,6 +186,7 @@ def plan_bump(project: Project, version: str | None, *, kind: str = "release", c
             _set(bump, project, location, new)
     _move_frontend_range(bump, project, moved, minimum_backend)
     _repin_plugins(bump, project, moved)
+    _pin(bump, project, pins or {})
     return bump
 
 

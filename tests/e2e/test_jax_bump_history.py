@@ -134,3 +134,26 @@ def test_nightly_and_rc_are_stamped_for_the_build_not_committed(tmp_path: Path) 
         assert done.returncode == 0, done.stderr
         text = (tmp_path / "jax" / "version.py").read_text()
         assert expected in text and '_version = "0.11.0"' in text, text
+
+
+def test_the_libtpu_pin_moves_when_given_and_only_then(tmp_path: Path) -> None:
+    """``_libtpu_version`` is libtpu's own numbering (the tpu extra's pin): "Prepare for JAX release 0.10.1" moved it
+    to '0.0.41.*'. ``--pin libtpu=V`` moves it with the rest of the bump; without it, it stays."""
+    commit = next(c for c in COMMITS if c.argv[0] == "0.11.0")
+    _replica(tmp_path, commit.before, commit.changelog_before)
+
+    def bump(*argv: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "jaxrel", "release", "bump", "--family", "jax", *argv],
+                              cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                              env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+
+    done = bump(*commit.argv, "--pin", "libtpu=0.0.41.*")
+    assert done.returncode == 0, done.stderr
+    setup = (tmp_path / "setup.py").read_text()
+    assert "_libtpu_version = '0.0.41.*'" in setup and _read(tmp_path)[0] == commit.after
+    for bad, says in (("libtpu=banana", "not a PEP 440 version"), ("jaxlib=0.1", "moves with the release"),
+                      ("nothing", "expected NAME=VERSION"), ("libtpu=0.0.42.*\n", "spaces or control characters")):
+        refused = bump("--pin", bad)
+        assert refused.returncode == 2 and says in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, \
+            refused.stderr
+    assert (tmp_path / "setup.py").read_text() == setup
