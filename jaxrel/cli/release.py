@@ -11,11 +11,16 @@ from __future__ import annotations
 import argparse
 import datetime
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from packaging.version import Version
+
+from jaxrel import policy
 from jaxrel._util.text import shorten, table
 from jaxrel.cli._common import UsageError, emit, say
+from jaxrel.distributions.filenames import Slot, wheel_slots
 from jaxrel.distributions.index import Index, IndexClientError
 from jaxrel.distributions.pages import parse_time
 from jaxrel.distributions.remote_metadata import MetadataReader
@@ -125,12 +130,26 @@ def run_build(args: argparse.Namespace) -> int:
     return 0
 
 
+def _previous_grid(index: Index) -> Callable[[str, Version], tuple[str, set[Slot]] | None]:
+    """The slots of the newest final release of a distribution before a version, as the index lists them."""
+    def grid(distribution: str, version: Version) -> tuple[str, set[Slot]] | None:
+        listing = index.listing(distribution)
+        earlier = [v for v in listing.versions() if v < version and policy.is_final(v)]
+        if not earlier:
+            return None
+        return f"{distribution} {earlier[-1]}", wheel_slots(f.filename for f in listing.files_for(earlier[-1]))
+    return grid
+
+
 def run_collect(args: argparse.Namespace) -> int:
     pythons = [p.strip() for item in args.pythons for p in item.split(",") if p.strip()]
     platforms = [p.strip() for item in args.platforms for p in item.split(",") if p.strip()]
+    previous = None if args.no_previous else _previous_grid(Index.from_pip(args.index_url, refresh=True,
+                                                                           progress=say))
     with open_project(Path(args.project), args.family) as project:
         result = collect.collect(project, [Path(d) for d in args.directories], Path(args.output).absolute(),
-                                 version=args.version, pythons=pythons, platforms=platforms, progress=say)
+                                 version=args.version, pythons=pythons, platforms=platforms, progress=say,
+                                 previous=previous, drop=[d.strip() for item in args.drop for d in item.split(",")])
     for note in result.notes:
         say(f"collect: note: {note}")
     manifest = result.manifest
@@ -280,6 +299,12 @@ def add(verbs: Any) -> None:
                      help="Python tags the backend must have wheels for (cp312,cp313); repeatable")
     sub.add_argument("--platforms", action="append", default=[], metavar="TAGS",
                      help="platform tags the backend must have wheels for (manylinux_2_27_x86_64); repeatable")
+    sub.add_argument("--drop", action="append", default=[], metavar="WHAT",
+                     help="an interpreter (cp311, cp313t) or platform (win_amd64, manylinux_aarch64) the previous "
+                          "release had and this one drops on purpose; repeatable")
+    sub.add_argument("--no-previous", action="store_true",
+                     help="do not compare the backend's grid with the previous release's on the index")
+    index_option(sub)
 
     sub = action("verify", "Verify built artifacts: manifest hashes, RECORD, twine check, names, policy pins.",
                  run_verify)

@@ -17,8 +17,8 @@ from packaging.version import Version
 from jaxrel._util.text import shorten
 from jaxrel.errors import BadInput
 
-__all__ = ["FilenameError", "Slot", "covers", "grid_holes", "name_and_version", "slot_text", "wheel_slots",
-           "wheel_tags"]
+__all__ = ["FilenameError", "Slot", "covers", "grid_holes", "name_and_version", "platform_family", "slot_text",
+           "wheel_slots", "wheel_tags"]
 
 MAX_NAME = 255  # bytes a file name can have on the file systems jaxrel writes to
 
@@ -119,3 +119,13 @@ def covers(have: Slot, wanted: Slot) -> bool:
     mine = [_floor(p) for p in have[2].split(".")]
     return any(t is not None and m is not None and t[0] == m[0] and t[2] == m[2] and m[1] <= t[1]
                for t in theirs for m in mine)
+
+
+
+def platform_family(platform: str) -> str:
+    """A platform tag without its floor: ``manylinux2014_x86_64`` and ``manylinux_2_27_x86_64`` are both
+    ``manylinux_x86_64`` (a release that raised its glibc floor dropped no platform), ``macosx_11_0_arm64`` is
+    ``macosx_arm64``; a compressed tag set (``a.b``) is its first tag's."""
+    first = platform.split(".")[0]
+    floor = _floor(first)
+    return f"{floor[0]}_{floor[2]}" if floor is not None else first

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -45,6 +45,7 @@ from jaxrel.distributions.filenames import (
     Slot,
     grid_holes,
     name_and_version,
+    platform_family,
     slot_text,
     wheel_slots,
 )
@@ -230,8 +231,24 @@ def _named_by_frontend(by_component: dict[str, list[_Found]], release: ReleaseCo
     return named
 
 
+def dropped(previous: set[Slot], now: set[Slot], allowed: Sequence[str]) -> list[str]:
+    """What the backend's grid had at the previous release and lacks now: interpreters (with their ABI: ``cp313t``)
+    and platforms (without their floor: raising manylinux_2_17 to 2_27 drops nothing), less those ``--drop`` names."""
+    def builds(slots: set[Slot]) -> set[str]:
+        return {abi if abi.startswith(interpreter) else f"{interpreter}-{abi}" for interpreter, abi, _ in slots
+                if interpreter.startswith("cp")}
+
+    def families(slots: set[Slot]) -> set[str]:
+        return {platform_family(platform) for _, _, platform in slots}
+
+    gone = sorted(builds(previous) - builds(now)) + sorted(families(previous) - families(now))
+    return [item for item in gone if item not in allowed]
+
+
 def collect(project: Project, directories: Sequence[Path], output: Path, *, version: str | None = None,
-            pythons: Sequence[str] = (), platforms: Sequence[str] = (), progress: Progress = silent) -> Collection:
+            pythons: Sequence[str] = (), platforms: Sequence[str] = (), progress: Progress = silent,
+            previous: Callable[[str, Version], tuple[str, set[Slot]] | None] | None = None,
+            drop: Sequence[str] = ()) -> Collection:
     """Check the files below ``directories`` as one release and gather them into ``output`` with a manifest.
 
     :class:`CollectRefused` (exit 1) names the first file that does not belong and the fix; nothing is
@@ -295,6 +312,16 @@ def collect(project: Project, directories: Sequence[Path], output: Path, *, vers
                                  pythons, platforms)
     if problems:
         raise CollectRefused(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
+    if previous is not None and backend is not None and backend.distribution in by_component:
+        before = previous(backend.distribution, wanted)
+        if before is None:
+            notes.append(f"no earlier {backend.distribution} release on the index: its grid was compared with none")
+        else:
+            gone = dropped(before[1], _slots(by_component[backend.distribution]), drop)
+            if gone:
+                raise CollectRefused(f"{backend.distribution} {wanted} has no wheel for {', '.join(gone)}, which "
+                                     f"{before[0]} had: name what the release drops with --drop {gone[0]} (one per "
+                                     "interpreter or platform), or add the build job's artifacts")
     commit = (project.git("rev-parse", "HEAD").stdout.strip() or None) if declared is not None and project.is_git \
         else None
     order = {c.distribution: i for i, c in enumerate(release.components)}

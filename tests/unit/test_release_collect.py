@@ -219,13 +219,13 @@ def test_the_command_line_prints_the_table_and_json(tree: Path, tmp_path: Path, 
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     artifacts = build_matrix(tmp_path / "artifacts")
     monkeypatch.chdir(tree)
-    assert main(["release", "collect", str(artifacts), "--output", str(tmp_path / "out"), "--json"]) == 0
+    assert main(["release", "collect", "--no-previous", str(artifacts), "--output", str(tmp_path / "out"), "--json"]) == 0
     data = json.loads(capsys.readouterr().out)
     assert data["version"] == "0.2.0" and len(data["artifacts"]) == 9
-    assert main(["release", "collect", str(artifacts), "--output", str(tmp_path / "out2")]) == 0
+    assert main(["release", "collect", "--no-previous", str(artifacts), "--output", str(tmp_path / "out2")]) == 0
     assert "upload order mfam-core → mfam-gpu-pjrt → mfam-gpu-plugin → mfam" in capsys.readouterr().out
     (artifacts / "build-cp312-manylinux_2_27_x86_64" / "mfam_core-0.2.0-cp312-cp312-manylinux_2_27_x86_64.whl").unlink()
-    assert main(["release", "collect", str(artifacts), "--output", str(tmp_path / "out3")]) == 1
+    assert main(["release", "collect", "--no-previous", str(artifacts), "--output", str(tmp_path / "out3")]) == 1
     assert "mfam-core has no cp312-cp312-manylinux_2_27_x86_64 wheel" in capsys.readouterr().err
 
 
@@ -233,14 +233,14 @@ def test_family_jax_means_jax_whatever_the_current_directory_holds(
         tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     artifacts = build_matrix(tmp_path / "artifacts")
     monkeypatch.chdir(tree)  # a checkout of another family, with its own [tool.jaxrel] release table
-    assert main(["release", "collect", "--family", "jax", str(artifacts), "--output", str(tmp_path / "o1")]) == 2
+    assert main(["release", "collect", "--no-previous", "--family", "jax", str(artifacts), "--output", str(tmp_path / "o1")]) == 2
     assert "is a checkout, but not of jax" in capsys.readouterr().err
     elsewhere = tmp_path / "nowhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    assert main(["release", "collect", "--family", "jax", str(artifacts), "--output", str(tmp_path / "o2")]) == 2
+    assert main(["release", "collect", "--no-previous", "--family", "jax", str(artifacts), "--output", str(tmp_path / "o2")]) == 2
     assert "give --version V" in capsys.readouterr().err
-    assert main(["release", "collect", "--family", "jax", str(artifacts), "--output", str(tmp_path / "o3"),
+    assert main(["release", "collect", "--no-previous", "--family", "jax", str(artifacts), "--output", str(tmp_path / "o3"),
                  "--version", "0.2.0"]) == 1
     err = capsys.readouterr().err
     assert "is not a distribution of the jax release (its components: jaxlib," in err and "mfam-core" not in err
@@ -258,7 +258,7 @@ def test_a_plugin_family_the_frontend_names_cannot_be_left_out_even_without_a_tr
     elsewhere = tmp_path / "nowhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    assert main(["release", "collect", "--family", str(tmp_path / "mfam" / "pyproject.toml"), str(artifacts),
+    assert main(["release", "collect", "--no-previous", "--family", str(tmp_path / "mfam" / "pyproject.toml"), str(artifacts),
                  "--output", str(tmp_path / "out"), "--version", "0.2.0"]) == 1
     err = capsys.readouterr().err
     assert "mfam-gpu-plugin 0.2.0: no file, but the frontend's METADATA names it" in err, err
@@ -280,3 +280,28 @@ def test_a_slot_covers_another_where_its_wheel_installs_wherever_the_others_does
     from jaxrel.distributions.filenames import covers
 
     assert covers(have, wanted) is covered
+
+
+def test_what_the_previous_release_had_is_not_dropped_unnamed(tree: Path, tmp_path: Path) -> None:
+    """The backend's grid against the previous release's on the index: an interpreter or a platform it had must be
+    there, or named with --drop; a raised glibc floor drops nothing."""
+    before = {("cp311", "cp311", "manylinux2014_x86_64"), ("cp312", "cp312", "manylinux2014_x86_64"),
+              ("cp312", "cp312", "macosx_11_0_arm64"), ("cp313", "cp313t", "manylinux2014_x86_64"),
+              ("cp312", "cp312", "win_amd64")}
+    now = {("cp312", "cp312", "manylinux_2_27_x86_64"), ("cp312", "cp312", "macosx_14_0_arm64")}
+    assert collect.dropped(before, now, []) == ["cp311", "cp313t", "win_amd64"]
+    assert collect.dropped(before, now, ["cp311", "win_amd64", "cp313t"]) == []
+
+    def previous(distribution: str, version: object) -> tuple[str, set[tuple[str, str, str]]]:
+        return f"{distribution} 0.1.0", {("cp311", "cp311", "manylinux_2_27_x86_64"),
+                                         ("cp312", "cp312", "manylinux_2_17_x86_64.manylinux2014_x86_64"),
+                                         ("cp313", "cp313", "macosx_11_0_arm64")}
+
+    with pytest.raises(collect.CollectRefused, match=r"mfam-core 0.2.0 has no wheel for cp311, which mfam-core 0.1.0 "
+                                                     r"had: name what the release drops with --drop cp311"):
+        gather(tree, build_matrix(tmp_path / "a1"), tmp_path / "o1", previous=previous)
+    assert not (tmp_path / "o1").exists()
+    done = gather(tree, build_matrix(tmp_path / "a2"), tmp_path / "o2", previous=previous, drop=["cp311"])
+    assert done.manifest.version == "0.2.0"
+    first = gather(tree, build_matrix(tmp_path / "a3"), tmp_path / "o3", previous=lambda d, v: None)
+    assert any("no earlier mfam-core release" in note for note in first.notes)
