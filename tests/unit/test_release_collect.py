@@ -215,17 +215,22 @@ def test_the_version_is_the_tagged_commits(tree: Path, tmp_path: Path) -> None:
         gather(tree, build_matrix(tmp_path / "again"), tmp_path / "busy")
 
 
+def collect_cli(*argv: str) -> int:
+    """``jaxrel release collect`` in process, its grid not compared with the index's previous release (offline)."""
+    return main(["release", "collect", "--no-previous", *argv])
+
+
 def test_the_command_line_prints_the_table_and_json(tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     artifacts = build_matrix(tmp_path / "artifacts")
     monkeypatch.chdir(tree)
-    assert main(["release", "collect", "--no-previous", str(artifacts), "--output", str(tmp_path / "out"), "--json"]) == 0
+    assert collect_cli(str(artifacts), "--output", str(tmp_path / "out"), "--json") == 0
     data = json.loads(capsys.readouterr().out)
     assert data["version"] == "0.2.0" and len(data["artifacts"]) == 9
-    assert main(["release", "collect", "--no-previous", str(artifacts), "--output", str(tmp_path / "out2")]) == 0
+    assert collect_cli(str(artifacts), "--output", str(tmp_path / "out2")) == 0
     assert "upload order mfam-core → mfam-gpu-pjrt → mfam-gpu-plugin → mfam" in capsys.readouterr().out
     (artifacts / "build-cp312-manylinux_2_27_x86_64" / "mfam_core-0.2.0-cp312-cp312-manylinux_2_27_x86_64.whl").unlink()
-    assert main(["release", "collect", "--no-previous", str(artifacts), "--output", str(tmp_path / "out3")]) == 1
+    assert collect_cli(str(artifacts), "--output", str(tmp_path / "out3")) == 1
     assert "mfam-core has no cp312-cp312-manylinux_2_27_x86_64 wheel" in capsys.readouterr().err
 
 
@@ -233,15 +238,15 @@ def test_family_jax_means_jax_whatever_the_current_directory_holds(
         tree: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
     artifacts = build_matrix(tmp_path / "artifacts")
     monkeypatch.chdir(tree)  # a checkout of another family, with its own [tool.jaxrel] release table
-    assert main(["release", "collect", "--no-previous", "--family", "jax", str(artifacts), "--output", str(tmp_path / "o1")]) == 2
+    assert collect_cli("--family", "jax", str(artifacts), "--output", str(tmp_path / "o1")) == 2
     assert "is a checkout, but not of jax" in capsys.readouterr().err
     elsewhere = tmp_path / "nowhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    assert main(["release", "collect", "--no-previous", "--family", "jax", str(artifacts), "--output", str(tmp_path / "o2")]) == 2
+    assert collect_cli("--family", "jax", str(artifacts), "--output", str(tmp_path / "o2")) == 2
     assert "give --version V" in capsys.readouterr().err
-    assert main(["release", "collect", "--no-previous", "--family", "jax", str(artifacts), "--output", str(tmp_path / "o3"),
-                 "--version", "0.2.0"]) == 1
+    assert collect_cli("--family", "jax", str(artifacts), "--output", str(tmp_path / "o3"),
+                 "--version", "0.2.0") == 1
     err = capsys.readouterr().err
     assert "is not a distribution of the jax release (its components: jaxlib," in err and "mfam-core" not in err
     assert not (tmp_path / "o3").exists()
@@ -258,8 +263,8 @@ def test_a_plugin_family_the_frontend_names_cannot_be_left_out_even_without_a_tr
     elsewhere = tmp_path / "nowhere"
     elsewhere.mkdir()
     monkeypatch.chdir(elsewhere)
-    assert main(["release", "collect", "--no-previous", "--family", str(tmp_path / "mfam" / "pyproject.toml"), str(artifacts),
-                 "--output", str(tmp_path / "out"), "--version", "0.2.0"]) == 1
+    assert collect_cli("--family", str(tmp_path / "mfam" / "pyproject.toml"), str(artifacts),
+                 "--output", str(tmp_path / "out"), "--version", "0.2.0") == 1
     err = capsys.readouterr().err
     assert "mfam-gpu-plugin 0.2.0: no file, but the frontend's METADATA names it" in err, err
 
