@@ -53,14 +53,25 @@ def test_scheduled_and_dispatchable() -> None:
 
 
 def test_least_privilege() -> None:
-    """Every job reads the repository only; the one that deploys the HUD to Pages gets what deploying takes."""
+    """Every job reads the repository only; the one that deploys the HUD to Pages gets what deploying takes, the one
+    that keeps the regressions' issues what that takes."""
     assert HEAD["permissions"] == {}
     for name, job in JOBS.items():
         if name == "pages":
             assert job["permissions"] == {"pages": "write", "id-token": "write"} and "steps" in job
             assert [s.get("uses", "").split("@")[0] for s in job["steps"]] == ["actions/deploy-pages"]
             continue
+        if name == "issues":
+            assert job["permissions"] == {"contents": "read", "issues": "write"}
+            assert "scripts/regression_issues.py" in _step(job, "regression_issues.py")["run"]
+            assert _step(job, "regression_issues.py")["env"]["GH_TOKEN"] == "${{ github.token }}"
+            continue
         assert job["permissions"] == {"contents": "read"}, name
+
+
+def test_the_regressions_issues_follow_the_history() -> None:
+    assert JOBS["issues"]["needs"] == "history"
+    assert "jaxrel history regressions" in _step(JOBS["history"], "history regressions")["run"]
 
 
 def test_the_history_is_collected_by_one_job_and_published() -> None:
