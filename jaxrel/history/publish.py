@@ -124,7 +124,7 @@ STYLE = ("body{font:14px system-ui,sans-serif;margin:1.5em;color:#1f2328}table{b
          "td,th{padding:2px 4px;border:1px solid #d0d7de;text-align:center}th.cell{writing-mode:vertical-rl;"
          "transform:rotate(180deg);white-space:nowrap;font-weight:normal}td.sq a{display:block;width:18px;"
          "height:18px}.legend span{display:inline-block;padding:2px 6px;margin-right:4px;color:#fff}"
-         "td.left,th.left{text-align:left}")
+         "td.left,th.left{text-align:left}pre{white-space:pre-wrap;overflow-wrap:anywhere}")
 
 
 def _head(title: str, depth: int = 0) -> str:
