@@ -86,24 +86,28 @@ def regressions(store: Store, close_after: int = CLOSE_AFTER) -> list[Regression
             regression.tests.remove(CELL_TEST)
         if not regression.tests:
             regression.tests = [OWN_TESTS]
-        _range(store, regression)
-        _culprit(store, regression)
-        _state(store, regression, close_after)
+    by_cell: dict[str, list[Regression]] = {}
+    for regression in found.values():
+        by_cell.setdefault(regression.cell, []).append(regression)
+    for cell, theirs in by_cell.items():  # one read of each cell's nights for all of its regressions
+        nights = _nights(store, cell, sorted({t for r in theirs for t in r.tests}))
+        for regression in theirs:
+            _range(regression, [n for n in reversed(nights) if n[0] < regression.night])
+            _culprit(store, regression)
+            _state(regression, [n for n in nights if n[0] > regression.night], close_after)
     return list(found.values())
 
 
-def _nights(store: Store, regression: Regression, later: bool) -> list[tuple[str, str, dict[str, str]]]:
-    """(night, commit, test → outcome) of the cell's runs before (newest first) or after (oldest first) the
-    regression's night, for its tests, its cell and its own-tests selection."""
-    watched = [*regression.tests, CELL_TEST, OWN_TESTS]
+def _nights(store: Store, cell: str, tests: list[str]) -> list[tuple[str, str, dict[str, str]]]:
+    """(night, commit, test → outcome) of every run of ``cell``, oldest first, for ``tests``, the cell's own outcome
+    and its own-tests selection."""
+    watched = [*tests, CELL_TEST, OWN_TESTS]
     marks = ", ".join("?" for _ in watched)
-    order = "ASC" if later else "DESC"
     nights: dict[int, tuple[str, str, dict[str, str]]] = {}
     for run, night, commit, test, outcome in store.rows(
             "SELECT runs.id, runs.night, runs.frontend_commit, results.test, results.outcome FROM results JOIN runs "
             "ON runs.id = results.run JOIN combos ON combos.id = results.combo WHERE combos.cell = ? AND "
-            f"runs.night {'>' if later else '<'} ? AND results.test IN ({marks}) ORDER BY runs.night {order}, "
-            f"runs.id {order}", (regression.cell, regression.night, *watched)):
+            f"results.test IN ({marks}) ORDER BY runs.night, runs.id", (cell, *watched)):
         nights.setdefault(int(run), (str(night), str(commit), {}))[2][str(test)] = str(outcome)
     return list(nights.values())
 
@@ -123,8 +127,9 @@ def _green(regression: Regression, outcomes: dict[str, str]) -> bool | None:
     return True
 
 
-def _range(store: Store, regression: Regression) -> None:
-    for night, commit, outcomes in _nights(store, regression, later=False):
+def _range(regression: Regression, before: list[tuple[str, str, dict[str, str]]]) -> None:
+    """The last good: the newest earlier night (``before``, newest first) on which the tests passed."""
+    for night, commit, outcomes in before:
         if _green(regression, outcomes):
             regression.last_good, regression.last_good_night = commit, night
             return
@@ -147,10 +152,12 @@ def _culprit(store: Store, regression: Regression) -> None:
     regression.backend = f"{rows[0][0]}=={rows[0][1]}" if rows else ""
 
 
-def _state(store: Store, regression: Regression, close_after: int) -> None:
+def _state(regression: Regression, after: list[tuple[str, str, dict[str, str]]], close_after: int) -> None:
+    """Open until its tests passed ``close_after`` nights in a row after its last red night (``after``, oldest
+    first)."""
     regression.last_red = regression.night
     counted = ""
-    for night, _, outcomes in _nights(store, regression, later=True):
+    for night, _, outcomes in after:
         green = _green(regression, outcomes)
         if green is False:
             regression.last_red, regression.green_nights, counted = night, 0, night
