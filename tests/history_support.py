@@ -5,6 +5,7 @@ cell that stops reporting (stale) and an environment failure (infra)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 from jaxrel.cells.matrix import Cell, FrontendSpec, Matrix, Outcome, Purpose
@@ -78,13 +79,13 @@ def report(night: int) -> dict[str, object]:
     return to_json(matrix, results, frontend={"commit": commit(night), "dirty": False})
 
 
-def write_nights(folder: Path, nights: int = 7) -> list[Path]:
-    """``folder/night-N/report.json`` for nights 1..``nights``."""
+def write_nights(folder: Path, nights: int = 7, make: Callable[[int], dict[str, object]] | None = None) -> list[Path]:
+    """``folder/night-N/report.json`` for nights 1..``nights``, each ``make(N)`` (default :func:`report`)."""
     paths = []
     for night in range(1, nights + 1):
         path = folder / f"night-{night}" / "report.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(report(night), indent=1))
+        path.write_text(json.dumps((make or report)(night), indent=1))
         paths.append(path)
     return paths
 
@@ -133,10 +134,4 @@ def own_tests_report(night: int) -> dict[str, object]:
 
 
 def write_own_nights(folder: Path, nights: int = 9) -> list[Path]:
-    paths = []
-    for night in range(1, nights + 1):
-        path = folder / f"own-{night}" / "report.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(own_tests_report(night), indent=1))
-        paths.append(path)
-    return paths
+    return write_nights(folder, nights, own_tests_report)

@@ -19,7 +19,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from matrix_family import build_matrix, project, wheel
 from test_fuzz_net_archive import fuzz
-from test_release_audit import Served, run
+from test_release_audit import Served, run, served  # noqa: F401 (served: the fixture)
 
 from jaxrel.cli import main
 from jaxrel.cli._common import UsageError
@@ -131,18 +131,6 @@ def test_collect_gathers_or_refuses_in_one_line_and_writes_only_its_output(
     assert not [p for p in where.iterdir() if p.name.startswith(".out.")], "a staging directory was left"
 
 
-@pytest.fixture
-def index(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> Served:
-    where = tmp_path_factory.mktemp("audit")
-    monkeypatch.setenv("JAXREL_CACHE_DIR", str(where / "cache"))
-    files = where / "index"
-    files.mkdir()
-    for path in build_matrix(where / "artifacts").rglob("*"):
-        if path.is_file():
-            path.rename(files / path.name)
-    return Served(files)
-
-
 TIMES = st.sampled_from(["2026-07-16T12:00:00Z", "9999-12-31T23:59:59-01:00", "0001-01-01T00:00:00+01:00",
                          "2026-13-01T00:00:00Z", "", "2026-07-16", "2026-07-16T12:00:00.123456789Z"])
 REQUIRES = st.sampled_from(["mfam-core==0.2.*", "mfam-core>=0.2.0,<=0.2.0", "mfam-core===0.2.0", "mfam-core (<1)",
@@ -153,9 +141,11 @@ REQUIRES = st.sampled_from(["mfam-core==0.2.*", "mfam-core>=0.2.0,<=0.2.0", "mfa
 @fuzz(ci=20)
 @given(time=TIMES, requires=st.lists(REQUIRES, max_size=4), python=st.sampled_from(["", ">=3.12", ">=banana", "<3"]),
        yanked=st.sampled_from([False, True, "reason\nwith a line", ""]))
-def test_audit_answers_or_refuses_hostile_pages_in_one_line(index: Served, tmp_path_factory: pytest.TempPathFactory,
+def test_audit_answers_or_refuses_hostile_pages_in_one_line(served: Served,  # noqa: F811 (the fixture)
+                                                            tmp_path_factory: pytest.TempPathFactory,
                                                             time: str, requires: list[str], python: str,
                                                             yanked: bool | str) -> None:
+    index = served
     root = index.root
     (root / "mfam-0.2.0-py3-none-any.whl").unlink(missing_ok=True)
     wheel(root, "mfam", "0.2.0", "py3-none-any", tuple(requires))
