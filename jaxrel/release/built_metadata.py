@@ -25,10 +25,9 @@ __all__ = ["built_requirements"]
 @functools.lru_cache(maxsize=8)
 def built_requirements(source: Path) -> tuple[tuple[str, ...] | None, str]:
     """The ``Requires-Dist`` of the wheel the project at ``source`` would build, or ``None`` and why."""
+    import build
     import build.env
     from pyproject_hooks import quiet_subprocess_runner  # the backend's chatter stays off stdout (--json)
-
-    import build
 
     try:
         with tempfile.TemporaryDirectory(prefix="jaxrel-export-") as scratch, \
