@@ -140,3 +140,13 @@ def test_no_import_circles_not_even_for_type_checking() -> None:
         if module not in state:
             visit(module, [module])
     assert not circles, "import circles:\n" + "\n".join(circles)
+
+
+def test_no_two_test_modules_share_a_name() -> None:
+    """pytest imports test modules by their base name (rootdir, prepend): two of one name in different folders make
+    the run fail to collect the second ("import file mismatch"), in CI's one pytest run over tests/."""
+    names: dict[str, list[str]] = {}
+    for path in sorted((Path(__file__).resolve().parents[1]).rglob("test_*.py")):
+        if "data" not in path.parts:
+            names.setdefault(path.name, []).append(str(path))
+    assert not {name: paths for name, paths in names.items() if len(paths) > 1}
