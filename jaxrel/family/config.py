@@ -110,7 +110,10 @@ class _Reader(Shape):
         minimum = frontend_table.get("minimum-backend")
         frontend = Frontend(
             **self.package(frontend_table, "tool.jaxrel.frontend", _FRONTEND_KEYS),  # type: ignore[arg-type]
-            minimum_backend_variable=self.string(frontend_table, "minimum-backend-variable", "tool.jaxrel.frontend"),
+            minimum_backend_variable=self.field(
+                frontend_table, "minimum-backend-variable", "tool.jaxrel.frontend",
+                lambda v: isinstance(v, str) and v.isidentifier() and len(v) <= 100,
+                "a Python variable name (at most 100 characters)", None),
             minimum_backend=(
                 None if minimum is None else self.version(minimum, "tool.jaxrel.frontend", "minimum-backend")
             ),

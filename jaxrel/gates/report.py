@@ -9,7 +9,7 @@ from typing import Any
 
 from jaxrel._util import localfiles
 from jaxrel._util.literals import read_assignment, read_version_file
-from jaxrel._util.text import markdown_table
+from jaxrel._util.text import markdown_table, shorten
 from jaxrel.errors import BadInput
 from jaxrel.family import Family
 from jaxrel.gates.judge import VERDICTS, Judgement
@@ -35,7 +35,8 @@ def declared_minimum(tree: Path, family: Family) -> tuple[str, str | None, Path]
         if value:
             return value, read_version_file(str(path)), path
     names = " or ".join(str(c) for c in candidates)
-    raise MinimumNotFound(f"no {variable or 'minimum-backend variable'} in {names}; pass --min-backend VERSION")
+    raise MinimumNotFound(f"no {shorten(variable or 'minimum-backend variable', 100)} in {shorten(names, 300)}; "
+                          "pass --min-backend VERSION")
 
 
 def counts(judgements: Sequence[Judgement]) -> dict[str, int]:
