@@ -5,7 +5,7 @@ known last good commit and no culprit yet, it runs ``jaxrel bisect`` between the
 first bad commit on that cell with exactly those tests (the compat suite is jaxrel's, not the
 frontend's: bisect runs the frontend's own tests, as the nightly's bisect jobs do), its dependencies
 as of the last good night, and ingests the ``bisect.json`` it writes. Each bisection runs as a child
-``jaxrel`` process with its log kept beside its report; one that cannot run (its endpoints do not
+``jaxrel`` process with its log kept beside its work directory; one that cannot run (its endpoints do not
 bound the failure, the environment fails) is said in one line and the others go on.
 """
 
@@ -70,8 +70,8 @@ def bisect_new(store: Store, source: Path, workdir: Path, *, env: Sequence[str] 
     for regression in regressions(store):
         if regression.bisected or not regression.bisectable or regression.state == "closed" or not only(regression):
             continue
-        where = workdir / regression.page.removesuffix(".html")
-        report, log = where / "bisect.json", where / "bisect.log"
+        where = workdir / regression.page.removesuffix(".html")  # bisect's own work directory (it claims it)
+        report, log = where / "bisect.json", workdir / f"{where.name}.log"  # the log beside it, not in it
         report.unlink(missing_ok=True)
         tests = bisect_files(regression.own_tests)
         progress(f"history: bisecting {regression.key}: {len(regression.own_tests)} failing tests, "
