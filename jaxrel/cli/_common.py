@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 from typing import Any
 
@@ -60,3 +61,11 @@ def add_env_option(sub: argparse.ArgumentParser) -> None:
     """``--env KEY=VALUE`` (repeatable), shared with ``jaxrel compat``."""
     sub.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                      help="set an environment variable for the tests (repeatable), e.g. JAX_ENABLE_X64=1")
+
+
+def parse_date(option: str, text: str) -> datetime.date:
+    """A date option (``--since``, ``--release-date``): ``YYYY-MM-DD`` or one usage line."""
+    try:
+        return datetime.date.fromisoformat(text)
+    except ValueError:
+        raise UsageError(f"{option} {shorten(text)!r}: expected a date such as 2026-07-16") from None

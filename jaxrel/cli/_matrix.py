@@ -18,6 +18,7 @@ from jaxrel.cells.planning import matrix_for
 from jaxrel.cli._common import UsageError, index_options, say
 from jaxrel.distributions import sources
 from jaxrel.distributions.index import Index
+from jaxrel.distributions.pages import parse_time
 from jaxrel.family import Family, resolve_family
 
 
@@ -53,16 +54,13 @@ def add_options(sub: argparse.ArgumentParser) -> None:
 
 
 def as_of(text: str | None) -> datetime.datetime | None:
-    """``--as-of``: an aware UTC time; a bare date is that day's last second."""
+    """``--as-of``: an aware UTC time (read as the index's upload times are); a bare date is that day's last
+    second."""
     if text is None:
         return None
     try:
-        if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text):
-            day = datetime.date.fromisoformat(text)
-            return datetime.datetime.combine(day, datetime.time(23, 59, 59), datetime.UTC)
-        moment = datetime.datetime.fromisoformat(text)
-        return moment.replace(tzinfo=datetime.UTC) if moment.tzinfo is None else moment.astimezone(datetime.UTC)
-    except (ValueError, OverflowError):
+        return parse_time(f"{text}T23:59:59Z" if re.fullmatch(r"\d{4}-\d{2}-\d{2}", text) else text)
+    except ValueError:
         raise UsageError(f"--as-of {text[:40]!r}: expected a date (2026-07-01) or a time (2026-07-01T12:00:00Z)") \
             from None
 

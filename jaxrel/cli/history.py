@@ -14,7 +14,7 @@ from typing import Any
 
 from jaxrel._util.progress import say
 from jaxrel._util.text import table
-from jaxrel.cli._common import UsageError, add_env_option, emit, env_pairs, index_options, parse_pin
+from jaxrel.cli._common import UsageError, add_env_option, emit, env_pairs, index_options, parse_date, parse_pin
 from jaxrel.history import ingest, publish, query
 from jaxrel.history.regressions import CLOSE_AFTER, regressions
 from jaxrel.history.store import DEFAULT, HistoryError, open_store
@@ -183,13 +183,6 @@ def run_publish(args: argparse.Namespace) -> int:
     return 0
 
 
-def _date(option: str, text: str) -> datetime.date:
-    try:
-        return datetime.date.fromisoformat(text)
-    except ValueError:
-        raise UsageError(f"{option} {text[:40]!r}: expected a date (YYYY-MM-DD)") from None
-
-
 def _shared_args(args: argparse.Namespace) -> tuple[str, ...]:
     """The options compat and bisect both take: the family and where packages come from."""
     found = ["--family", args.family] if args.family else []
@@ -202,8 +195,8 @@ def _shared_args(args: argparse.Namespace) -> tuple[str, ...]:
 def run_replay(args: argparse.Namespace) -> int:
     from jaxrel.history.replay import ReplayRequest, replay
 
-    since = _date("--since", args.since)
-    until = _date("--until", args.until) if args.until else datetime.datetime.now(datetime.UTC).date()
+    since = parse_date("--since", args.since)
+    until = parse_date("--until", args.until) if args.until else datetime.datetime.now(datetime.UTC).date()
     every = args.every.removesuffix("d")
     if not every.isdigit():
         raise UsageError(f"--every {args.every[:20]!r}: expected a number of days (1d, 7d)")

@@ -19,7 +19,7 @@ from packaging.version import Version
 
 from jaxrel import policy
 from jaxrel._util.text import shorten, table
-from jaxrel.cli._common import UsageError, emit, say
+from jaxrel.cli._common import UsageError, emit, parse_date, say
 from jaxrel.distributions.filenames import Slot, wheel_slots
 from jaxrel.distributions.index import Index, IndexClientError
 from jaxrel.distributions.pages import parse_time
@@ -79,12 +79,7 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def _day(text: str | None) -> datetime.date | None:
-    if text is None:
-        return None
-    try:
-        return datetime.date.fromisoformat(text)
-    except ValueError:
-        raise UsageError(f"--release-date {shorten(text)!r}: expected a date such as 2026-07-16") from None
+    return None if text is None else parse_date("--release-date", text)
 
 
 def _pins(items: list[str]) -> dict[str, str]:

@@ -63,6 +63,7 @@ class Unsatisfied:
     distribution: str
     newest: str | None  # the newest release there is (for this Python)
     released_separately: bool = False
+    served_elsewhere: bool = False  # a runtime the index never had (libtpu from its own find-links page): not judged
 
     def message(self, frontend: str) -> str:
         newest = f"newest on the index: {self.newest}" if self.newest else "no release on the index"
@@ -154,7 +155,8 @@ def unsatisfied_extras(
                 separate = bool(spec and spec.released_separately)
                 if not matching:
                     found.append(Unsatisfied(extra, f"{name}{requirement.specifier}", name,
-                                             str(versions[-1]) if versions else None, separate))
+                                             str(versions[-1]) if versions else None, separate,
+                                             bool(spec and spec.runtime and not versions)))
                     continue
                 match = _PLUGIN_NAME.match(name)
                 companion = f"{match['stem']}-pjrt" if match else None

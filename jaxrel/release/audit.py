@@ -48,7 +48,7 @@ from jaxrel.distributions.remote_metadata import MetadataReader
 from jaxrel.family import Family
 from jaxrel.release.audit_separate import separate_findings
 from jaxrel.release.config import Component, ReleaseConfig
-from jaxrel.release.pins import bound, is_frontend_range, pins_exactly
+from jaxrel.release.pins import bound, first_refused_python, is_frontend_range, pins_exactly
 
 __all__ = ["LATE_AFTER", "Finding", "ReleaseAudit", "audit", "render", "to_json"]
 
@@ -120,8 +120,7 @@ def _extras(family: Family, version: str, requires: list[str], listing: Callable
     listings = {name: listing(name) for name in names if family.plugin_for(name) or name == backend}
     found = []
     for missing in unsatisfied_extras(family, requires, listings):
-        spec = family.plugin_for(missing.distribution)
-        if spec is not None and spec.runtime and missing.newest is None:
+        if missing.served_elsewhere:
             continue
         found.append(Finding("extra", missing.message(f"{family.frontend.distribution}=={version}")))
     return found
@@ -204,11 +203,10 @@ def _requires_python(version: str, frontend: str, metadata: CoreMetadata | None,
             except InvalidSpecifier:
                 found.append(Finding("requires-python", f"{name} {version}: Requires-Python {text!r} does not parse"))
                 continue
-            refused = [minor for minor in range(6, 20) if admitted.contains(f"3.{minor}.0")
-                       and not theirs.contains(f"3.{minor}.0")]
-            if refused and declared:
-                found.append(Finding("requires-python", f"{frontend} {version} admits Python 3.{refused[0]} "
-                                     f"({declared}) but {name} {version} requires {text}: on 3.{refused[0]} pip "
+            refused = first_refused_python(admitted, theirs)
+            if refused is not None and declared:
+                found.append(Finding("requires-python", f"{frontend} {version} admits Python 3.{refused} "
+                                     f"({declared}) but {name} {version} requires {text}: on 3.{refused} pip "
                                      f"finds no {name} {version}"))
                 break
     return found

@@ -20,6 +20,7 @@ release of that base version.
 
 from __future__ import annotations
 
+import datetime
 from collections.abc import Callable
 from typing import Any
 
@@ -30,7 +31,7 @@ from packaging.version import Version
 from jaxrel.distributions.filenames import covers, slot_text, wheel_slots
 from jaxrel.distributions.pages import IndexFile, Listing, parse_time
 from jaxrel.release.config import Component, ReleaseConfig
-from jaxrel.release.pins import pins_exactly
+from jaxrel.release.pins import first_refused_python, pins_exactly
 
 __all__ = ["separate_findings"]
 
@@ -122,14 +123,13 @@ def _python(name: str, version: Version, files: list[IndexFile], base: str,
         admitted, theirs = SpecifierSet(frontend_python), SpecifierSet(stated[0])
     except InvalidSpecifier:
         return []
-    refused = [minor for minor in range(6, 20) if admitted.contains(f"3.{minor}.0")
-               and not theirs.contains(f"3.{minor}.0")]
-    if not refused:
+    refused = first_refused_python(admitted, theirs)
+    if refused is None:
         return []
-    return [("requires-python", f"the frontend {base} admits Python 3.{refused[0]} ({frontend_python}) but {name} "
-             f"{version} requires {stated[0]}: its extra cannot be installed on 3.{refused[0]}")]
+    return [("requires-python", f"the frontend {base} admits Python 3.{refused} ({frontend_python}) but {name} "
+             f"{version} requires {stated[0]}: its extra cannot be installed on 3.{refused}")]
 
 
-def _first_upload(files: list[IndexFile]) -> Any:
+def _first_upload(files: list[IndexFile]) -> datetime.datetime | None:
     times = [parse_time(f.upload_time) for f in files if f.upload_time]
     return min(times) if times else None

@@ -292,8 +292,7 @@ def _extras_satisfiable(project: Project, plan: Plan, index: Index | None) -> li
     checks = []
     frontend_name = f"{family.frontend.distribution}=={plan.version}"
     for missing in unsatisfied_extras(family, texts, listings):
-        spec = family.plugin_for(missing.distribution)
-        if spec is not None and spec.runtime and missing.newest is None:
+        if missing.served_elsewhere:
             checks.append(Check(f"extra:{missing.extra}", NOT_APPLICABLE, f"{missing.requirement}: a runtime the "
                                 "index never had then (libtpu came from its own find-links page); not judged"))
             continue

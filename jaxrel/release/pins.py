@@ -9,7 +9,7 @@ from packaging.version import InvalidVersion, Version
 
 from jaxrel import policy
 
-__all__ = ["bound", "frontend_range", "is_frontend_range", "pins_exactly"]
+__all__ = ["bound", "first_refused_python", "frontend_range", "is_frontend_range", "pins_exactly"]
 
 
 def frontend_range(minimum: str, frontend_version: str) -> str:
@@ -41,3 +41,10 @@ def pins_exactly(specifier: SpecifierSet, version: Version) -> bool:
         neighbours.append(Version(".".join(map(str, [*release[:-1], release[-1] - 1]))))
     return specifier.contains(version, prereleases=True) and not any(
         specifier.contains(n, prereleases=True) for n in neighbours)
+
+
+def first_refused_python(admitted: SpecifierSet, theirs: SpecifierSet) -> int | None:
+    """The oldest Python 3 minor (3.6 to 3.19) that ``admitted`` allows and ``theirs`` refuses, or ``None``: where
+    pip installs a frontend and finds no release of a distribution its Requires-Python says it needs."""
+    return next((minor for minor in range(6, 20)
+                 if admitted.contains(f"3.{minor}.0") and not theirs.contains(f"3.{minor}.0")), None)
