@@ -20,6 +20,7 @@ from pathlib import Path
 from jaxrel._util import procs
 from jaxrel.history.ingest import ingest
 from jaxrel.history.regressions import Regression, regressions
+from jaxrel.history.reports import BisectRecord, read_any
 from jaxrel.history.store import Store
 
 __all__ = ["MAX_TESTS", "Bisected", "bisect_files", "bisect_new", "last_error", "run_jaxrel"]
@@ -85,10 +86,11 @@ def bisect_new(store: Store, source: Path, workdir: Path, *, env: Sequence[str] 
             raise KeyboardInterrupt
         if report.is_file():
             ingest(store, report, night=regression.night)
-            named = next((r for r in regressions(store) if r.key == regression.key), regression)
-            said = (f"culprit {named.culprit[:12]}" if named.culprit else
-                    f"not converged: {named.log.splitlines()[0][:200] if named.log else 'see the log'}")
-            done.append(Bisected(regression.key, code, named.culprit, str(report), str(log), said))
+            found = read_any(report)  # what bisect named, as the store now keeps it: no second pass over the store
+            culprit = found.culprit if isinstance(found, BisectRecord) else None
+            said = (f"culprit {culprit[:12]}" if culprit else
+                    f"not converged: {found.log.splitlines()[0][:200] if isinstance(found, BisectRecord) else ''}")
+            done.append(Bisected(regression.key, code, culprit, str(report), str(log), said))
         else:
             done.append(Bisected(regression.key, code, None, "", str(log), f"bisect failed (exit {code}): "
                                  f"{last_error(log)}"))
