@@ -57,8 +57,9 @@ LATE_AFTER = datetime.timedelta(days=2)
 
 @dataclass(frozen=True)
 class Finding:
-    kind: str  # extra | wheel-set | late | yanked | requires-python | pins
-    detail: str
+    kind: str  # extra | wheel-set | late | yanked | requires-python | pins | order | respin
+    detail: str  # one line: a long list of files is cut short here, and given whole in ``files``
+    files: tuple[str, ...] = ()  # every file the finding is about, where it names files (late)
 
 
 @dataclass
@@ -146,7 +147,7 @@ def _timing(version: str, files: dict[str, list[IndexFile]]) -> tuple[str | None
                                                                    if len(items) > 3 else "")
         findings.append(Finding("late", f"{name}: {len(items)} file{'s' if len(items) > 1 else ''} uploaded {span} "
                                 f"days after the family's first file of {version} ({first:%Y-%m-%d} → "
-                                f"{items[-1][0]:%Y-%m-%d}): {names}"))
+                                f"{items[-1][0]:%Y-%m-%d}): {names}", tuple(f for _, f in items)))
     return first.strftime("%Y-%m-%dT%H:%M:%SZ"), findings
 
 

@@ -140,13 +140,21 @@ def _one(path: Path, components: dict[str, Component], project: Project) -> _Fou
     digest = sha256_of(path)
     try:  # no cache: a release is checked from its bytes (a cached verdict could be planted)
         info = inspect(path, project.family, sha256=digest, use_cache=False)
-        if path.name.endswith(".whl"):
-            verify_record(path)
     except WheelError as error:
         raise CollectRefused(f"{path.name}: {str(error).removeprefix(f'{path}: ')}; rebuild it") from None
     if problems := filename_problems(path, info):  # the name, version and tags its metadata declares
         raise CollectRefused(f"{path.name}: {'; '.join(problems)}; rebuild it")
     return _Found(path, component, version, digest, info)
+
+
+def _record_checked(item: _Found) -> None:
+    """Every member of a wheel against its RECORD (the most work of a collect: it comes after the checks that need
+    only names and METADATA, so a set with a hole is refused in seconds)."""
+    if item.path.name.endswith(".whl"):
+        try:
+            verify_record(item.path)
+        except WheelError as error:
+            raise CollectRefused(f"{item.path.name}: {str(error).removeprefix(f'{item.path}: ')}; rebuild it") from None
 
 
 def _one_per_slot(name: str, files: Sequence[_Found]) -> None:
@@ -276,8 +284,8 @@ def collect(project: Project, directories: Sequence[Path], output: Path, *, vers
                              f"the tag {release.tag_for(str(wanted))}, or pass its version")
     components = {str(canonicalize_name(c.distribution)): c for c in release.components}
     paths = _files(directories)
-    progress(f"collect: {len(paths)} files; checking names, METADATA, tags and RECORD …")
-    with ThreadPoolExecutor(max(1, min(workers(), 4)), thread_name_prefix="collect") as pool:
+    progress(f"collect: {len(paths)} files; checking names, METADATA and tags …")
+    with ThreadPoolExecutor(workers(), thread_name_prefix="collect") as pool:
         found = list(pool.map(lambda path: _one(path, components, project), paths))
     for item in found:
         if item.version != wanted:
@@ -322,6 +330,9 @@ def collect(project: Project, directories: Sequence[Path], output: Path, *, vers
                 raise CollectRefused(f"{backend.distribution} {wanted} has no wheel for {', '.join(gone)}, which "
                                      f"{before[0]} had: name what the release drops with --drop {gone[0]} (one per "
                                      "interpreter or platform), or add the build job's artifacts")
+    progress(f"collect: checking every member of {len(found)} files against RECORD …")
+    with ThreadPoolExecutor(workers(), thread_name_prefix="collect") as pool:
+        list(pool.map(_record_checked, sorted(found, key=lambda f: -f.path.stat().st_size)))  # the biggest first
     commit = (project.git("rev-parse", "HEAD").stdout.strip() or None) if declared is not None and project.is_git \
         else None
     order = {c.distribution: i for i, c in enumerate(release.components)}

@@ -13,6 +13,8 @@ import os
 import re
 import sys
 import zipfile
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +26,7 @@ from packaging.version import Version
 
 from jaxrel._util import procs
 from jaxrel._util.files import sha256_of
+from jaxrel._util.parallel import workers
 from jaxrel._util.text import tail
 from jaxrel.distributions.filenames import FilenameError, name_and_version, wheel_tags
 from jaxrel.distributions.wheels import ArtifactInfo, WheelError, inspect, verify_record
@@ -34,7 +37,7 @@ from jaxrel.release.manifest import Artifact, Manifest, read
 from jaxrel.release.pins import frontend_range, is_frontend_range, pins_exactly
 
 __all__ = ["ARTIFACT_SUFFIXES", "LINT_ONLY", "FileReport", "Verification", "filename_problems", "render",
-           "twine_check", "verify_dist", "verify_file"]
+           "twine_check", "twine_check_many", "verify_dist", "verify_file"]
 
 ARTIFACT_SUFFIXES = (".whl", ".tar.gz", ".zip")
 
@@ -80,14 +83,46 @@ def twine_check(path: Path) -> str | None:
     """``twine check --strict``: ``None`` when it passes, else its first complaint; a complaint that is only a lint
     the index does not enforce (no long description: the index accepted jax's plugin and pjrt wheels without
     one) starts with ``warning:``."""
-    done = procs.run([sys.executable, "-m", "twine", "--no-color", "check", "--strict", str(path)],
-                     env={**os.environ, "NO_COLOR": "1"})
-    if done.returncode == 0:
-        return None
-    if "No module named twine" in done.stderr:
-        return "twine is not installed; pip install 'jaxrel[release]'"
+    return twine_check_many([path])[path]
+
+
+def twine_check_many(paths: Sequence[Path]) -> dict[Path, str | None]:
+    """:func:`twine_check` of many files: one ``twine check`` per worker over a share of them (twine hashes each
+    file whole: one process per file would spend more on starting Python than on checking)."""
+    if not paths:
+        return {}
+    shares: list[list[Path]] = [[] for _ in range(min(workers(), len(paths)))]
+    for path in sorted(paths, key=lambda p: p.stat().st_size, reverse=True):  # the biggest first, to the lightest
+        min(shares, key=lambda share: sum(p.stat().st_size for p in share)).append(path)
+    with ThreadPoolExecutor(len(shares)) as pool:
+        return {path: complaint for share in pool.map(_twine_share, shares) for path, complaint in share.items()}
+
+
+def _twine_share(paths: list[Path]) -> dict[Path, str | None]:
+    done = procs.run([sys.executable, "-m", "twine", "--no-color", "check", "--strict", *map(str, paths)],
+                     env={**os.environ, "NO_COLOR": "1", "COLUMNS": "100000"})  # no wrapped lines to parse
     output = done.stdout + done.stderr
-    lines = [line.strip() for line in output.splitlines() if line.strip()]
+    if "No module named twine" in output:
+        return dict.fromkeys(paths, "twine is not installed; pip install 'jaxrel[release]'")
+    sections: dict[str, list[str]] = {}
+    current: list[str] = []
+    for line in output.splitlines():
+        if line.startswith("Checking ") and ": " in line:
+            current = sections.setdefault(line.removeprefix("Checking ").rpartition(": ")[0], [])
+        current.append(line.strip())
+    results: dict[Path, str | None] = {}
+    for path in paths:
+        lines = [line for line in sections.get(str(path), []) if line]
+        if not lines and len(paths) > 1:  # twine stopped at a file before it: this one is checked on its own
+            results |= _twine_share([path])
+        elif not lines:
+            results[path] = _complaint([line.strip() for line in output.splitlines() if line.strip()], output)
+        else:
+            results[path] = None if lines == [f"Checking {path}: PASSED"] else _complaint(lines, output)
+    return results
+
+
+def _complaint(lines: list[str], output: str) -> str:
     details = [line for line in lines if not line.startswith("Checking")]
     complaints = [line for line in details if line.startswith(("WARNING", "ERROR"))]
     if complaints and all(line.startswith("WARNING") and LINT_ONLY.search(line) for line in complaints):
@@ -221,15 +256,18 @@ def verify_file(path: Path, artifact: Artifact | None, family: Family, backend_v
     if artifact.role == "frontend" and released:
         problems += _frontend_extras(info, artifact, released)
     report.checked.append("pins")
-    if run_twine:
-        complaint = twine_check(path)
-        if complaint and complaint.startswith("warning: "):
-            report.warnings.append(complaint.removeprefix("warning: "))
-        elif complaint:
-            problems.append(complaint)
-        report.checked.append("twine check --strict")
     report.problems += problems
+    if run_twine:
+        _add_twine(report, twine_check(path))
     return report
+
+
+def _add_twine(report: FileReport, complaint: str | None) -> None:
+    if complaint and complaint.startswith("warning: "):
+        report.warnings.append(complaint.removeprefix("warning: "))
+    elif complaint:
+        report.problems.append(complaint)
+    report.checked.append("twine check --strict")
 
 
 def verify_dist(directory: Path, family: Family, run_twine: bool = True,
@@ -245,8 +283,14 @@ def verify_dist(directory: Path, family: Family, run_twine: bool = True,
     backend = next((a for a in manifest.artifacts if a.role == "backend"), None)
     backend_version = Version(backend.version) if backend else None
     released = {str(canonicalize_name(a.distribution)): a.version for a in manifest.artifacts if a.role == "plugin"}
-    files = [verify_file(path, listed.get(path.name), family, backend_version, run_twine, release, released)
-             for path in present]
+    with ThreadPoolExecutor(1) as background:  # twine's share of the work beside the files' own checks
+        twine = background.submit(twine_check_many, present if run_twine else [])
+        with ThreadPoolExecutor(workers()) as pool:  # inflating and hashing leave the GIL
+            files = list(pool.map(lambda path: verify_file(path, listed.get(path.name), family, backend_version,
+                                                           False, release, released), present))
+        for path, report in zip(present, files, strict=True):
+            if run_twine and "pins" in report.checked:  # the file reached the end of its own checks
+                _add_twine(report, twine.result()[path])
     problems = [f"{name}: listed in the manifest but missing from {directory}; rebuild the release"
                 for name in sorted(set(listed) - {p.name for p in present})]
     attested, orphans = attest.check(directory, {p.name: listed[p.name].sha256 if p.name in listed else None
