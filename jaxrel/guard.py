@@ -506,16 +506,18 @@ def _check_plugins(plugins: "tuple[Plugin, ...]", path: "list[str] | None", back
 def cuda_driver_version() -> "int | None":
     """The CUDA version the NVIDIA driver supports (``cuDriverGetVersion``: 13000 is 13.0); ``None`` without one.
 
-    Reads ``libcuda.so.1`` through ctypes without initialising CUDA, so it costs no GPU context.
+    Reads ``libcuda.so.1`` through ctypes without initialising CUDA, so it costs no GPU context. A ``libcuda``
+    without that function (a stub, a stand-in) is no usable driver: ``None``.
     """
     import ctypes
 
     try:
         library = ctypes.CDLL("libcuda.so.1")
-    except OSError:
+        function = library.cuDriverGetVersion
+    except (OSError, AttributeError):
         return None
     version = ctypes.c_int(0)
-    if library.cuDriverGetVersion(ctypes.byref(version)) != 0:
+    if function(ctypes.byref(version)) != 0:
         return None
     return version.value
 

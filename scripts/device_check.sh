@@ -17,6 +17,8 @@ if [[ $# -lt 1 || ! -d "$1" ]]; then
   exit 2
 fi
 wheels="$1"; shift
+# stand-ins (not zips, no RECORD, a native module that is not ELF or carries no GPU code) are refused here, exit 2
+PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" "$python" -m jaxrel.extension.device_check --check-wheels "$wheels"
 "$python" -m pip install --quiet --no-index --no-deps --force-reinstall --find-links "$wheels" \
   jaxrel-rmsnorm jaxrel-rmsnorm-cuda13
 exec env PYTHONPATH="$root${PYTHONPATH:+:$PYTHONPATH}" "$python" -m jaxrel.extension.device_check \

@@ -22,10 +22,11 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
-__all__ = ["GRACE", "MAX_OUTPUT", "Terminated", "popen", "run", "stop", "terminate_as_interrupt"]
+__all__ = ["DRAIN", "GRACE", "MAX_OUTPUT", "Terminated", "popen", "run", "stop", "terminate_as_interrupt"]
 
 MAX_OUTPUT = 4 << 20  # bytes of each stream kept (the end of it: errors and answers come last)
 GRACE = 3.0  # seconds between SIGINT and SIGKILL
+DRAIN = 5.0  # seconds to read what a finished child left in its pipes (a daemon it started may hold them open)
 
 
 def popen(args: Sequence[str | Path], **options: Any) -> subprocess.Popen[Any]:
@@ -85,7 +86,8 @@ def stop(process: subprocess.Popen[Any], grace: float = GRACE) -> None:
 
 def _drain(stream: IO[bytes], kept: deque[bytes], limit: int) -> None:
     size = 0
-    for chunk in iter(lambda: stream.read(65536), b""):
+    descriptor = stream.fileno()  # os.read returns what the pipe holds now; a buffered read(n) waits for n bytes
+    for chunk in iter(lambda: os.read(descriptor, 65536), b""):
         kept.append(chunk)
         size += len(chunk)
         while size - len(kept[0]) >= limit and len(kept) > 1:
@@ -134,8 +136,10 @@ def run(args: Sequence[str | Path], *, cwd: str | Path | None = None, env: Mappi
             raise subprocess.TimeoutExpired(command, timeout or 0.0, _joined(kept[0], max_output, text),
                                             _joined(kept[1], max_output, text)) from None
         _signal_group(process, signal.SIGKILL)  # the leader is done: what it left in its group goes too
-        for reader in readers:
-            reader.join()
+        left = DRAIN if deadline is None else min(DRAIN, max(deadline - time.monotonic(), 1.0))
+        drained = time.monotonic() + left
+        for reader in readers:  # a daemon in its own session keeps the pipe open: not waited for past this
+            reader.join(max(0.0, drained - time.monotonic()))
     except BaseException:  # Ctrl-C (KeyboardInterrupt) or anything else: no child outlives the call
         stop(process, grace)
         raise

@@ -85,8 +85,8 @@ with open(spec["stderr"], "w", encoding="utf-8") as captured:
         os.close(saved)
 result["timings"]["import"] = time.perf_counter() - before
 save()
-if spec["pytest"] is None or not result["guard"]["accepted"]:
-    sys.exit(0)
+if spec["pytest"] is None or not result["guard"]["accepted"] or "import" not in result:
+    sys.exit(0)  # no suite to run, or nothing for it to run against (the import failed: the cell's problem)
 before = time.perf_counter()
 import pytest
 os.environ.update(spec["env"])

@@ -22,6 +22,7 @@ for an hour, as jaxrel keeps index listings: the run's other cells and the next 
 from __future__ import annotations
 
 import hashlib
+import subprocess
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,6 +37,7 @@ from jaxrel.cells.hardware import device_for
 from jaxrel.cells.matrix import Cell
 from jaxrel.cells.settings import EnvSettings
 from jaxrel.distributions import envs
+from jaxrel.distributions.netlimits import Limits
 from jaxrel.distributions.pipconfig import PipIndexConfig, pip_command
 from jaxrel.distributions.pythons import python_for
 from jaxrel.errors import BadInput
@@ -115,22 +117,31 @@ def parse_pins(text: str, what: str) -> list[tuple[str, str]]:
 def resolve(requirements: list[str], python: str, cache: Path, index: PipIndexConfig | None,
             exclude_newer: str | None = None) -> list[tuple[str, str]]:
     """Every distribution ``requirements`` resolve to for ``python``, as pip would install them (as of
-    ``exclude_newer`` with uv)."""
+    ``exclude_newer`` with uv). The resolver gets jaxrel's network limits: a stall ends after the connect
+    timeout, and the whole resolution after the deadline (``JAXREL_NET_TIMEOUT``, ``JAXREL_NET_DEADLINE``)."""
     key = hashlib.sha256(repr((requirements, python, index, exclude_newer)).encode()).hexdigest()[:24]
     kept = cache / f"{key}.txt"
     if kept.is_file() and time.time() - kept.stat().st_mtime < KEPT_FOR:
         return parse_pins(kept.read_text(encoding="utf-8"), str(kept))
+    limits = Limits.from_env()
+    env = envs.uv_environment(index)
+    env.setdefault("UV_HTTP_TIMEOUT", f"{limits.connect:.0f}")
     uv = envs.find_uv()
-    if uv is not None:
-        command = [uv, "pip", "compile", "-", "--quiet", "--no-header", "--no-annotate", "--python", python,
-                   *(["--exclude-newer", exclude_newer] if exclude_newer else [])]
-        done = procs.run(command, input="\n".join(requirements) + "\n", env=envs.uv_environment(index), timeout=600)
-        text = done.stdout
-    else:
-        command = [*pip_command(python), "install", "--dry-run", "--ignore-installed", "--quiet", "--report", "-",
-                   *(index.pip_arguments() if index is not None else []), *requirements]
-        done = procs.run(command, env=envs.uv_environment(index), timeout=600)
-        text = "" if done.returncode else _report_pins(done.stdout)
+    try:
+        if uv is not None:
+            command = [uv, "pip", "compile", "-", "--quiet", "--no-header", "--no-annotate", "--python", python,
+                       *(["--exclude-newer", exclude_newer] if exclude_newer else [])]
+            done = procs.run(command, input="\n".join(requirements) + "\n", env=env, timeout=limits.deadline)
+            text = done.stdout
+        else:
+            command = [*pip_command(python), "install", "--dry-run", "--ignore-installed", "--quiet", "--report", "-",
+                       "--timeout", f"{limits.connect:.0f}", *(index.pip_arguments() if index is not None else []),
+                       *requirements]
+            done = procs.run(command, env=env, timeout=limits.deadline)
+            text = "" if done.returncode else _report_pins(done.stdout)
+    except subprocess.TimeoutExpired:
+        raise envs.EnvError(f"{' '.join(requirements)} was not resolved within {limits.deadline:g} s: the index "
+                            "stalls or is too slow; check it (pip config list), or raise JAXREL_NET_DEADLINE") from None
     if done.returncode != 0:
         raise envs.EnvError(f"{' '.join(requirements)} cannot be resolved as pip would install it "
                             f"(exit {done.returncode}): {tail(done.stderr or done.stdout)}")

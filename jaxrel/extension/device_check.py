@@ -17,7 +17,9 @@ interpreter's environment, then runs this module, which
    declare;
 
 and writes ``device.json`` and ``device.md`` into ``--report``. Exit status 0 when every step passed, 1 when
-one failed, 3 when the machine has no GPU jax can use.
+one failed, 2 for wheels that are not the extension's builds (checked first, ``--check-wheels DIR``, before
+anything is installed: every RECORD, and a real ELF module with GPU code in the CUDA wheel), 3 when the
+machine has no GPU jax can use.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ from jaxrel.cells.probes import last_json
 from jaxrel.distributions.extras import extras_of
 from jaxrel.errors import BadInput
 
-__all__ = ["main"]
+__all__ = ["check_wheels", "main"]
 
 SUITE = Path(__file__).resolve().parents[1] / "cells" / "suite"
 GOAL_RATIO = 1.2  # the kernel's time over XLA's fusion the check aims for (reported, not enforced)
@@ -115,6 +117,57 @@ def with_cuda_requirements(plugin: str = "jax-cuda13-plugin") -> dict[str, Any]:
             "ok": not missing}
 
 
+EXTENSION = ("jaxrel_rmsnorm", "jaxrel_rmsnorm_cuda13")  # the wheels the check installs, CPU and CUDA
+
+
+def check_wheels(directory: Path) -> list[Path]:
+    """The extension's wheels in ``directory`` for this interpreter, each what a build makes: installable here by
+    its tags, every member matching RECORD, and the CUDA wheel's module an ELF object carrying GPU code.
+    :class:`BadInput` (one line: the file and the fix) for anything else, before anything is installed."""
+    import zipfile
+
+    from packaging.tags import sys_tags
+
+    from jaxrel.distributions.archives import WheelError, verify_record
+    from jaxrel.distributions.filenames import FilenameError, wheel_tags
+    from jaxrel.extension.fatbin import fatbin_section
+
+    if not directory.is_dir():
+        raise BadInput(f"{directory}: not a directory; pass the directory `jaxrel build --wheels …` wrote")
+    here = set(sys_tags())
+    chosen = []
+    for name in EXTENSION:
+        found = []
+        for path in sorted(directory.glob(f"{name}-*.whl")):
+            try:
+                if wheel_tags(path.name) & here:
+                    found.append(path)
+            except FilenameError as error:
+                raise BadInput(f"{error}; remove it, or rebuild with `jaxrel build`") from None
+        if not found:
+            raise BadInput(f"{directory}: no {name} wheel for this Python ({sys.version.split()[0]}); build it with "
+                           f"`jaxrel build --wheels //rmsnorm:wheel,//rmsnorm:wheel_cuda13 --python "
+                           f"{sys.version_info.major}.{sys.version_info.minor}`")
+        chosen.append(found[-1])
+    for path in chosen:
+        try:
+            verify_record(path)
+            with zipfile.ZipFile(path) as archive:
+                modules = [n for n in archive.namelist() if n.endswith(".so")]
+                heads = {n: archive.open(n).read(4) for n in modules}
+                cuda = path.name.startswith(EXTENSION[1] + "-")
+                if not modules or any(head != b"\x7fELF" for head in heads.values()):
+                    raise BadInput(f"{path.name}: its native module is not an ELF shared object (a stand-in, not a "
+                                   "build); rebuild it with `jaxrel build`")
+                if cuda and not any(fatbin_section(archive.read(n), n) for n in modules):
+                    raise BadInput(f"{path.name}: its CUDA module carries no GPU code (.nv_fatbin); rebuild it with "
+                                   "`jaxrel build`")
+        except (WheelError, zipfile.BadZipFile, OSError) as error:
+            raise BadInput(f"{path.name}: not a wheel a build makes ({str(error).removeprefix(f'{path}: ')}); "
+                           "rebuild it with `jaxrel build`") from None
+    return chosen
+
+
 def _pytest(name: str, paths: list[str], root: Path, report: Path, timeout: float) -> dict[str, Any]:
     junit = report / f"{name}.xml"
     done = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml", str(junit), *paths],
@@ -149,11 +202,14 @@ def check(report: Path, jax_tests: Path | None, size: int, wheels: Path | None =
     probe = _run([sys.executable, "-c", _PROBE], 90)
     result["probe"] = _last_json(probe["stdout"]) or {"error": probe["stderr"][-2000:]}
     result["with_cuda"] = with_cuda_requirements()
+    if "error" in result["probe"]:  # jax or the extension did not import: a failed step, not a machine without GPU
+        result["ok"] = False
+        return result
     if result["probe"].get("default_backend") != "gpu":
         result["ok"] = False
         result["no_gpu"] = True
         return result
-    module = Path(result["probe"]["module"])
+    module = Path(str(result["probe"].get("module", "")))
     result["gpu_code"] = [str(code) for code in gpu_code(module)]
     if shutil.which("cuobjdump"):
         result["cuobjdump"] = _run(["cuobjdump", "--list-elf", "--list-ptx", str(module)], 60)["stdout"].strip()
@@ -219,11 +275,25 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--size", type=int, default=8192)
     parser.add_argument("--wheels", type=Path, help="the wheels installed (scripts/device_check.sh passes them): "
                         "the CPU wheel's tests then run alone too, the CUDA wheel reinstalled from here")
+    parser.add_argument("--check-wheels", type=Path, metavar="DIR",
+                        help="only check that DIR holds the extension's wheels as a build makes them (exit 0 or 2)")
     args = parser.parse_args(argv)
-    result = check(args.report, args.jax_tests, args.size, args.wheels)
+    try:
+        if args.check_wheels is not None:
+            chosen = check_wheels(args.check_wheels)
+            print(f"device check: {', '.join(path.name for path in chosen)}: as a build makes them")
+            return 0
+        result = check(args.report, args.jax_tests, args.size, args.wheels)
+    except BadInput as error:
+        print(f"device check: {error}", file=sys.stderr)
+        return 2
     write_reports({args.report / "device.json": json.dumps(result, indent=2) + "\n",
                    args.report / "device.md": render(result)})
     print(render(result))
+    if "error" in result.get("probe", {}):
+        last = (result["probe"]["error"].strip().splitlines() or ["no output"])[-1]
+        print(f"device check: jax or the extension does not import here: {last}", file=sys.stderr)
+        return 1
     if result.get("no_gpu"):
         print("device check: jax sees no GPU here; run it on a machine with one", file=sys.stderr)
         return 3

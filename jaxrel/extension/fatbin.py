@@ -3,6 +3,10 @@
 nvcc embeds one fat binary per compiled ``.cu`` file: a header (magic ``0xBA55ED50``) and entries, each a
 machine-code ELF (SASS) for one ``sm_XY`` or PTX for one ``compute_XY``. :func:`gpu_code` lists them,
 which is what ``cuobjdump --list-elf`` / ``--list-ptx`` print, with no CUDA tool installed.
+
+Hostile files are one line each: only a regular file is read (a FIFO is never waited on, ``/dev/zero`` never
+read), at most :data:`MAX_OBJECT` bytes of it, and every step of the walk moves forward (a header claiming zero
+sizes is damage, not a loop).
 """
 
 from __future__ import annotations
@@ -11,9 +15,12 @@ import struct
 from dataclasses import dataclass
 from pathlib import Path
 
+from jaxrel._util import localfiles
 from jaxrel.errors import BadInput
 
-__all__ = ["GpuCode", "fatbin_section", "gpu_code"]
+__all__ = ["MAX_OBJECT", "GpuCode", "fatbin_section", "gpu_code"]
+
+MAX_OBJECT = 4 << 30  # bytes: a CUDA shared object with every architecture's code is far below this
 
 _FATBIN_MAGIC = 0xBA55ED50
 _KINDS = {1: "ptx", 2: "sass"}
@@ -52,10 +59,7 @@ def fatbin_section(data: bytes, name: str = "shared object") -> bytes:
 
 def gpu_code(path: Path) -> list[GpuCode]:
     """Every SASS and PTX entry in ``path``'s fat binaries, sorted and without repeats."""
-    try:
-        data = path.read_bytes()
-    except OSError as error:
-        raise BadInput(f"cannot read {path}: {error.strerror}. Fix: pass a readable .so.") from None
+    data = localfiles.read_bytes(path, what="the CUDA shared object", limit=MAX_OBJECT)
     section = fatbin_section(data, path.name)
     found: set[GpuCode] = set()
     at = 0
@@ -64,6 +68,8 @@ def gpu_code(path: Path) -> list[GpuCode]:
             magic, _version, header_size, fat_size = struct.unpack_from("<IHHQ", section, at)
             if magic != _FATBIN_MAGIC:
                 break  # padding after the last fat binary
+            if header_size < 16 or at + header_size + fat_size > len(section):
+                raise struct.error("a fat binary header smaller than itself, or past the section")
             entry, end = at + header_size, at + header_size + fat_size
             while entry + 32 <= end:
                 kind, _, entry_header, payload = struct.unpack_from("<HHIQ", section, entry)

@@ -5,6 +5,7 @@ docs/extension.md.)"""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -54,14 +55,41 @@ def test_render_names_the_environment_the_steps_and_the_ratio_against_the_goal()
     assert "| forward | 0.390 ms | 0.300 ms | 1.30× (over the 1.2× goal) |" in device_check.render(_result(1.3))
 
 
+FAKES = {  # jax and the extension as a machine without a GPU shows them: every import works, jax computes on CPU
+    "jax.py": "class Cpu:\n    device_kind = 'cpu'\n    def __str__(self):\n        return 'TFRT_CPU_0'\n"
+              "def devices():\n    return [Cpu()]\ndef default_backend():\n    return 'cpu'\n",
+    "jaxrel_rmsnorm.py": "def platforms():\n    return ['cpu']\ndef idle_reasons():\n    return {}\n",
+    "jaxrel_rmsnorm_cuda13/__init__.py": "from . import _native, _guard\n",
+    "jaxrel_rmsnorm_cuda13/_native.py": "def cuda_runtime():\n    return [13000, 0]\n",
+    "jaxrel_rmsnorm_cuda13/_guard.py": "def cuda_driver_version():\n    return None\n",
+}
+
+
+def _device_check(tmp_path: Path, fakes: dict[str, str] | None) -> subprocess.CompletedProcess[str]:
+    site = tmp_path / "site"
+    for name, text in (fakes or {}).items():
+        (site / name).parent.mkdir(parents=True, exist_ok=True)
+        (site / name).write_text(text)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *sys.path])}
+    return subprocess.run([sys.executable, "-m", "jaxrel.extension.device_check", "--report", str(tmp_path / "r")],
+                          capture_output=True, text=True, timeout=300, env=env)
+
+
 def test_without_a_gpu_it_says_so_and_exits_3(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "jaxrel.extension.device_check", "--report", str(tmp_path)],
-                          capture_output=True, text=True, timeout=300)
+    done = _device_check(tmp_path, FAKES)
     assert done.returncode == 3, done.stderr[-2000:]
     assert "jax sees no GPU here" in done.stderr
-    written = json.loads((tmp_path / "device.json").read_text())
+    written = json.loads((tmp_path / "r" / "device.json").read_text())
     assert written["ok"] is False and written["no_gpu"] is True
-    assert (tmp_path / "device.md").read_text().startswith("# Device check")
+    assert (tmp_path / "r" / "device.md").read_text().startswith("# Device check")
+
+
+def test_an_extension_that_does_not_import_is_a_failed_step_not_a_missing_gpu(tmp_path: Path) -> None:
+    done = _device_check(tmp_path, {k: v for k, v in FAKES.items() if not k.startswith("jaxrel_rmsnorm_cuda13")})
+    assert done.returncode == 1, done.stderr[-2000:]
+    assert "does not import here: ModuleNotFoundError: No module named 'jaxrel_rmsnorm_cuda13'" in done.stderr
+    assert "no GPU" not in done.stderr
+    assert json.loads((tmp_path / "r" / "device.json").read_text())["ok"] is False
 
 
 def test_with_cuda_requirements_are_checked_against_what_is_installed(tmp_path: Path, monkeypatch) -> None:
@@ -83,3 +111,50 @@ def test_with_cuda_requirements_are_checked_against_what_is_installed(tmp_path: 
         ("fake-cublas>=13.0", "13.1", True), ("fake-nvcc>=13.0", None, False)]
     assert device_check.with_cuda_requirements("not-installed-plugin") == {
         "plugin": "not-installed-plugin", "installed": False, "ok": False, "missing": ["not-installed-plugin"]}
+
+
+def _extension_wheels(folder: Path, cpu_module: bytes, cuda_module: bytes) -> Path:
+    from jaxrel.distributions.wheels import write_wheel
+
+    folder.mkdir()
+    for name, module in (("jaxrel-rmsnorm", cpu_module), ("jaxrel-rmsnorm-cuda13", cuda_module)):
+        package = name.replace("-", "_")
+        built = write_wheel(folder / f"build-{package}", name, "0.1.0", {f"{package}/_native.so": module})
+        built.rename(folder / built.name)
+    return folder
+
+
+def _elf_with(fatbin: bytes | None) -> bytes:
+    from test_fatbin import _elf, _fatbin
+
+    return _elf([(b".text", b"\x90" * 8), *([(b".nv_fatbin", _fatbin([(2, 80), (2, 90)]))] if fatbin else [])])
+
+
+def _checked(directory: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "jaxrel.extension.device_check", "--check-wheels", str(directory)],
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_wheels_as_a_build_makes_them_pass_the_check(tmp_path: Path) -> None:
+    done = _checked(_extension_wheels(tmp_path / "w", _elf_with(None), _elf_with(b"gpu")))
+    assert done.returncode == 0 and "as a build makes them" in done.stdout, done.stderr
+
+
+def test_stand_in_wheels_are_refused_in_one_line_before_anything_is_installed(tmp_path: Path) -> None:
+    cases = {
+        "text-module": _extension_wheels(tmp_path / "a", b"not an ELF file", _elf_with(b"gpu")),
+        "no-gpu-code": _extension_wheels(tmp_path / "b", _elf_with(None), _elf_with(None)),
+        "empty": tmp_path / "c",
+    }
+    (tmp_path / "c").mkdir()
+    not_zip = _extension_wheels(tmp_path / "d", _elf_with(None), _elf_with(b"gpu"))
+    for wheel in not_zip.glob("*.whl"):
+        wheel.write_bytes(b"a stand-in, not a zip")
+    cases["not-a-zip"] = not_zip
+    expected = {"text-module": "is not an ELF shared object", "no-gpu-code": "carries no GPU code",
+                "empty": "no jaxrel_rmsnorm wheel for this Python", "not-a-zip": "not a wheel a build makes"}
+    for case, directory in cases.items():
+        done = _checked(directory)
+        assert done.returncode == 2, (case, done.stderr)
+        assert "Traceback" not in done.stderr and len(done.stderr.strip().splitlines()) == 1, (case, done.stderr)
+        assert expected[case] in done.stderr, (case, done.stderr)

@@ -6,11 +6,16 @@ tests/integration/test_build_cuda.py.
 
 from __future__ import annotations
 
+import os
 import struct
 import sys
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from jaxrel.errors import BadInput
 from jaxrel.extension.fatbin import GpuCode, fatbin_section, gpu_code
@@ -70,5 +75,61 @@ def test_a_section_past_the_end_of_the_file_is_bad_input(tmp_path: Path) -> None
 
 
 def test_unreadable_path_is_bad_input(tmp_path: Path) -> None:
-    with pytest.raises(BadInput, match="cannot read"):
+    with pytest.raises(BadInput, match="file not found"):
         gpu_code(tmp_path / "missing.so")
+
+
+def _in_a_thread(call: Callable[[], object]) -> object:
+    """``call``'s result or exception; a call still running after a minute (a loop, a blocked read) fails."""
+    outcome: list[object] = []
+
+    def run() -> None:
+        try:
+            outcome.append(call())
+        except BaseException as error:  # noqa: BLE001 - handed back to the test
+            outcome.append(error)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(60)
+    assert outcome, "still running after a minute: it loops or waits"
+    return outcome[0]
+
+
+@pytest.mark.parametrize("header_size, fat_size", [(0, 0), (0, 64), (16, 0), (8, 0)])
+def test_a_fat_binary_header_claiming_zero_sizes_ends_the_walk(tmp_path: Path, header_size: int,
+                                                               fat_size: int) -> None:
+    so = tmp_path / "x.so"
+    section = struct.pack("<IHHQ", 0xBA55ED50, 1, header_size, fat_size) + bytes(64)
+    so.write_bytes(_elf([(b".nv_fatbin", section)]))
+    result = _in_a_thread(lambda: gpu_code(so))
+    if header_size >= 16:  # an empty fat binary, then padding
+        assert result == []
+    else:
+        assert isinstance(result, BadInput) and ".nv_fatbin is damaged" in str(result)
+
+
+def test_a_fifo_is_refused_without_waiting_for_a_writer(tmp_path: Path) -> None:
+    fifo = tmp_path / "x.so"
+    os.mkfifo(fifo)
+    result = _in_a_thread(lambda: gpu_code(fifo))
+    assert isinstance(result, BadInput) and "a FIFO, not a regular file" in str(result)
+
+
+def test_a_device_is_refused_not_read() -> None:
+    result = _in_a_thread(lambda: gpu_code(Path("/dev/zero")))
+    assert isinstance(result, BadInput) and "a character device, not a regular file" in str(result)
+
+
+@settings(max_examples=300, deadline=None)
+@given(section=st.binary(max_size=400), magic_at=st.lists(st.integers(0, 399), max_size=4))
+def test_any_section_gives_a_list_or_one_line(tmp_path_factory: pytest.TempPathFactory, section: bytes,
+                                               magic_at: list[int]) -> None:
+    data = bytearray(section)
+    for at in magic_at:  # fat binary headers planted where the walk may land on them
+        if at + 4 <= len(data):
+            data[at:at + 4] = struct.pack("<I", 0xBA55ED50)
+    so = tmp_path_factory.mktemp("f") / "x.so"
+    so.write_bytes(_elf([(b".nv_fatbin", struct.pack("<IHHQ", 0xBA55ED50, 1, 16, len(data)) + bytes(data))]))
+    result = _in_a_thread(lambda: gpu_code(so))
+    assert isinstance(result, list) or (isinstance(result, BadInput) and len(str(result).splitlines()) == 1)

@@ -118,3 +118,29 @@ def test_skip_variable_only_loads(site, monkeypatch):
 def test_driver_reader_answers_none_without_a_driver_or_a_version():
     found = guard.cuda_driver_version()
     assert found is None or (isinstance(found, int) and found >= 1000)
+
+
+STAND_INS = {  # a libcuda.so.1 built here: what cuDriverGetVersion is in it, if anything
+    "missing": "int cuInit(unsigned int flags) { return 0; }\n",
+    "failing": "int cuDriverGetVersion(int *v) { return 100; }\n",  # CUDA_ERROR_NO_DEVICE
+    "working": "int cuDriverGetVersion(int *v) { *v = 12080; return 0; }\n",
+}
+
+
+@pytest.mark.parametrize("kind", sorted(STAND_INS))
+def test_a_stand_in_libcuda_is_no_driver_never_a_traceback(kind, tmp_path):
+    """A libcuda without cuDriverGetVersion (a stub library, a container's stand-in) reads as no driver, in a
+    fresh process that loads it by its soname, as the guard does on a user's machine."""
+    import shutil
+    import subprocess
+    import sys
+
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler here to build the stand-in libcuda.so.1")
+    source = tmp_path / "cuda.c"
+    source.write_text(STAND_INS[kind])
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(tmp_path / "libcuda.so.1"), str(source)], check=True)
+    done = subprocess.run([sys.executable, "-c", "from jaxrel import guard; print(guard.cuda_driver_version())"],
+                          capture_output=True, text=True, env={"LD_LIBRARY_PATH": str(tmp_path), "PATH": "/usr/bin"})
+    assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
+    assert done.stdout.strip() == {"missing": "None", "failing": "None", "working": "12080"}[kind]

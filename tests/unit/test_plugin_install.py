@@ -135,3 +135,43 @@ def test_certificate_reaches_uv_and_pip(tmp_path):
     config = Index(["https://127.0.0.1:9/simple/"], [], cafile=str(tmp_path / "ca.pem")).pip_config()
     assert config.uv_environment()["SSL_CERT_FILE"] == str(tmp_path / "ca.pem")
     assert config.pip_arguments()[-2:] == ["--cert", str(tmp_path / "ca.pem")]
+
+
+@pytest.mark.parametrize("resolver", ["uv", "pip"])
+def test_a_stalling_index_ends_the_resolution_in_one_line(tmp_path, monkeypatch, resolver):
+    """An index that accepts the connection and never answers: the resolution ends by jaxrel's deadline (not the
+    resolver's own minutes of retries), one line, exit 3's kind."""
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    held: list[socket.socket] = []
+    threading.Thread(target=lambda: [held.append(listener.accept()[0]) for _ in range(16)], daemon=True).start()
+    monkeypatch.setenv("JAXREL_NET_DEADLINE", "6")
+    monkeypatch.setenv("JAXREL_NET_TIMEOUT", "3")
+    monkeypatch.delenv("UV_HTTP_TIMEOUT", raising=False)
+    if resolver == "pip":
+        monkeypatch.setattr(envs, "find_uv", lambda: None)
+    index = PipIndexConfig(index_url=f"http://127.0.0.1:{listener.getsockname()[1]}/simple/")
+    outcome: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            plugin_install.resolve(["plug[with-x]==0.1"], sys.executable, tmp_path / "resolutions", index)
+        except BaseException as error:  # noqa: BLE001 - handed to the test
+            outcome.append(error)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(120)
+    try:
+        assert outcome, "still resolving after two minutes: the deadline was not kept"
+        (error,) = outcome
+        assert isinstance(error, envs.EnvError) and len(str(error).splitlines()) == 1, error
+        assert "plug[with-x]==0.1" in str(error)
+    finally:
+        for connection in held:
+            connection.close()
+        listener.close()

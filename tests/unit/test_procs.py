@@ -147,3 +147,46 @@ def test_sigterm_stops_every_child_group_and_is_one_line(tmp_path: Path) -> None
     assert process.returncode == 130, (process.returncode, err)
     assert err == "jaxrel verdict: terminated (SIGTERM); its child processes were stopped\n"
     assert _wait_gone(int(pid_file.read_text()))
+
+
+# a child that starts a daemon in a session of its own holding the child's stdout open (an nvidia-smi that starts
+# nvidia-persistenced, say), prints its answer and exits: killing the child's group does not reach the daemon
+DAEMON = """
+import os, subprocess, sys
+daemon = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)"], start_new_session=True)
+print("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)")
+print(daemon.pid, flush=True)
+if os.environ.get("DAEMON_PIDS"):
+    with open(os.environ["DAEMON_PIDS"], "a") as pids:
+        pids.write(f"{daemon.pid}\\n")
+"""
+
+
+def test_a_daemon_holding_the_pipe_is_not_waited_for(tmp_path: Path) -> None:
+    """The answer comes back once the child exits, though its daemon keeps the pipe open for minutes."""
+    start = time.monotonic()
+    done = procs.run([sys.executable, "-c", DAEMON], timeout=250)
+    daemon = int(done.stdout.split()[-1])
+    try:
+        assert done.returncode == 0 and done.stdout.startswith("GPU 0: NVIDIA H100")
+        assert time.monotonic() - start < 200, "the daemon's pipe was waited for"  # it holds it for 300 s
+    finally:
+        os.kill(daemon, signal.SIGKILL)
+
+
+def test_device_detection_answers_despite_such_a_daemon(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from jaxrel.cells import hardware
+
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(f"#!{sys.executable}\n{DAEMON}")
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    monkeypatch.setenv("DAEMON_PIDS", str(tmp_path / "pids"))
+    hardware.nvidia_gpus.cache_clear()
+    try:
+        assert hardware.nvidia_gpus() == ("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-0)",)
+        assert hardware.devices_here() == frozenset({"cuda"})
+    finally:
+        hardware.nvidia_gpus.cache_clear()
+        for line in (tmp_path / "pids").read_text().split() if (tmp_path / "pids").exists() else []:
+            os.kill(int(line), signal.SIGKILL)
