@@ -1,0 +1,122 @@
+"""The portable extension wheel: ``--config=manylinux`` builds with Zig's clang for glibc 2.27 from the pinned
+ziglang wheel (bazel/zig.bzl), links its libc++ in, and tags the wheel ``manylinux_2_27``, jaxlib's own floor.
+
+Checked on the wheel itself: ``auditwheel show`` finds it consistent with that tag or an older one; its module
+needs no C++ runtime library at all (no ``libstdc++``/``libgcc_s``, so no ``GLIBCXX``/``CXXABI`` version) and no
+glibc symbol newer than 2.27; ``twine check --strict`` and ``check-wheel-contents`` pass; two clean builds in
+separate output bases are byte-identical; and it computes like NumPy beside the real jaxlib, whose own
+``libstdc++`` is loaded in the same process.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+import zipfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from jaxrel.distributions import envs
+from jaxrel.distributions.bazel import BuildError, build, find_launcher
+from jaxrel.extension import xla
+
+pytestmark = pytest.mark.integration
+
+REPO = Path(__file__).resolve().parents[2]
+PIN = xla.read_pin(REPO / "WORKSPACE")
+OPTIONS = ["--config=manylinux"]
+
+
+@pytest.fixture(scope="module")
+def launcher() -> list[str]:
+    try:
+        return find_launcher(REPO)
+    except BuildError as error:
+        pytest.skip(str(error))
+
+
+@pytest.fixture(scope="module")
+def portable(launcher: list[str], index_reachable: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    result = build(REPO, wheels=["rmsnorm"], bazel_options=OPTIONS, output=tmp_path_factory.mktemp("portable"))
+    (wheel,) = result.wheels
+    return wheel
+
+
+@pytest.fixture(scope="module")
+def module_bytes(portable: Path) -> bytes:
+    with zipfile.ZipFile(portable) as archive:
+        (name,) = [n for n in archive.namelist() if n.endswith(".so")]
+        return archive.read(name)
+
+
+def _dynamic(module: bytes, tmp_path: Path) -> str:
+    so = tmp_path / "module.so"
+    so.write_bytes(module)
+    return subprocess.run(["readelf", "--dyn-syms", "--dynamic", "-W", str(so)], capture_output=True, text=True,
+                          check=True).stdout
+
+
+def test_tagged_manylinux_2_27_and_auditwheel_agrees(portable: Path) -> None:
+    assert portable.name.endswith("-manylinux_2_27_x86_64.whl"), portable.name
+    shown = subprocess.run([sys.executable, "-m", "auditwheel", "show", str(portable)], capture_output=True, text=True)
+    assert shown.returncode == 0, shown.stderr
+    policy = re.search(r'consistent with the following platform tag: "manylinux_(\d+)_(\d+)_x86_64"',
+                       " ".join(shown.stdout.split()))
+    assert policy and (int(policy[1]), int(policy[2])) <= (2, 27), shown.stdout
+
+
+def test_no_cxx_runtime_and_no_glibc_newer_than_2_27(module_bytes: bytes, tmp_path: Path) -> None:
+    if subprocess.run(["which", "readelf"], capture_output=True).returncode != 0:
+        pytest.skip("readelf (binutils) is not installed here")
+    table = _dynamic(module_bytes, tmp_path)
+    needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", table)
+    assert needed and not [n for n in needed if n.startswith(("libstdc++", "libgcc_s", "libc++"))], needed
+    assert "GLIBCXX" not in table and "CXXABI" not in table
+    versions = {tuple(int(p) for p in v.split(".")) for v in re.findall(r"@GLIBC_(\d+(?:\.\d+)+)", table)}
+    assert versions and max(versions) <= (2, 27), sorted(versions)
+    exported = re.findall(r"\s(?:FUNC|OBJECT)\s+(?:GLOBAL|WEAK)\s+DEFAULT\s+\d+\s+(\S+)", table)
+    assert "PyInit__rmsnorm" in exported
+    assert not [s for s in exported if "__1" in s], "libc++'s own symbols stay inside the module"
+
+
+def test_twine_check_and_check_wheel_contents(portable: Path) -> None:
+    twine = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", str(portable)],
+                           capture_output=True, text=True)
+    assert twine.returncode == 0, twine.stdout + twine.stderr
+    contents = subprocess.run([sys.executable, "-m", "check_wheel_contents", str(portable)],
+                              capture_output=True, text=True)
+    assert contents.returncode == 0, contents.stdout + contents.stderr
+
+
+@pytest.fixture(scope="module")
+def workspace_copy(launcher: list[str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    from test_build_real import _copy_workspace
+
+    copy = _copy_workspace(tmp_path_factory.mktemp("workspace"))
+    try:
+        yield copy
+    finally:
+        subprocess.run([*launcher, "clean", "--expunge"], cwd=copy, capture_output=True)
+
+
+def test_two_clean_builds_are_byte_identical(portable: Path, workspace_copy: Path) -> None:
+    again = build(workspace_copy, wheels=["rmsnorm"], bazel_options=OPTIONS, output=workspace_copy / "dist")
+    assert [w.name for w in again.wheels] == [portable.name]
+    assert again.wheels[0].read_bytes() == portable.read_bytes()
+
+
+@pytest.mark.usefixtures("index_reachable")
+def test_it_computes_like_numpy_beside_the_real_jaxlib(portable: Path, tmp_path: Path) -> None:
+    from test_build_real import RUNTIME_SCRIPT
+
+    env = envs.create(tmp_path / "env", python=sys.executable,
+                      requirements=[f"jax=={PIN.backend_version}", f"jaxlib=={PIN.backend_version}"],
+                      no_deps=[str(portable)])
+    done = env.run(str(env.python), "-c", RUNTIME_SCRIPT)
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert all(error < 1e-4 for error in result["errors"].values()), result["errors"]
