@@ -75,9 +75,9 @@ cc_toolchain_config(
     link_libs = [],
     unfiltered_compile_flags = [
         "-Wno-builtin-macro-redefined",
-        "-D__DATE__=\\\\\\"redacted\\\\\\"",
-        "-D__TIMESTAMP__=\\\\\\"redacted\\\\\\"",
-        "-D__TIME__=\\\\\\"redacted\\\\\\"",
+        "-D__DATE__=\\\"redacted\\\"",
+        "-D__TIMESTAMP__=\\\"redacted\\\"",
+        "-D__TIME__=\\\"redacted\\\"",
     ],
     coverage_compile_flags = [],
     coverage_link_flags = [],

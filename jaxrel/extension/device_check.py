@@ -163,8 +163,8 @@ def check_wheels(directory: Path) -> list[Path]:
                     raise BadInput(f"{path.name}: its CUDA module carries no GPU code (.nv_fatbin); rebuild it with "
                                    "`jaxrel build`")
         except (WheelError, zipfile.BadZipFile, OSError) as error:
-            raise BadInput(f"{path.name}: not a wheel a build makes ({str(error).removeprefix(f'{path}: ')}); "
-                           "rebuild it with `jaxrel build`") from None
+            why = str(error).removeprefix(f"{path}: ").split("; ")[0]  # the archive's own fix is replaced by ours
+            raise BadInput(f"{path.name}: not a wheel a build makes ({why}); rebuild it with `jaxrel build`") from None
     return chosen
 
 

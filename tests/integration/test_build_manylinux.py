@@ -1,5 +1,6 @@
 """The portable extension wheel: ``--config=manylinux`` builds with Zig's clang for glibc 2.27 from the pinned
-ziglang wheel (bazel/zig.bzl), links its libc++ in, and tags the wheel ``manylinux_2_27``, jaxlib's own floor.
+ziglang wheel (bazel/zig.bzl), links its libc++ in, and tags the wheels ``manylinux_2_27``, jaxlib's own floor
+(the CPU wheel, and the CUDA 13 one, whose kernels nvcc compiles as before).
 
 Checked on the wheel itself: ``auditwheel show`` finds it consistent with that tag or an older one; its module
 needs no C++ runtime library at all (no ``libstdc++``/``libgcc_s``, so no ``GLIBCXX``/``CXXABI`` version) and no
@@ -40,10 +41,16 @@ def launcher() -> list[str]:
 
 
 @pytest.fixture(scope="module")
-def portable(launcher: list[str], index_reachable: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    result = build(REPO, wheels=["rmsnorm"], bazel_options=OPTIONS, output=tmp_path_factory.mktemp("portable"))
-    (wheel,) = result.wheels
-    return wheel
+def wheels(launcher: list[str], index_reachable: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The CPU and CUDA 13 wheels, built together under the manylinux configuration."""
+    result = build(REPO, wheels=["//rmsnorm:wheel", "//rmsnorm:wheel_cuda13"], bazel_options=OPTIONS,
+                   output=tmp_path_factory.mktemp("portable"))
+    return {("cuda13" if "_cuda13-" in w.name else "cpu"): w for w in result.wheels}
+
+
+@pytest.fixture(scope="module")
+def portable(wheels: dict[str, Path]) -> Path:
+    return wheels["cpu"]
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +88,34 @@ def test_no_cxx_runtime_and_no_glibc_newer_than_2_27(module_bytes: bytes, tmp_pa
     exported = re.findall(r"\s(?:FUNC|OBJECT)\s+(?:GLOBAL|WEAK)\s+DEFAULT\s+\d+\s+(\S+)", table)
     assert "PyInit__rmsnorm" in exported
     assert not [s for s in exported if "__1" in s], "libc++'s own symbols stay inside the module"
+
+
+def test_the_cuda_wheel_needs_cudart_from_its_wheel_and_nothing_newer_than_glibc_2_27(
+        wheels: dict[str, Path], tmp_path: Path) -> None:
+    """nvcc's object (kernels and their launch code, C only across its boundary) links into the Zig-built module:
+    the CUDA runtime by rpath from the nvidia-cuda-runtime wheel, as jax's plugins take theirs, and no C++ runtime.
+    ``auditwheel show`` calls it ``linux_x86_64`` for that one library outside its policy, as it would jax's own
+    CUDA plugins; every glibc version it names is 2.27 or older."""
+    from jaxrel.extension.fatbin import gpu_code
+
+    cuda = wheels["cuda13"]
+    assert cuda.name.endswith("-manylinux_2_27_x86_64.whl"), cuda.name
+    with zipfile.ZipFile(cuda) as archive:
+        (name,) = [n for n in archive.namelist() if n.endswith(".so")]
+        module = tmp_path / "module.so"
+        module.write_bytes(archive.read(name))
+    if subprocess.run(["which", "readelf"], capture_output=True).returncode == 0:
+        table = _dynamic(module.read_bytes(), tmp_path)
+        needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", table)
+        assert "libcudart.so.13" in needed and not [n for n in needed if n.startswith(("libstdc++", "libgcc_s"))]
+        assert "$ORIGIN/../nvidia/cu13/lib" in table
+    assert {"sm_80", "sm_90"} <= {str(code) for code in gpu_code(module)}
+    shown = subprocess.run([sys.executable, "-m", "auditwheel", "show", str(cuda)], capture_output=True, text=True)
+    text = " ".join(shown.stdout.split())
+    versions = {tuple(int(p) for p in v.split(".")) for v in re.findall(r"GLIBC_(\d+(?:\.\d+)+)", text)}
+    assert versions and max(versions) <= (2, 27), text
+    outside = re.search(r"system-provided shared libraries: (.*?) This constrains", text)
+    assert outside and "libstdc++" not in outside.group(1) and "libcudart.so.13" in outside.group(1), text
 
 
 def test_twine_check_and_check_wheel_contents(portable: Path) -> None:
