@@ -54,9 +54,11 @@ def _python_build(project: Project, component: Component, into: Path, progress: 
 
 
 def _bazel_build(project: Project, component: Component, into: Path, python: str | None, progress: Progress) -> None:
-    progress(f"building {component.distribution}: bazel build {' '.join(component.targets)}")
+    command = " ".join([*component.bazel_options, *component.targets])
+    progress(f"building {component.distribution}: bazel build {command}")
     try:
-        bazel.build(project.root, wheels=component.targets, python=python, output=into, progress=progress)
+        bazel.build(project.root, wheels=component.targets, python=python, output=into, progress=progress,
+                    bazel_options=component.bazel_options)
     except bazel.BuildError as error:
         raise ReleaseBuildError(f"{component.distribution}: {error}") from None
 

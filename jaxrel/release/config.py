@@ -13,6 +13,7 @@ Declared under ``[tool.jaxrel.release]`` beside the family::
     [tool.jaxrel.release.components.mylib-core]
     build = "bazel"
     targets = ["//core:wheel"]          # py_wheel_file targets, built by ``jaxrel build``
+    bazel-options = ["--config=manylinux"]   # options for its release build (a .bazelrc config, say)
 
 A family that releases the way jax does declares more (the built-in jax profile is such a table,
 ``jaxrel/data/jax-release.toml``)::
@@ -61,8 +62,9 @@ __all__ = ["BUILDERS", "BUILTIN", "CHANGELOG_STYLES", "ROLES", "VERSIONING", "Co
 BUILDERS = ("python", "bazel", "external")
 ROLES = ("backend", "plugin", "extension", "frontend")  # also the safe upload order
 _RELEASE_KEYS = {"changelog", "tag", "components", "versioning", "changelog-style", "changelog-heading", "stamped"}
-_COMPONENT_KEYS = {"path", "build", "targets", "versions", "minimum-backend", "shares-version-with", "current",
-                   "latest", "pins", "platforms", "python-tag", "present-if-named-in", "released-separately", "sdist"}
+_COMPONENT_KEYS = {"path", "build", "targets", "bazel-options", "versions", "minimum-backend", "shares-version-with",
+                   "current", "latest", "pins", "platforms", "python-tag", "present-if-named-in", "released-separately",
+                   "sdist"}
 VERSIONING = ("release", "next")
 CHANGELOG_STYLES = ("headings", "unreleased")
 
@@ -115,6 +117,7 @@ class Component:
     present_if_named_in: str | None = None  # in a release only when this file names it (or what pins it)
     released_separately: bool = False  # its own schedule: listed, never in this release
     sdist: bool = False  # it publishes an sdist beside its wheels (collect asks for it)
+    bazel_options: tuple[str, ...] = ()  # options for its release build (``--config=manylinux``: portable wheels)
 
     def expected_slots(self, backend: set[Slot]) -> set[Slot]:
         """The slots this plugin's wheels fill when the backend's wheels fill ``backend``: the backend's on this
@@ -241,10 +244,16 @@ def _component(shape: Shape, distribution: str, value: Any, family: Family) -> C
     targets = shape.strings(row, "targets", at, ())
     if build == "bazel" and not targets:
         raise shape.error(at, "'targets' is empty; name the py_wheel_file targets, e.g. [\"//core:wheel\"]")
+    options = tuple(shape.field(row, "bazel-options", at, lambda v: isinstance(v, list) and all(
+        isinstance(o, str) and o.startswith("--") and o.isprintable() and " " not in o and len(o) <= 200 for o in v),
+        "a list of Bazel options, each one word starting with -- (\"--config=manylinux\")", []))
+    if options and build != "bazel":
+        raise shape.error(at, f"'bazel-options' is for a component built by Bazel, and {distribution} is built "
+                          f"by {build}; remove it")
     path = shape.field(row, "path", at, is_relative_path, "a directory relative to the project root", ".")
     return Component(distribution, role, build, path, targets, versions, minimum, shares, current, latest, pins,
                      platforms, python_tag, named_in, separately,
-                     shape.boolean(row, "sdist", at, build == "python" or role == "frontend"))
+                     shape.boolean(row, "sdist", at, build == "python" or role == "frontend"), options)
 
 
 def release_from_config(table: Any, family: Family, source: str = "pyproject.toml") -> ReleaseConfig:

@@ -11,6 +11,7 @@ import pytest
 from jaxrel.family import ConfigError, family_from_config, jax_profile
 from jaxrel.release.config import Location, jax_release, release_from_config
 
+REPO = Path(__file__).resolve().parents[2]
 TEMPLATE = Path(__file__).resolve().parents[1] / "data" / "splitfam"
 
 
@@ -60,6 +61,12 @@ def test_jax_profile_release_reads_jax_files() -> None:
     ({"components": {"splitfam-core": {"versions": ["v.py:_v"], "minimum-backend": "v.py:_m"},
                      "splitfam": {"versions": ["v.py:_v"]}}}, "'minimum-backend' belongs to the frontend"),
     ({"components": {"splitfam": {"versions": ["v.py:_v"], "path": "../elsewhere"}}}, "'path' must be a directory"),
+    ({"components": {"splitfam-core": {"versions": ["v.py:_v"], "build": "bazel", "targets": ["//c:w"],
+                                       "bazel-options": ["config=manylinux"]}}}, "'bazel-options' must be a list"),
+    ({"components": {"splitfam-core": {"versions": ["v.py:_v"], "build": "bazel", "targets": ["//c:w"],
+                                       "bazel-options": ["--config=a --x"]}}}, "each one word starting with --"),
+    ({"components": {"splitfam": {"versions": ["v.py:_v"], "bazel-options": ["--config=manylinux"]}}},
+     "'bazel-options' is for a component built by Bazel"),
 ])
 def test_bad_release_config_is_one_clear_line(change: dict[str, Any], message: str) -> None:
     table = {**config()["release"], **change}
@@ -90,3 +97,27 @@ def test_released_separately_is_the_familys_one_flag() -> None:
     table["components"]["jax-oneapi-plugin"]["released-separately"] = False
     with pytest.raises(BadInput, match="the family's plugin jax-oneapi-plugin says true"):
         release_from_config(table, jax)
+
+
+def test_bazel_options_reach_the_release_build_of_that_component(tmp_path: Path,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """This tree's own extension components are released portable (``--config=manylinux``): the options go to
+    Bazel with the component's targets, and to no other component."""
+    from jaxrel.distributions import bazel
+    from jaxrel.release import builder
+    from jaxrel.release.project import open_project
+
+    asked: list[tuple[tuple[str, ...], tuple[str, ...]]] = []
+
+    def fake_build(root: Path, *, wheels: Any, bazel_options: Any = (), **rest: Any) -> None:
+        asked.append((tuple(wheels), tuple(bazel_options)))
+        raise bazel.BuildError("stop here")
+
+    monkeypatch.setattr(bazel, "build", fake_build)
+    with open_project(REPO) as project:
+        components = {c.distribution: c for c in project.release.components}
+        assert components["jaxrel-rmsnorm-cuda13"].bazel_options == ("--config=manylinux",)
+        assert components["jaxrel"].bazel_options == ()
+        with pytest.raises(builder.ReleaseBuildError, match="stop here"):
+            builder._bazel_build(project, components["jaxrel-rmsnorm"], tmp_path, None, lambda _: None)
+    assert asked == [(("//rmsnorm:wheel",), ("--config=manylinux",))]
