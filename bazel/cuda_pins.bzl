@@ -23,3 +23,37 @@ CUDA13 = struct(
 # which the driver JIT-compiles for GPUs newer still.
 CUDA_SASS = ["80", "90", "100", "120"]
 CUDA_PTX = ["120"]
+
+# CUDA 12 for the `jaxrel-rmsnorm-cuda12` wheel. NVIDIA's CUDA 12 wheels ship ptxas, libdevice and the headers
+# but no nvcc (and no fatbinary): the front end is clang (Zig's, the pinned ziglang wheel), with
+# `--cuda-path` pointing at a tree put together from these pieces, each (wheel, sha256, from, to):
+#   - CUDA 12.1 (what jax-cuda12-plugin's `with-cuda` extra floors, nvidia-cuda-runtime-cu12>=12.1.105):
+#     ptxas, libdevice and the crt headers (nvcc), the runtime headers and libcudart.so.12 (runtime), and
+#     curand's headers, which clang's CUDA wrapper includes whatever the source uses;
+#   - <nv/target> (macros only) from CCCL 12.9: curand's header includes it, and the 12.1 CCCL wheel lacks it;
+#   - fatbinary from the CUDA 13 nvcc wheel pinned above: it bundles the 12.1 ptxas's cubins and clang's PTX in
+#     the fat binary container every CUDA runtime reads;
+#   - clang's own CUDA headers (`__clang_cuda_runtime_wrapper.h` …), which Zig leaves out of its clang, from
+#     the clang-tidy wheel of the same clang release (22.1.8).
+_NVCC13 = "nvidia_cuda_nvcc-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl"
+
+CUDA12 = struct(
+    major = 12,
+    version = "12.1",
+    clang_version = "22",
+    pieces = [
+        ("nvidia_cuda_nvcc_cu12-12.1.105-py3-none-manylinux1_x86_64.whl", "a0712a05ffd57d9f017580ffcc808b207f7f4ef7a5ca8ac1312318b153739a18", "nvidia/cuda_nvcc/bin/ptxas", "bin/ptxas"),
+        ("nvidia_cuda_nvcc_cu12-12.1.105-py3-none-manylinux1_x86_64.whl", "a0712a05ffd57d9f017580ffcc808b207f7f4ef7a5ca8ac1312318b153739a18", "nvidia/cuda_nvcc/nvvm/libdevice/", "nvvm/libdevice"),
+        ("nvidia_cuda_nvcc_cu12-12.1.105-py3-none-manylinux1_x86_64.whl", "a0712a05ffd57d9f017580ffcc808b207f7f4ef7a5ca8ac1312318b153739a18", "nvidia/cuda_nvcc/include/", "include"),
+        ("nvidia_cuda_runtime_cu12-12.1.105-py3-none-manylinux1_x86_64.whl", "6e258468ddf5796e25f1dc591a31029fa317d97a0a94ed93468fc86301d61e40", "nvidia/cuda_runtime/include/", "include"),
+        ("nvidia_cuda_runtime_cu12-12.1.105-py3-none-manylinux1_x86_64.whl", "6e258468ddf5796e25f1dc591a31029fa317d97a0a94ed93468fc86301d61e40", "nvidia/cuda_runtime/lib/libcudart.so.12", "lib/libcudart.so.12"),
+        ("nvidia_curand_cu12-10.3.2.106-py3-none-manylinux1_x86_64.whl", "9d264c5036dde4e64f1de8c50ae753237c12e0b1348738169cd0f8a536c0e1e0", "nvidia/curand/include/", "include"),
+        ("nvidia_cuda_cccl_cu12-12.9.27-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl", "37869e17ce2e1ecec6eddf1927cca0f8c34e64fd848d40453df559091e2d7117", "nvidia/cuda_cccl/include/nv/", "include/nv"),
+        (_NVCC13, CUDA13.wheels[_NVCC13], "nvidia/cu13/bin/fatbinary", "bin/fatbinary"),
+        ("clang_tidy-22.1.8-py2.py3-none-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl", "1a3de07ba82d4403d8b692ae63a5520d4db5c606014c92c24bbcef9259057bf1", "clang_tidy/data/lib/clang/22/include/", "clang/include"),
+    ],
+)
+
+# CUDA 12.1 knows architectures up to Hopper: SASS for Ampere and Hopper, PTX for Hopper (newer GPUs JIT it)
+CUDA12_SASS = ["80", "90"]
+CUDA12_PTX = ["90"]

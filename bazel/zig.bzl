@@ -30,6 +30,8 @@ package(default_visibility = ["//visibility:public"])
 
 filegroup(name = "wrappers", srcs = glob(["bin/*"]))
 
+exports_files(["bin/clang"])
+
 filegroup(name = "empty")
 
 cc_toolchain_suite(
@@ -112,6 +114,8 @@ def _zig_toolchain_impl(rctx):
     zig = json.decode(result.stdout)["zig"]
     rctx.file("bin/ar", _WRAPPER.format(target = "the host's archives", glibc = GLIBC, zig = zig, tool = "ar",
                                         target_flag = ""), executable = True)
+    rctx.file("bin/clang", _WRAPPER.format(target = "clang itself (CUDA: clang_cuda_objects)", glibc = GLIBC,
+                                           zig = zig, tool = "clang", target_flag = ""), executable = True)
     suite, toolchains = [], []
     for cpu, target in TARGETS.items():
         flag = "-target %s.%s" % (target.zig, GLIBC)

@@ -1,6 +1,7 @@
 """The portable extension wheel: ``--config=manylinux`` builds with Zig's clang for glibc 2.27 from the pinned
 ziglang wheel (bazel/zig.bzl), links its libc++ in, and tags the wheels ``manylinux_2_27``, jaxlib's own floor
-(the CPU wheel, and the CUDA 13 one, whose kernels nvcc compiles as before).
+(the CPU wheel; the CUDA 13 one, whose kernels nvcc compiles as before; the CUDA 12 one, whose kernels clang
+compiles: bazel/cuda_clang.bzl).
 
 Checked on the wheel itself: ``auditwheel show`` finds it consistent with that tag or an older one; its module
 needs no C++ runtime library at all (no ``libstdc++``/``libgcc_s``, so no ``GLIBCXX``/``CXXABI`` version) and no
@@ -42,10 +43,10 @@ def launcher() -> list[str]:
 
 @pytest.fixture(scope="module")
 def wheels(launcher: list[str], index_reachable: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The CPU and CUDA 13 wheels, built together under the manylinux configuration."""
-    result = build(REPO, wheels=["//rmsnorm:wheel", "//rmsnorm:wheel_cuda13"], bazel_options=OPTIONS,
-                   output=tmp_path_factory.mktemp("portable"))
-    return {("cuda13" if "_cuda13-" in w.name else "cpu"): w for w in result.wheels}
+    """The CPU, CUDA 12 and CUDA 13 wheels, built together under the manylinux configuration."""
+    result = build(REPO, wheels=["//rmsnorm:wheel", "//rmsnorm:wheel_cuda12", "//rmsnorm:wheel_cuda13"],
+                   bazel_options=OPTIONS, output=tmp_path_factory.mktemp("portable"))
+    return {next((f"cuda{m}" for m in (12, 13) if f"_cuda{m}-" in w.name), "cpu"): w for w in result.wheels}
 
 
 @pytest.fixture(scope="module")
@@ -90,32 +91,51 @@ def test_no_cxx_runtime_and_no_glibc_newer_than_2_27(module_bytes: bytes, tmp_pa
     assert not [s for s in exported if "__1" in s], "libc++'s own symbols stay inside the module"
 
 
-def test_the_cuda_wheel_needs_cudart_from_its_wheel_and_nothing_newer_than_glibc_2_27(
-        wheels: dict[str, Path], tmp_path: Path) -> None:
-    """nvcc's object (kernels and their launch code, C only across its boundary) links into the Zig-built module:
-    the CUDA runtime by rpath from the nvidia-cuda-runtime wheel, as jax's plugins take theirs, and no C++ runtime.
-    ``auditwheel show`` calls it ``linux_x86_64`` for that one library outside its policy, as it would jax's own
-    CUDA plugins; every glibc version it names is 2.27 or older."""
+CUDA = {  # major: where libcudart comes from in site-packages, and the GPU code the module must carry
+    12: ("nvidia/cuda_runtime/lib", {"sm_80", "sm_90", "compute_90"}),
+    13: ("nvidia/cu13/lib", {"sm_80", "sm_90", "sm_100", "sm_120", "compute_120"}),
+}
+
+
+@pytest.mark.parametrize("major", sorted(CUDA))
+def test_a_cuda_wheel_needs_cudart_from_its_wheel_and_nothing_newer_than_glibc_2_27(
+        wheels: dict[str, Path], tmp_path: Path, major: int) -> None:
+    """Each CUDA wheel's kernels (CUDA 12: clang; CUDA 13: nvcc) link into the Zig-built module: the CUDA runtime by
+    rpath from NVIDIA's runtime wheel, as jax's plugins take theirs, and no C++ runtime. ``auditwheel show`` calls
+    it ``linux_x86_64`` for that one library outside its policy, as it would jax's own CUDA plugins; every glibc
+    version it names is 2.27 or older. The module carries SASS and PTX for the architectures its CUDA knows."""
     from jaxrel.extension.fatbin import gpu_code
 
-    cuda = wheels["cuda13"]
+    runpath, code = CUDA[major]
+    cuda = wheels[f"cuda{major}"]
     assert cuda.name.endswith("-manylinux_2_27_x86_64.whl"), cuda.name
     with zipfile.ZipFile(cuda) as archive:
         (name,) = [n for n in archive.namelist() if n.endswith(".so")]
         module = tmp_path / "module.so"
         module.write_bytes(archive.read(name))
+        info = next(archive.read(n).decode() for n in archive.namelist() if n.endswith("/_build_info.py"))
+    assert f'CUDA_MAJOR = "{major}"' in info
     if subprocess.run(["which", "readelf"], capture_output=True).returncode == 0:
         table = _dynamic(module.read_bytes(), tmp_path)
         needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", table)
-        assert "libcudart.so.13" in needed and not [n for n in needed if n.startswith(("libstdc++", "libgcc_s"))]
-        assert "$ORIGIN/../nvidia/cu13/lib" in table
-    assert {"sm_80", "sm_90"} <= {str(code) for code in gpu_code(module)}
+        assert f"libcudart.so.{major}" in needed
+        assert not [n for n in needed if n.startswith(("libstdc++", "libgcc_s"))], needed
+        assert f"$ORIGIN/../{runpath}" in table
+    assert code <= {str(found) for found in gpu_code(module)}
     shown = subprocess.run([sys.executable, "-m", "auditwheel", "show", str(cuda)], capture_output=True, text=True)
     text = " ".join(shown.stdout.split())
     versions = {tuple(int(p) for p in v.split(".")) for v in re.findall(r"GLIBC_(\d+(?:\.\d+)+)", text)}
     assert versions and max(versions) <= (2, 27), text
     outside = re.search(r"system-provided shared libraries: (.*?) This constrains", text)
-    assert outside and "libstdc++" not in outside.group(1) and "libcudart.so.13" in outside.group(1), text
+    assert outside and "libstdc++" not in outside.group(1) and f"libcudart.so.{major}" in outside.group(1), text
+
+
+def test_the_cuda12_wheel_requires_the_cuda12_plugin_and_runtime(wheels: dict[str, Path]) -> None:
+    with zipfile.ZipFile(wheels["cuda12"]) as archive:
+        metadata = next(archive.read(n).decode() for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+    requires = [line.split(": ", 1)[1] for line in metadata.splitlines() if line.startswith("Requires-Dist: ")]
+    assert requires[1:] == ["jax-cuda12-plugin>=0.9.1", "nvidia-cuda-runtime-cu12>=12.1,<13"], requires
+    assert requires[0].startswith("jaxrel-rmsnorm==")
 
 
 def test_twine_check_and_check_wheel_contents(portable: Path) -> None:
