@@ -121,3 +121,16 @@ def test_bazel_options_reach_the_release_build_of_that_component(tmp_path: Path,
         with pytest.raises(builder.ReleaseBuildError, match="stop here"):
             builder._bazel_build(project, components["jaxrel-rmsnorm"], tmp_path, None, lambda _: None)
     assert asked == [(("//rmsnorm:wheel",), ("--config=manylinux",))]
+
+
+def test_wheels_all_is_the_release_grid_grouped_by_bazel_options(tmp_path: Path) -> None:
+    """``jaxrel build --wheels all``: every wheel this tree releases with Bazel (the manual CUDA ones included),
+    one Bazel run per set of options."""
+    from jaxrel.cli.build import release_grid
+
+    assert release_grid(REPO) == {("--config=manylinux",): ["//rmsnorm:wheel", "//rmsnorm:wheel_cuda13",
+                                                             "//rmsnorm:wheel_cuda12"]}
+    tree = tmp_path / "splitfam"
+    tree.mkdir()
+    (tree / "pyproject.toml").write_text((TEMPLATE / "pyproject.toml").read_text())
+    assert release_grid(tree) == {(): ["//core:wheel"]}
