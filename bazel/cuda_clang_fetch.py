@@ -15,12 +15,11 @@ from __future__ import annotations
 
 import argparse
 import os
-import stat
 import sys
 import tempfile
 import zipfile
 
-from xla_ffi_fetch import FetchError, download, sha256_of
+from xla_ffi_fetch import FetchError, download, sha256_of, write_member
 
 
 def _distribution_and_version(wheel: str) -> tuple[str, str]:
@@ -46,12 +45,7 @@ def copy(wheel: str, source: str, target: str, dest: str) -> int:
                 continue
             if os.path.basename(relative) == "__init__.py":
                 continue  # the wheels' namespace-package markers are not part of a toolkit
-            path = os.path.join(dest, relative)
-            os.makedirs(os.path.dirname(path), exist_ok=True)
-            with open(path, "wb") as out:
-                out.write(archive.read(info))
-            if (info.external_attr >> 16) & stat.S_IXUSR:
-                os.chmod(path, 0o755)
+            write_member(archive, info, os.path.join(dest, relative))
             written += 1
     if not written:
         raise FetchError(f"{os.path.basename(wheel)} has nothing at {source}. Fix: check the pin in "

@@ -14,13 +14,12 @@ import argparse
 import json
 import os
 import re
-import stat
 import subprocess
 import sys
 import tempfile
 import zipfile
 
-from xla_ffi_fetch import FetchError, download, sha256_of, wheel_tags
+from xla_ffi_fetch import FetchError, download, sha256_of, wheel_tags, write_member
 
 
 def distribution_of(wheel: str) -> str:
@@ -36,12 +35,7 @@ def extract(wheel: str, prefix: str, dest: str) -> int:
             name = info.filename
             if not name.startswith(prefix) or name.endswith("/") or ".." in name.split("/"):
                 continue
-            target = os.path.join(dest, *name.split("/"))
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, "wb") as out:
-                out.write(archive.read(info))
-            if (info.external_attr >> 16) & stat.S_IXUSR:
-                os.chmod(target, 0o755)
+            write_member(archive, info, os.path.join(dest, *name.split("/")))
             written += 1
     if not written:
         raise FetchError(f"{os.path.basename(wheel)} has nothing under {prefix}. Fix: pin NVIDIA wheels of "

@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import re
+import stat
 import subprocess
 import sys
 import tempfile
@@ -67,18 +68,24 @@ def sha256_of(path: str) -> str:
     return digest.hexdigest()
 
 
+def write_member(archive: zipfile.ZipFile, info: zipfile.ZipInfo, target: str) -> None:
+    """One member of a wheel at ``target`` (its directories made), executable if the wheel says so."""
+    os.makedirs(os.path.dirname(target), exist_ok=True)
+    with open(target, "wb") as out:
+        out.write(archive.read(info))
+    if (info.external_attr >> 16) & stat.S_IXUSR:
+        os.chmod(target, 0o755)
+
+
 def extract_include(wheel: str, dest: str) -> list[str]:
     """Extract the wheel's ``<package>/include/**`` into ``dest``; the relative paths written."""
     written = []
     with zipfile.ZipFile(wheel) as archive:
-        for name in archive.namelist():
-            package, _, rest = name.partition("/include/")
-            if not rest or "/" in package or name.endswith("/") or ".." in rest.split("/"):
+        for info in archive.infolist():
+            package, _, rest = info.filename.partition("/include/")
+            if not rest or "/" in package or info.filename.endswith("/") or ".." in rest.split("/"):
                 continue  # not under <package>/include/, a directory, or escaping dest
-            target = os.path.join(dest, *rest.split("/"))
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, "wb") as out:
-                out.write(archive.read(name))
+            write_member(archive, info, os.path.join(dest, *rest.split("/")))
             written.append(rest)
     if HEADER not in written:
         raise FetchError(f"{os.path.basename(wheel)} has no include/{HEADER}. Fix: pin a backend release that ships "

@@ -13,13 +13,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import stat
 import subprocess
 import sys
 import tempfile
 import zipfile
 
-from xla_ffi_fetch import FetchError, download, sha256_of
+from xla_ffi_fetch import FetchError, download, sha256_of, write_member
 
 
 def extract(wheel: str, dest: str) -> str:
@@ -29,15 +28,11 @@ def extract(wheel: str, dest: str) -> str:
             name = info.filename
             if not name.startswith("ziglang/") or name.endswith("/") or ".." in name.split("/"):
                 continue
-            target = os.path.join(dest, *name.split("/"))
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            with open(target, "wb") as out:
-                out.write(archive.read(info))
-            if (info.external_attr >> 16) & stat.S_IXUSR or name == "ziglang/zig":
-                os.chmod(target, 0o755)
+            write_member(archive, info, os.path.join(dest, *name.split("/")))
     zig = os.path.join(dest, "ziglang", "zig")
     if not os.path.isfile(zig):
         raise FetchError(f"{os.path.basename(wheel)} holds no ziglang/zig. Fix: pin a ziglang wheel.")
+    os.chmod(zig, 0o755)  # the compiler itself, whatever mode the wheel recorded
     return zig
 
 

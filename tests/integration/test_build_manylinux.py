@@ -12,7 +12,6 @@ separate output bases are byte-identical; and it computes like NumPy beside the 
 
 from __future__ import annotations
 
-import json
 import re
 import subprocess
 import sys
@@ -22,7 +21,6 @@ from pathlib import Path
 
 import pytest
 
-from jaxrel.distributions import envs
 from jaxrel.distributions.bazel import BuildError, build, find_launcher
 from jaxrel.extension import xla
 
@@ -166,12 +164,6 @@ def test_two_clean_builds_are_byte_identical(portable: Path, workspace_copy: Pat
 
 @pytest.mark.usefixtures("index_reachable")
 def test_it_computes_like_numpy_beside_the_real_jaxlib(portable: Path, tmp_path: Path) -> None:
-    from test_build_real import RUNTIME_SCRIPT
+    from test_build_real import computes_like_numpy
 
-    env = envs.create(tmp_path / "env", python=sys.executable,
-                      requirements=[f"jax=={PIN.backend_version}", f"jaxlib=={PIN.backend_version}"],
-                      no_deps=[str(portable)])
-    done = env.run(str(env.python), "-c", RUNTIME_SCRIPT)
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout.strip().splitlines()[-1])
-    assert all(error < 1e-4 for error in result["errors"].values()), result["errors"]
+    assert computes_like_numpy(portable, tmp_path)["jax"] == PIN.backend_version
