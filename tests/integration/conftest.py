@@ -24,6 +24,15 @@ def index_reachable() -> None:
         pytest.skip(f"package index unreachable through pip's configuration: {last}")
 
 
+@pytest.fixture(scope="session")
+def launcher() -> list[str]:
+    """bazelisk (or bazel) for the repository's workspace; skip with the reason when neither is installed."""
+    try:
+        return find_launcher(REPO)
+    except BuildError as error:
+        pytest.skip(str(error))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def stop_bazel_server() -> Iterator[None]:
     """After the session, stop the Bazel server the repository's workspace may have started

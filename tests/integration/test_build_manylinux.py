@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxrel.distributions.bazel import BuildError, build, find_launcher
+from jaxrel.distributions.bazel import build
 from jaxrel.extension import xla
 
 pytestmark = pytest.mark.integration
@@ -29,14 +29,6 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 PIN = xla.read_pin(REPO / "WORKSPACE")
 OPTIONS = ["--config=manylinux"]
-
-
-@pytest.fixture(scope="module")
-def launcher() -> list[str]:
-    try:
-        return find_launcher(REPO)
-    except BuildError as error:
-        pytest.skip(str(error))
 
 
 @pytest.fixture(scope="module")

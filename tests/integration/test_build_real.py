@@ -25,7 +25,7 @@ import jaxrel
 from jaxrel import releasedata
 from jaxrel.cli import main
 from jaxrel.distributions import envs
-from jaxrel.distributions.bazel import BuildError, build, find_launcher
+from jaxrel.distributions.bazel import build
 from jaxrel.distributions.wheels import verify_record
 from jaxrel.extension import xla
 
@@ -90,14 +90,6 @@ def _copy_workspace(into: Path) -> Path:
     (into / "build").mkdir(exist_ok=True)
     (into / "build" / "tools").symlink_to(REPO / "build" / "tools")
     return into
-
-
-@pytest.fixture(scope="module")
-def launcher() -> list[str]:
-    try:
-        return find_launcher(REPO)
-    except BuildError as error:
-        pytest.skip(str(error))
 
 
 @pytest.fixture(scope="module")
