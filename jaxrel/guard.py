@@ -550,8 +550,15 @@ def check_cuda(
     if os.environ.get(SKIP_ENV) == "1":
         load()
         return None
-    major = int(cuda_major)
     consumer = f"{distribution} {version}"
+    parts = cuda_version.split(".")
+    if not (cuda_major.isascii() and cuda_major.isdigit() and len(parts) == 2 and parts[0] == cuda_major
+            and parts[1].isascii() and parts[1].isdigit()):
+        raise _fail([f"{consumer}: its build facts are damaged (CUDA major {cuda_major[:20]!r}, version "
+                     f"{cuda_version[:20]!r}); the installed wheel is not what its build wrote."],
+                    [f"pip install --force-reinstall --no-deps {distribution}=={version}"], {}, "an intact wheel")
+    major = int(cuda_major)
+    runtime = "nvidia-cuda-runtime" if major >= 13 else f"nvidia-cuda-runtime-cu{major}"  # NVIDIA's names
     wanted = f"jax-cuda{major}-plugin"
     plugins = {name: found for name, found in _distributions(path, ("jax_cuda", "jax-cuda")).items()
                if name.startswith("jax-cuda") and name.endswith("-plugin")}
@@ -569,15 +576,20 @@ def check_cuda(
     try:
         loaded = load()
     except ImportError as error:
-        raise _fail([f"{consumer} cannot load its CUDA {major} runtime: {str(error).splitlines()[0]}"],
-                    [f'pip install "nvidia-cuda-runtime>={cuda_version},<{major + 1}"',
+        raise _fail([f"{consumer} cannot load its CUDA {major} runtime: {(str(error).splitlines() or [''])[0]}"],
+                    [f'pip install "{runtime}>={cuda_version},<{major + 1}"',
                      f'pip install "jax[cuda{major}]"'], {},
                     f"CUDA runtime {cuda_version} or newer {major}.x") from None
+    except Exception as error:  # the compiled module's own initialisation failed: a damaged install
+        raise _fail([f"{consumer} cannot load its compiled module: {type(error).__name__}: "
+                     f"{(str(error).splitlines() or [''])[0]}"],
+                    [f"pip install --force-reinstall --no-deps {distribution}=={version}"], {},
+                    "an intact wheel") from None
     built = release_of(cuda_version, what="CUDA version").key
     if loaded and (loaded // 1000 != major or (loaded // 1000, loaded % 1000 // 10) < built):
         raise _fail([f"{consumer} was built with CUDA {cuda_version}, but the CUDA runtime loaded is "
                      f"{_cuda_text(loaded)}."],
-                    [f'pip install --upgrade "nvidia-cuda-runtime>={cuda_version},<{major + 1}"'], {},
+                    [f'pip install --upgrade "{runtime}>={cuda_version},<{major + 1}"'], {},
                     f"CUDA runtime {cuda_version} or newer {major}.x")
     driver = driver_version()
     if driver is None:

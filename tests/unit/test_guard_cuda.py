@@ -144,3 +144,36 @@ def test_a_stand_in_libcuda_is_no_driver_never_a_traceback(kind, tmp_path):
                           capture_output=True, text=True, env={"LD_LIBRARY_PATH": str(tmp_path), "PATH": "/usr/bin"})
     assert done.returncode == 0 and "Traceback" not in done.stderr, done.stderr
     assert done.stdout.strip() == {"missing": "None", "failing": "None", "working": "12080"}[kind]
+
+
+def test_a_cuda12_build_names_nvidias_cuda12_runtime_in_its_fix(site):
+    """NVIDIA names the CUDA 12 runtime wheel nvidia-cuda-runtime-cu12 (13 dropped the suffix): the fix says so."""
+    site.distribution("jax-cuda12-plugin", "0.11.2")
+
+    def load() -> int:
+        raise ImportError("libcudart.so.12: cannot open shared object file: No such file or directory")
+
+    with pytest.raises(guard.GuardError) as raised:
+        check(site, major="12", version="12.1", load=load)
+    assert raised.value.fix == 'pip install "nvidia-cuda-runtime-cu12>=12.1,<13"'
+
+
+@pytest.mark.parametrize(("major", "version"), [("x", "13.0"), ("13", "13"), ("13", "12.1"), ("13", "13.x"),
+                                                ("١٣", "١٣.0")])
+def test_damaged_build_facts_are_a_refusal_with_the_fix(site, major, version):
+    with pytest.raises(guard.GuardError) as raised:
+        check(site, major=major, version=version)
+    assert "build facts are damaged" in str(raised.value)
+    assert raised.value.fix.startswith("pip install --force-reinstall --no-deps jaxrel-rmsnorm-cuda")
+
+
+def test_a_module_failing_its_own_initialisation_is_a_refusal(site):
+    site.distribution("jax-cuda13-plugin", "0.11.2")
+
+    def load() -> int:
+        raise RuntimeError("the module's table is corrupt\nsecond line")
+
+    with pytest.raises(guard.GuardError) as raised:
+        check(site, load=load)
+    assert "cannot load its compiled module: RuntimeError: the module's table is corrupt" in str(raised.value)
+    assert "second line" not in str(raised.value)
