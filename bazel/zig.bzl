@@ -118,11 +118,11 @@ def _zig_toolchain_impl(rctx):
                                            zig = zig, tool = "clang", target_flag = ""), executable = True)
     suite, toolchains = [], []
     for cpu, target in TARGETS.items():
-        flag = "-target %s.%s" % (target.zig, GLIBC)
-        rctx.file("bin/c++-" + cpu, _WRAPPER.format(target = target.zig, glibc = GLIBC, zig = zig, tool = "c++",
+        flag = "-target %s.%s" % (target, GLIBC)
+        rctx.file("bin/c++-" + cpu, _WRAPPER.format(target = target, glibc = GLIBC, zig = zig, tool = "c++",
                                                     target_flag = flag), executable = True)
         suite.append('"%s": ":cc-%s", "%s|zig": ":cc-%s"' % (cpu, cpu, cpu, cpu))
-        toolchains.append(_TOOLCHAIN.format(cpu = cpu, target = target.zig, glibc = GLIBC,
+        toolchains.append(_TOOLCHAIN.format(cpu = cpu, target = target, glibc = GLIBC,
                                             lib = str(rctx.path("ziglang/lib"))))
     rctx.file("BUILD.bazel", _BUILD.format(suite = ", ".join(suite), toolchains = "".join(toolchains)))
 

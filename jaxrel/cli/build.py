@@ -62,9 +62,9 @@ def release_grid(workspace: Path) -> dict[tuple[str, ...], list[str]]:
 def run(args: argparse.Namespace) -> int:
     wheels = [w for item in args.wheels for w in item.split(",") if w]
     extra = _bazel_options(args.bazel_options)
-    groups = release_grid(Path(args.workspace)) if wheels == ["all"] else {(): wheels}
     if "all" in wheels and len(wheels) > 1:
         raise UsageError("--wheels all builds the whole release grid; give it alone, or name the targets")
+    groups = release_grid(Path(args.workspace)) if wheels == ["all"] else {(): wheels}
     built, seconds, commands = [], 0.0, []
     for options, targets in groups.items():
         result = build(Path(args.workspace), wheels=targets, python=python_path(args.python),

@@ -141,10 +141,15 @@ def _one(path: Path, components: dict[str, Component], project: Project) -> _Fou
     try:  # no cache: a release is checked from its bytes (a cached verdict could be planted)
         info = inspect(path, project.family, sha256=digest, use_cache=False)
     except WheelError as error:
-        raise CollectRefused(f"{path.name}: {str(error).removeprefix(f'{path}: ')}; rebuild it") from None
+        raise _rebuild(path, error) from None
     if problems := filename_problems(path, info):  # the name, version and tags its metadata declares
         raise CollectRefused(f"{path.name}: {'; '.join(problems)}; rebuild it")
     return _Found(path, component, version, digest, info)
+
+
+def _rebuild(path: Path, error: WheelError) -> CollectRefused:
+    """A file that is not what a build makes (its archive's own words, without its path): rebuild it."""
+    return CollectRefused(f"{path.name}: {str(error).removeprefix(f'{path}: ')}; rebuild it")
 
 
 def _record_checked(item: _Found) -> None:
@@ -154,7 +159,7 @@ def _record_checked(item: _Found) -> None:
         try:
             verify_record(item.path)
         except WheelError as error:
-            raise CollectRefused(f"{item.path.name}: {str(error).removeprefix(f'{item.path}: ')}; rebuild it") from None
+            raise _rebuild(item.path, error) from None
 
 
 def _one_per_slot(name: str, files: Sequence[_Found]) -> None:
