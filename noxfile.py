@@ -200,7 +200,7 @@ def bench(session: nox.Session) -> None:
     """Benchmarks under benchmarks/ (measured numbers; see README): all, or ``-- NAME [ARGS]``."""
     _uv_env(session)
     _build_tools(session)
-    session.install(".[envs,release]")  # release_collect: twine, zlib-ng
+    session.install(".[envs,release]")  # release_collect: twine, isal
     if session.posargs:
         session.run("python", f"benchmarks/{session.posargs[0]}.py", *session.posargs[1:])
         return

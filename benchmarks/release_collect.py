@@ -12,7 +12,7 @@ downloads them. Then, in fresh processes, as a release job runs them:
 
 and, with ``--compare``, in this process the two parts of verify's work side by side with the way they were
 done before: every member against RECORD through :mod:`zipfile` (stdlib zlib and CRC) against jaxrel's reader
-(zlib-ng, no CRC: the RECORD hash is stronger); ``twine check`` once per file against one ``twine check`` per
+(ISA-L, no CRC: the RECORD hash is stronger); ``twine check`` once per file against one ``twine check`` per
 worker. Prints seconds and ratios; the target (collect + verify ≤ 20 s warm) is printed beside them.
 """
 

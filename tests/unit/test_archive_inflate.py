@@ -1,5 +1,6 @@
-"""RECORD checks read stored and deflated members straight from the file (zlib-ng inflates them): the
-verdict must be zipfile's for every wheel, honest or altered, and no member may inflate past its size."""
+"""RECORD checks read stored and deflated members straight from the file (ISA-L inflates them, the standard
+library's zlib without the release extra): the verdict must be zipfile's for every wheel, honest or altered,
+with either inflater, and no member may inflate past its size."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ import hashlib
 import io
 import zipfile
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import archive_kit as kit
@@ -17,6 +19,16 @@ from hypothesis import strategies as st
 
 from jaxrel.distributions import archives
 from jaxrel.distributions.archives import WheelError, verify_record
+
+FAST_INFLATER = archives.INFLATE
+
+
+@pytest.fixture(autouse=True, scope="module", params=["isal", "zlib"])
+def inflater(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Every test here runs with the release extra's inflater and with the fallback (same verdicts)."""
+    archives.INFLATE = FAST_INFLATER if request.param == "isal" else zlib
+    yield request.param
+    archives.INFLATE = FAST_INFLATER
 
 
 def _zip_verdict(path: Path) -> str:
@@ -61,8 +73,8 @@ def _wheel(tmp_path: Path, members: dict[str, bytes], stored: frozenset[str] = f
 
 
 def test_the_fast_reader_is_the_one_in_use() -> None:
-    """zlib-ng comes with the release extra (the test environment has it): the speed is measured with it."""
-    assert archives.INFLATE.__name__ == "zlib_ng.zlib_ng"
+    """ISA-L comes with the release extra (the test environment has it): the speed is measured with it."""
+    assert FAST_INFLATER.__name__ == "isal.isal_zlib"
 
 
 def test_a_large_honest_wheel_passes_and_an_altered_byte_is_named(tmp_path: Path) -> None:
