@@ -21,10 +21,10 @@ The pins themselves live in `bazel/cuda_pins.bzl`, which BUILD files can load wi
 each of `sass` and PTX for `ptx` (so newer GPUs JIT the PTX).
 """
 
+load("//bazel:fetch_python.bzl", "FETCH_PYTHON_ENV", "fetch_python")
+
 def _cuda_toolkit_impl(rctx):
-    python = rctx.os.environ.get("PYTHON_BIN_PATH") or rctx.which("python3")
-    if not python:
-        fail("cuda_toolkit: no Python found. Fix: pass --repo_env=PYTHON_BIN_PATH=/path/to/python3.")
+    python = fetch_python(rctx, "cuda_toolkit")
     command = [python, rctx.path(rctx.attr._fetch), "--dest", rctx.path("."), "--major", str(rctx.attr.major),
                "--version", rctx.attr.version]
     for wheel, sha256 in rctx.attr.wheels.items():
@@ -66,7 +66,7 @@ cuda_toolkit = repository_rule(
         "wheels": attr.string_dict(mandatory = True, doc = "Wheel file name, as the index lists it → sha256."),
         "_fetch": attr.label(default = Label("//bazel:cuda_fetch.py"), allow_single_file = True),
     },
-    environ = ["PYTHON_BIN_PATH"],
+    environ = FETCH_PYTHON_ENV,
     doc = "A pinned CUDA toolkit from NVIDIA's wheels (see the module docstring).",
 )
 

@@ -12,10 +12,10 @@ configuration, like `cuda_toolkit`; offline once fetched. The repository (conven
 independent object holding SASS for `sass` and PTX for `ptx`, as `cuda_objects` does with nvcc.
 """
 
+load("//bazel:fetch_python.bzl", "FETCH_PYTHON_ENV", "fetch_python")
+
 def _cuda_clang_toolkit_impl(rctx):
-    python = rctx.os.environ.get("PYTHON_BIN_PATH") or rctx.which("python3")
-    if not python:
-        fail("cuda_clang_toolkit: no Python found. Fix: pass --repo_env=PYTHON_BIN_PATH=/path/to/python3.")
+    python = fetch_python(rctx, "cuda_clang_toolkit")
     if len(rctx.attr.pieces) % 4:
         fail("cuda_clang_toolkit: pieces come in fours (wheel, sha256, from, to)")
     rctx.report_progress("fetching CUDA %d for clang from NVIDIA's wheels" % rctx.attr.major)
@@ -51,7 +51,7 @@ cuda_clang_toolkit = repository_rule(
         "pieces": attr.string_list(mandatory = True, doc = "wheel, sha256, from, to; four strings per piece."),
         "_fetch": attr.label(default = Label("//bazel:cuda_clang_fetch.py"), allow_single_file = True),
     },
-    environ = ["PYTHON_BIN_PATH"],
+    environ = FETCH_PYTHON_ENV,
     doc = "A CUDA toolkit tree for clang from pinned wheels (see the module docstring).",
 )
 

@@ -6,7 +6,9 @@
 
 Standard library only. Reproducible: members sorted (dist-info last, RECORD at the very end),
 timestamps fixed to 1980-01-01, permissions normalised (0644, 0755 for shared objects),
-deflate at a fixed level.
+deflate at a fixed level. A shared object built for another machine than the platform tag names
+(an aarch64 Python's tags with the host's x86_64 compiler: `--config=manylinux_aarch64` forgotten)
+is refused, not packed.
 """
 
 from __future__ import annotations
@@ -18,6 +20,26 @@ import sys
 import zipfile
 
 FIXED_TIME = (1980, 1, 1, 0, 0, 0)
+ELF_MACHINES = {62: "x86_64", 183: "aarch64"}  # e_machine: EM_X86_64, EM_AARCH64
+
+
+def elf_machine(data: bytes) -> str | None:
+    """The machine a little-endian ELF object is for (``x86_64``, ``aarch64``, ``e_machine=N``), or None."""
+    if len(data) < 20 or data[:4] != b"\x7fELF" or data[5] != 1:
+        return None
+    number = int.from_bytes(data[18:20], "little")
+    return ELF_MACHINES.get(number, f"e_machine={number}")
+
+
+def machine_problems(members: dict[str, bytes], tag: str) -> list[str]:
+    """Each ELF member whose machine is not the one the tag's (linux) platform names."""
+    platform = tag.rsplit("-", 1)[-1]
+    wanted = next((m for m in ELF_MACHINES.values() if platform.endswith("_" + m)), None)
+    if wanted is None:
+        return []
+    return [f"{path} is built for {machine}, the tag {platform} says {wanted}: build with the toolchain for "
+            f"{wanted} (--config=manylinux_{wanted}) or for a Python of this machine"
+            for path, data in sorted(members.items()) if (machine := elf_machine(data)) not in (None, wanted)]
 
 
 def record_hash(data: bytes) -> str:
@@ -82,6 +104,10 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         with open(source, "rb") as handle:
             members[path] = handle.read()
+    problems = machine_problems(members, args.tag)
+    if problems:
+        print("wheel_builder: " + "; ".join(problems), file=sys.stderr)
+        return 1
     dist_info = f"{args.name.replace('-', '_').replace('.', '_')}-{args.version}.dist-info"
     members[f"{dist_info}/METADATA"] = metadata(args).encode("utf-8")
     members[f"{dist_info}/WHEEL"] = wheel_file(args.tag).encode("utf-8")

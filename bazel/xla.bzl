@@ -19,14 +19,14 @@ headers come from that source tree instead (symlinked, so edits are seen); nothi
 downloaded. `--override_repository=xla=DIR` also works for a DIR laid out like this rule's
 output (the three items above).
 
-Needs: a Python with pip (`$PYTHON_BIN_PATH`, else `python3`), `bazel/xla_ffi_fetch.py`,
+Needs: a Python with pip (bazel/fetch_python.bzl), `bazel/xla_ffi_fetch.py`,
 and a release-data JSON file (`{"<backend>": {"<version>": {"xla_ffi_api": "0.3"}}}`).
 """
 
+load("//bazel:fetch_python.bzl", "FETCH_PYTHON_ENV", "fetch_python")
+
 def _xla_ffi_impl(rctx):
-    python = rctx.os.environ.get("PYTHON_BIN_PATH") or rctx.which("python3")
-    if not python:
-        fail("xla_ffi: no Python found. Fix: pass --repo_env=PYTHON_BIN_PATH=/path/to/python3.")
+    python = fetch_python(rctx, "xla_ffi")
     command = [
         python,
         rctx.path(rctx.attr._fetch),
@@ -108,6 +108,6 @@ xla_ffi = repository_rule(
         ),
         "_fetch": attr.label(default = Label("//bazel:xla_ffi_fetch.py"), allow_single_file = True),
     },
-    environ = ["PYTHON_BIN_PATH", "JAXREL_LOCAL_XLA"],
+    environ = FETCH_PYTHON_ENV + ["JAXREL_LOCAL_XLA"],
     doc = "Pinned XLA FFI headers (see the module docstring).",
 )

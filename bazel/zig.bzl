@@ -13,6 +13,7 @@ Zig keeps what it compiles once (libc++, the glibc stubs) in `$ZIG_GLOBAL_CACHE_
 `$TMPDIR/jaxrel-zig-cache`; the objects Bazel keeps are the same bytes either way.
 """
 
+load("//bazel:fetch_python.bzl", "FETCH_PYTHON_ENV", "fetch_python")
 load("//bazel:zig_pins.bzl", "GLIBC", "TARGETS")
 
 _WRAPPER = """#!/bin/sh
@@ -103,9 +104,7 @@ cc_toolchain(
 """
 
 def _zig_toolchain_impl(rctx):
-    python = rctx.os.environ.get("PYTHON_BIN_PATH") or rctx.which("python3")
-    if not python:
-        fail("zig_toolchain: no Python found. Fix: pass --repo_env=PYTHON_BIN_PATH=/path/to/python3.")
+    python = fetch_python(rctx, "zig_toolchain")
     rctx.report_progress("fetching zig %s (the pinned ziglang wheel)" % rctx.attr.version)
     result = rctx.execute([python, rctx.path(rctx.attr._fetch), "--dest", rctx.path("."), "--version",
                            rctx.attr.version, rctx.attr.wheel, rctx.attr.sha256], timeout = 1800)
@@ -134,6 +133,6 @@ zig_toolchain = repository_rule(
         "sha256": attr.string(mandatory = True),
         "_fetch": attr.label(default = "//bazel:zig_fetch.py", allow_single_file = True),
     },
-    environ = ["PYTHON_BIN_PATH"],
+    environ = FETCH_PYTHON_ENV,
     doc = "Zig's clang as a C++ toolchain for an old glibc, from the pinned ziglang wheel (see the module doc).",
 )

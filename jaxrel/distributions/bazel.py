@@ -80,11 +80,18 @@ def wheel_targets(wheels: Sequence[str]) -> list[str]:
     return [w if w.startswith(("//", "@", ":")) else f"//{w}:wheel" for w in wheels]
 
 
+TOOL_PREFIXES = ("wheel_builder: ",)  # bazel/wheel_builder.py's one-line refusals, printed under Bazel's ERROR
+
+
 def first_error(lines: Sequence[str]) -> str:
-    """The most useful single line of Bazel's output: a rule's ``fail()`` message, else the first ERROR."""
+    """The most useful single line of Bazel's output: a rule's ``fail()`` message, else what one of the
+    workspace's own tools said when it refused (``wheel_builder: …``), else the first ERROR."""
     for line in lines:
         if "Error in fail:" in line:
             return line.split("Error in fail:", 1)[1].strip()
+    for line in lines:
+        if line.startswith(TOOL_PREFIXES):
+            return line.strip()
     for line in lines:
         if line.startswith("ERROR:"):
             return line[len("ERROR:"):].strip()
@@ -124,8 +131,10 @@ def build(
         raise BuildError(f"{workspace} has no WORKSPACE file; run from the repository root or pass --workspace",
                          exit_code=ExitCode.BAD_INPUT)
     launcher = find_launcher(workspace)
-    # One spelling per interpreter: a changed PYTHON_BIN_PATH re-runs the repository rules.
-    repo_env = [f"--repo_env=PYTHON_BIN_PATH={os.path.realpath(python) if python else host_python()}"]
+    # One spelling per interpreter: a changed PYTHON_BIN_PATH re-runs the repository rules. The fetching rules
+    # run on jaxrel's own interpreter (the one built for may be another machine's, under qemu-user).
+    repo_env = [f"--repo_env=PYTHON_BIN_PATH={os.path.realpath(python) if python else host_python()}",
+                f"--repo_env=JAXREL_FETCH_PYTHON={host_python()}"]
     if local_xla is not None:
         tree = local_xla.resolve()
         if not (tree / "xla/ffi/api/c_api.h").is_file():

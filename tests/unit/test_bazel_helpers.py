@@ -351,6 +351,13 @@ def test_first_error_prefers_the_fail_message() -> None:
     assert build.first_error(lines) == "xla_ffi: no released jaxlib provides XLA FFI API 0.9. Fix: x"
 
 
+def test_first_error_then_a_workspace_tools_refusal() -> None:
+    refusal = "wheel_builder: p/_p.so is built for x86_64, the tag manylinux_2_36_aarch64 says aarch64: build ..."
+    lines = ["ERROR: /ws/rmsnorm/BUILD.bazel:63:14: Assembling wheel x.whl failed: (Exit 1): python3.11 failed",
+             refusal, "INFO: Elapsed time: 3.1s"]
+    assert build.first_error(lines) == refusal
+
+
 def test_first_error_then_the_first_error_line_then_the_last_line() -> None:
     assert build.first_error(["INFO: start", "ERROR:  /ws/BUILD:3:1: missing input", "ERROR: later"]) == \
         "/ws/BUILD:3:1: missing input"
