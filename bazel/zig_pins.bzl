@@ -15,7 +15,7 @@ ZIG = struct(
 
 GLIBC = "2.27"
 
-# Bazel CPU name → Zig's target (aarch64 is named, not yet built: it lacks an aarch64 Python's headers)
+# Bazel CPU name → Zig's target (aarch64: --config=manylinux_aarch64 with an aarch64 Python, scripts/aarch64_python.sh)
 TARGETS = {
     "k8": "x86_64-linux-gnu",
     "aarch64": "aarch64-linux-gnu",

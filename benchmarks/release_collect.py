@@ -12,8 +12,9 @@ downloads them. Then, in fresh processes, as a release job runs them:
 
 and, with ``--compare``, in this process the two parts of verify's work side by side with the way they were
 done before: every member against RECORD through :mod:`zipfile` (stdlib zlib and CRC) against jaxrel's reader
-(ISA-L, no CRC: the RECORD hash is stronger); ``twine check`` once per file against one ``twine check`` per
-worker. Prints seconds and ratios; the target (collect + verify ≤ 20 s warm) is printed beside them.
+(ISA-L, no CRC: the RECORD hash is stronger), and that reader with the stdlib's zlib; ``twine check`` once
+per file against one ``twine check`` per worker. Prints seconds and ratios; the target (collect + verify
+≤ 20 s warm) is printed beside them.
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import subprocess
 import sys
 import time
 import zipfile
+import zlib
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -34,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from jaxrel import policy  # noqa: E402
 from jaxrel._util.parallel import workers  # noqa: E402
+from jaxrel.distributions import archives  # noqa: E402
 from jaxrel.distributions.archives import verify_record  # noqa: E402
 from jaxrel.distributions.index import Index  # noqa: E402
 from jaxrel.release.verify import twine_check, twine_check_many  # noqa: E402
@@ -117,6 +120,16 @@ def main() -> None:
     now = time.perf_counter() - start
     print(f"  RECORD of every member, one process: zipfile {before:.1f} s, jaxrel's reader {now:.1f} s "
           f"({before / now:.2f}x)")
+    fast, archives.INFLATE = archives.INFLATE, zlib  # the same reader with the fallback inflater
+    try:
+        start = time.perf_counter()
+        for path in wheels:
+            verify_record(path)
+        fallback = time.perf_counter() - start
+    finally:
+        archives.INFLATE = fast
+    print(f"  jaxrel's reader inflating with the stdlib's zlib {fallback:.1f} s, with {fast.__name__} {now:.1f} s "
+          f"({fallback / now:.2f}x)")
     start = time.perf_counter()
     singly = {path: twine_check(path) for path in paths}
     before = time.perf_counter() - start

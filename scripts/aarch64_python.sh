@@ -7,8 +7,8 @@
 #   jaxrel build --python build/aarch64/bin/python3.11 --bazel-options=--config=manylinux_aarch64
 #
 # The packages come through apt from this machine's own Debian sources (no URL is written here), checked by apt
-# against Debian's signed package lists, into a private apt state under DEST: the system's dpkg database, its
-# architectures and its package lists are left as they are, and nothing needs root. Re-running is a no-op once
+# against Debian's signed package lists, into a private apt state under DEST (its own arm64 and amd64 lists): the
+# system's dpkg database, its architectures and its package lists are left as they are. Re-running is a no-op once
 # the launcher works; delete DEST to refresh.
 set -euo pipefail
 dest="$(mkdir -p "${1:?usage: aarch64_python.sh DEST}" && cd "$1" && pwd)"
@@ -28,7 +28,7 @@ mkdir -p "$apt_dir/lists/partial" "$apt_dir/archives/partial" "$apt_dir/cache" "
 : >"$apt_dir/status"  # an empty dpkg database: apt downloads the whole closure of the packages
 cat >"$apt_dir/apt.conf" <<EOF
 APT::Architecture "arm64";
-APT::Architectures { "arm64"; };
+APT::Architectures { "arm64"; "amd64"; };
 Dir::State::Lists "$apt_dir/lists";
 Dir::State::status "$apt_dir/status";
 Dir::Cache "$apt_dir/cache";
@@ -46,10 +46,9 @@ apt-get install -q -y --download-only --no-install-recommends "${packages[@]}" >
 mkdir -p "$dest/sysroot"
 for deb in "$apt_dir"/archives/*.deb; do dpkg-deb -x "$deb" "$dest/sysroot"; done
 
-unset APT_CONFIG  # qemu-user-static runs here: the machine's own architecture and lists
-echo "downloading qemu-user-static ..." >&2
-(cd "$apt_dir/qemu" && apt-get download -q -o APT::Sandbox::User=root qemu-user-static >"$apt_dir/qemu.log" 2>&1) \
-  || fail "apt-get could not download qemu-user-static ($(tail -1 "$apt_dir/qemu.log")); run apt-get update"
+echo "downloading qemu-user-static (amd64: it runs here) ..." >&2
+(cd "$apt_dir/qemu" && apt-get download -q qemu-user-static:amd64 >"$apt_dir/qemu.log" 2>&1) \
+  || fail "apt-get could not download qemu-user-static ($(tail -1 "$apt_dir/qemu.log"))"
 dpkg-deb -x "$apt_dir"/qemu/qemu-user-static_*.deb "$dest/qemu"
 
 cat >"$launcher" <<EOF

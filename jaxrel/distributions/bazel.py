@@ -150,9 +150,10 @@ def build(
         lines = _run_streaming(command, workspace, progress)
         seconds = time.perf_counter() - started
         if lines is not None:
-            # a rule's fail() refuses the workspace's own configuration (a wrong pin): bad input;
-            # anything else (a compiler error, a crash) is the build environment failing
-            refused = any("Error in fail:" in line for line in lines)
+            # a rule's fail() or a tool's refusal is the workspace's own configuration or options (a wrong pin, the
+            # toolchain of another machine): bad input; anything else (a compiler error, a crash) is the build
+            # environment failing
+            refused = any("Error in fail:" in line or line.startswith(TOOL_PREFIXES) for line in lines)
             raise BuildError(f"bazel build failed: {first_error(lines)}",
                              exit_code=ExitCode.BAD_INPUT if refused else None)
         built = [f for f in built_files(events) if f.suffix == ".whl"]

@@ -58,24 +58,36 @@ def _dynamic(module: bytes, tmp_path: Path) -> str:
                           check=True).stdout
 
 
-def test_tagged_manylinux_2_27_and_auditwheel_agrees(portable: Path) -> None:
-    assert portable.name.endswith("-manylinux_2_27_x86_64.whl"), portable.name
-    shown = subprocess.run([sys.executable, "-m", "auditwheel", "show", str(portable)], capture_output=True, text=True)
+def assert_auditwheel_agrees(wheel: Path, machine: str) -> None:
+    """``auditwheel show`` finds ``wheel`` consistent with ``manylinux_2_27_<machine>`` or an older tag."""
+    shown = subprocess.run([sys.executable, "-m", "auditwheel", "show", str(wheel)], capture_output=True, text=True)
     assert shown.returncode == 0, shown.stderr
-    policy = re.search(r'consistent with the following platform tag: "manylinux_(\d+)_(\d+)_x86_64"',
+    policy = re.search(rf'consistent with the following platform tag: "manylinux_(\d+)_(\d+)_{machine}"',
                        " ".join(shown.stdout.split()))
     assert policy and (int(policy[1]), int(policy[2])) <= (2, 27), shown.stdout
 
 
-def test_no_cxx_runtime_and_no_glibc_newer_than_2_27(module_bytes: bytes, tmp_path: Path) -> None:
+def portable_table(module: bytes, tmp_path: Path) -> str:
+    """The module's dynamic table, checked: no C++ runtime library or symbol version, no glibc newer than 2.27
+    (skips where readelf is missing)."""
     if subprocess.run(["which", "readelf"], capture_output=True).returncode != 0:
         pytest.skip("readelf (binutils) is not installed here")
-    table = _dynamic(module_bytes, tmp_path)
+    table = _dynamic(module, tmp_path)
     needed = re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", table)
     assert needed and not [n for n in needed if n.startswith(("libstdc++", "libgcc_s", "libc++"))], needed
     assert "GLIBCXX" not in table and "CXXABI" not in table
     versions = {tuple(int(p) for p in v.split(".")) for v in re.findall(r"@GLIBC_(\d+(?:\.\d+)+)", table)}
     assert versions and max(versions) <= (2, 27), sorted(versions)
+    return table
+
+
+def test_tagged_manylinux_2_27_and_auditwheel_agrees(portable: Path) -> None:
+    assert portable.name.endswith("-manylinux_2_27_x86_64.whl"), portable.name
+    assert_auditwheel_agrees(portable, "x86_64")
+
+
+def test_no_cxx_runtime_and_no_glibc_newer_than_2_27(module_bytes: bytes, tmp_path: Path) -> None:
+    table = portable_table(module_bytes, tmp_path)
     exported = re.findall(r"\s(?:FUNC|OBJECT)\s+(?:GLOBAL|WEAK)\s+DEFAULT\s+\d+\s+(\S+)", table)
     assert "PyInit__rmsnorm" in exported
     assert not [s for s in exported if "__1" in s], "libc++'s own symbols stay inside the module"
@@ -128,13 +140,17 @@ def test_the_cuda12_wheel_requires_the_cuda12_plugin_and_runtime(wheels: dict[st
     assert requires[0].startswith("jaxrel-rmsnorm==")
 
 
-def test_twine_check_and_check_wheel_contents(portable: Path) -> None:
-    twine = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", str(portable)],
+def assert_twine_and_check_wheel_contents_pass(wheel: Path) -> None:
+    twine = subprocess.run([sys.executable, "-m", "twine", "check", "--strict", str(wheel)],
                            capture_output=True, text=True)
     assert twine.returncode == 0, twine.stdout + twine.stderr
-    contents = subprocess.run([sys.executable, "-m", "check_wheel_contents", str(portable)],
+    contents = subprocess.run([sys.executable, "-m", "check_wheel_contents", str(wheel)],
                               capture_output=True, text=True)
     assert contents.returncode == 0, contents.stdout + contents.stderr
+
+
+def test_twine_check_and_check_wheel_contents(portable: Path) -> None:
+    assert_twine_and_check_wheel_contents_pass(portable)
 
 
 @pytest.fixture(scope="module")
