@@ -1,4 +1,5 @@
-"""CUDA compiled by clang, for a CUDA major whose NVIDIA wheels ship no nvcc (CUDA 12).
+"""CUDA compiled by clang, for a CUDA major whose NVIDIA wheels ship no nvcc (CUDA 12), and for aarch64 hosts
+(CUDA 12 and 13: `@cuda12_aarch64` and `@cuda13_aarch64` hold NVIDIA's aarch64 libcudart).
 
 `cuda_clang_toolkit` puts together, from pinned wheels (`CUDA12.pieces` in bazel/cuda_pins.bzl, each a wheel,
 its sha256, and which of its members go where), the tree clang's `--cuda-path` wants: `bin/ptxas`,
@@ -9,7 +10,9 @@ configuration, like `cuda_toolkit`; offline once fetched. The repository (conven
 `LIB_DIR`: where `libcudart` sits in site-packages, `nvidia/cuda_runtime/lib`).
 
 `clang_cuda_objects` compiles one `.cu` file with Zig's clang (`@zig_cc//:bin/clang`) into one position-
-independent object holding SASS for `sass` and PTX for `ptx`, as `cuda_objects` does with nvcc.
+independent object holding SASS for `sass` and PTX for `ptx`, as `cuda_objects` does with nvcc; its host side
+for `target` (with `@zig_cc//:bin/clang-cuda-aarch64` and `zig_host_headers`, against Zig's libc++ and glibc
+2.27 headers for aarch64).
 """
 
 load("//bazel:fetch_python.bzl", "FETCH_PYTHON_ENV", "fetch_python")
@@ -61,8 +64,10 @@ def _clang_cuda_objects_impl(ctx):
     out = ctx.actions.declare_file(ctx.label.name + ".pic.o")
     marker = ctx.file.cudart  # lib/libcudart.so.MAJOR: its directory's parent is the toolkit's root
     root = marker.dirname.rsplit("/", 1)[0]
-    args = ["-target", "x86_64-linux-gnu", "-resource-dir", root + "/clang", "-x", "cuda", "--cuda-path=" + root,
+    args = ["-target", ctx.attr.target, "-resource-dir", root + "/clang", "-x", "cuda", "--cuda-path=" + root,
             "-O3", "-std=c++17", "-fPIC", "-fvisibility=hidden", "-Wno-unknown-cuda-version"]
+    if ctx.attr.zig_host_headers:  # before Zig's libc++ (bin/clang-cuda-<cpu> appends it), as clang puts them
+        args += ["-isystem", root + "/clang/include/cuda_wrappers"]
     for arch in ctx.attr.sass:
         args.append("--cuda-gpu-arch=sm_" + arch)
     for arch in ctx.attr.ptx:
@@ -91,6 +96,9 @@ clang_cuda_objects = rule(
         "ptx": attr.string_list(doc = "Architectures among `sass` whose PTX is embedded too."),
         "clang": attr.label(default = "@zig_cc//:bin/clang", executable = True, allow_single_file = True,
                             cfg = "exec"),
+        "target": attr.string(default = "x86_64-linux-gnu", doc = "The host side's target triple."),
+        "zig_host_headers": attr.bool(doc = "`clang` is `@zig_cc//:bin/clang-cuda-<cpu>`: the host side sees Zig's " +
+                                            "libc++ and glibc headers for that target (a cross build)"),
         "toolkit": attr.label(mandatory = True, cfg = "exec"),
         "cudart": attr.label(mandatory = True, allow_single_file = True),
     },

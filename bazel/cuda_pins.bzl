@@ -54,6 +54,42 @@ CUDA12 = struct(
     ],
 )
 
+# The aarch64 CUDA 12 wheel links the aarch64 libcudart (found at run time in NVIDIA's aarch64 runtime wheel, as
+# on x86_64); the headers, ptxas and libdevice above serve both machines (they run here). NVIDIA's first aarch64
+# runtime wheel for CUDA 12 is 12.3.101: only its libcudart.so.12 (the soname, the symbols) is linked against.
+CUDA12_AARCH64 = struct(
+    major = 12,
+    version = "12.3",
+    pieces = [
+        ("nvidia_cuda_runtime_cu12-12.3.101-py3-none-manylinux2014_aarch64.whl", "fbbfb8f2b933cfbd33461cc5401cbeafb8b0a05cc18ec8070c10352c9b1b0d57", "nvidia/cuda_runtime/lib/libcudart.so.12", "lib/libcudart.so.12"),
+    ],
+)
+
+# CUDA 13 for aarch64, compiled by clang as CUDA 12 is: nvcc's host side needs a host compiler for aarch64 with a
+# libstdc++ its front end (cudafe++) parses, and Zig's libc++ is not one (measured: cudafe++ rejects it), so the
+# kernels of the aarch64 wheel are clang's, the x86_64 wheel's nvcc's. The tree for clang's --cuda-path, from the
+# CUDA 13.0 wheels above (ptxas, fatbinary, libdevice, the crt and runtime headers), the curand and cccl headers
+# of CUDA 13.0 that clang's CUDA wrapper includes, clang's own CUDA headers, and NVIDIA's aarch64 libcudart.so.13.
+_CRT13 = "nvidia_cuda_crt-13.0.88-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl"
+_NVVM13 = "nvidia_nvvm-13.0.88-py3-none-manylinux2010_x86_64.manylinux_2_12_x86_64.whl"
+_RUNTIME13 = "nvidia_cuda_runtime-13.0.96-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl"
+CUDA13_AARCH64 = struct(
+    major = 13,
+    version = "13.0",
+    pieces = [
+        (_NVCC13, CUDA13.wheels[_NVCC13], "nvidia/cu13/bin/ptxas", "bin/ptxas"),
+        (_NVCC13, CUDA13.wheels[_NVCC13], "nvidia/cu13/bin/fatbinary", "bin/fatbinary"),
+        (_NVCC13, CUDA13.wheels[_NVCC13], "nvidia/cu13/include/", "include"),
+        (_CRT13, CUDA13.wheels[_CRT13], "nvidia/cu13/include/", "include"),
+        (_NVVM13, CUDA13.wheels[_NVVM13], "nvidia/cu13/nvvm/libdevice/", "nvvm/libdevice"),
+        (_RUNTIME13, CUDA13.wheels[_RUNTIME13], "nvidia/cu13/include/", "include"),
+        ("nvidia_curand-10.4.0.35-py3-none-manylinux_2_27_x86_64.whl", "1aee33a5da6e1db083fe2b90082def8915f30f3248d5896bcec36a579d941bfc", "nvidia/cu13/include/", "include"),
+        ("nvidia_cuda_cccl-13.0.85-py3-none-manylinux2014_x86_64.manylinux_2_17_x86_64.whl", "e0da7ad981f3a8aff08241b5bfc1af868742a63e2762f53a5171c492ef242649", "nvidia/cu13/include/cccl/nv/", "include/nv"),
+        ("clang_tidy-22.1.8-py2.py3-none-manylinux_2_27_x86_64.manylinux_2_28_x86_64.whl", "1a3de07ba82d4403d8b692ae63a5520d4db5c606014c92c24bbcef9259057bf1", "clang_tidy/data/lib/clang/22/include/", "clang/include"),
+        ("nvidia_cuda_runtime-13.0.96-py3-none-manylinux2014_aarch64.manylinux_2_17_aarch64.whl", "ef9bcbe90493a2b9d810e43d249adb3d02e98dd30200d86607d8d02687c43f55", "nvidia/cu13/lib/libcudart.so.13", "lib/libcudart.so.13"),
+    ],
+)
+
 # CUDA 12.1 knows architectures up to Hopper: SASS for Ampere and Hopper, PTX for Hopper (newer GPUs JIT it)
 CUDA12_SASS = ["80", "90"]
 CUDA12_PTX = ["90"]

@@ -10,6 +10,10 @@ plugin of that major and `runtime_requirement`. Every target is manual: `bazel b
 
 load("//bazel:wheel.bzl", "py_constants", "py_wheel_file")
 
+def by_machine(x86_64, aarch64):
+    """`x86_64`, or `aarch64` when building for aarch64 (`--cpu=aarch64`: `--config=manylinux_aarch64`)."""
+    return select({"//bazel:aarch64": aarch64, "//conditions:default": x86_64})
+
 def cuda_wheel(cuda, kernels, cudart, runtime_dir, runtime_requirement, sass, ptx, facts, platform_tag):
     """One CUDA major's wheel; `facts`: DISTRIBUTION (the CPU wheel's), VERSION, BACKEND, FFI_API, MINIMUM_BACKEND,
     XLA_COMMIT, and the local Python's ABI_TAG, EXT_SUFFIX, PYTHON, PYTHON_TAG, PYTHON_VERSION."""

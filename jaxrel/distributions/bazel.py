@@ -10,6 +10,7 @@ atomically. A failure is one line: Bazel's first error, with its fix when the ru
 from __future__ import annotations
 
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -26,8 +27,8 @@ from jaxrel._util.atomic import copy_atomically
 from jaxrel._util.text import tail
 from jaxrel.errors import BadInput, EnvironmentFailure, ExitCode
 
-__all__ = ["BuildError", "BuildResult", "INSTALL_HINT", "LOCAL_BAZELISK", "WHEEL_RULE", "build", "built_files",
-    "find_launcher", "find_workspace", "first_error", "host_python", "wheel_targets"]
+__all__ = ["BAZEL_CPUS", "BuildError", "BuildResult", "INSTALL_HINT", "LOCAL_BAZELISK", "WHEEL_RULE", "build",
+    "built_files", "cross_options", "find_launcher", "find_workspace", "first_error", "host_python", "wheel_targets"]
 
 WHEEL_RULE = "py_wheel_file"  # bazel/wheel.bzl
 LOCAL_BAZELISK = Path("build/tools/node_modules/.bin/bazelisk")  # scripts/install_build_tools.sh puts it here
@@ -70,6 +71,38 @@ def find_launcher(workspace: Path) -> list[str]:
 def host_python() -> str:
     """The interpreter running jaxrel, outside any virtual environment (same headers, stable path)."""
     return os.path.realpath(getattr(sys, "_base_executable", None) or sys.executable)
+
+
+BAZEL_CPUS = {"x86_64": "k8", "aarch64": "aarch64"}  # platform.machine() → Bazel's --cpu (bazel/zig_pins.bzl)
+PORTABLE = "--config=manylinux"  # .bazelrc: the Zig toolchain, for any machine in BAZEL_CPUS
+
+
+def interpreter_machine(python: str) -> str:
+    """The machine ``python`` runs as (``platform.machine()``): another one for a launcher under qemu-user."""
+    try:
+        done = procs.run([python, "-c", "import platform; print(platform.machine())"], timeout=120)
+    except (OSError, subprocess.TimeoutExpired) as error:
+        raise BuildError(f"--python {python} could not be run ({error}); pass a working interpreter",
+                         exit_code=ExitCode.BAD_INPUT) from None
+    if done.returncode != 0 or not done.stdout.strip():
+        raise BuildError(f"--python {python} could not be run (exit {done.returncode}); pass a working interpreter",
+                         exit_code=ExitCode.BAD_INPUT)
+    return str(done.stdout.strip().splitlines()[-1])
+
+
+def cross_options(python: str | None, bazel_options: Sequence[str]) -> list[str]:
+    """``--cpu`` for a portable build (``--config=manylinux``) for another machine's Python (Debian's arm64 one
+    under qemu-user: scripts/aarch64_python.sh), so the Zig toolchain targets that machine; nothing for this
+    machine's Python, a ``--cpu`` already given, or the host's own compiler (the wheel builder refuses that)."""
+    if python is None or PORTABLE not in bazel_options or any(o.startswith("--cpu") for o in bazel_options):
+        return []
+    machine = interpreter_machine(python)
+    if machine == platform.machine():
+        return []
+    if machine not in BAZEL_CPUS:
+        raise BuildError(f"--python {python} runs as {machine}; portable wheels are built for "
+                         f"{', '.join(BAZEL_CPUS)}", exit_code=ExitCode.BAD_INPUT)
+    return [f"--cpu={BAZEL_CPUS[machine]}"]
 
 
 def wheel_targets(wheels: Sequence[str]) -> list[str]:
@@ -142,6 +175,7 @@ def build(
                              exit_code=ExitCode.BAD_INPUT)
         repo_env.append(f"--repo_env=JAXREL_LOCAL_XLA={tree}")
     targets = wheel_targets(wheels)
+    bazel_options = [*bazel_options, *cross_options(python, bazel_options)]
     with tempfile.TemporaryDirectory(prefix="jaxrel-build-") as scratch:
         events = Path(scratch) / "events.json"
         command = [*launcher, "build", "--color=no", "--curses=no", f"--build_event_json_file={events}",

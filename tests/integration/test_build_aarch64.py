@@ -1,6 +1,7 @@
-"""The aarch64 extension wheel, cross-built here: ``--config=manylinux_aarch64`` compiles with Zig's clang for
+"""The aarch64 extension wheels, cross-built here: ``--config=manylinux_aarch64`` compiles with Zig's clang for
 ``aarch64-linux-gnu.2.27`` against the headers of Debian's arm64 python3.11, whose facts (``EXT_SUFFIX``, the
-machine) Bazel reads by running it under qemu-user (scripts/aarch64_python.sh).
+machine) Bazel reads by running it under qemu-user (scripts/aarch64_python.sh). The CUDA 12 and CUDA 13 wheels'
+kernels are compiled by clang with the host side for aarch64, and link NVIDIA's aarch64 libcudart.
 
 Checked on the wheel: tagged ``manylinux_2_27_aarch64`` and ``auditwheel show`` agrees; its module is an aarch64
 object needing no C++ runtime and no glibc newer than 2.27; ``twine check --strict`` and ``check-wheel-contents``
@@ -62,12 +63,20 @@ def workspace(launcher: list[str], tmp_path_factory: pytest.TempPathFactory) -> 
     yield from _workspace(launcher, tmp_path_factory.mktemp("aarch64-ws"))
 
 
+WHEELS = ["//rmsnorm:wheel", "//rmsnorm:wheel_cuda12", "//rmsnorm:wheel_cuda13"]
+RUNTIMES = {12: (12010, 12030), 13: (13000, 13000)}  # built against, oldest NVIDIA ships for aarch64 (× 1000)
+
+
 @pytest.fixture(scope="module")
-def wheel(workspace: Path, aarch64_python: str, index_reachable: None) -> Path:
-    result = build(workspace, wheels=["rmsnorm"], python=aarch64_python, bazel_options=OPTIONS,
-                   output=workspace / "dist")
-    (built,) = result.wheels
-    return built
+def wheels(workspace: Path, aarch64_python: str, index_reachable: None) -> dict[str, Path]:
+    """The CPU, CUDA 12 and CUDA 13 wheels for aarch64, built together."""
+    result = build(workspace, wheels=WHEELS, python=aarch64_python, bazel_options=OPTIONS, output=workspace / "dist")
+    return {next((f"cuda{m}" for m in (12, 13) if f"_cuda{m}-" in w.name), "cpu"): w for w in result.wheels}
+
+
+@pytest.fixture(scope="module")
+def wheel(wheels: dict[str, Path]) -> Path:
+    return wheels["cpu"]
 
 
 @pytest.fixture(scope="module")
@@ -99,13 +108,17 @@ def test_twine_check_and_check_wheel_contents(wheel: Path) -> None:
     assert_twine_and_check_wheel_contents_pass(wheel)
 
 
-def test_two_clean_builds_are_byte_identical(wheel: Path, aarch64_python: str, launcher: list[str],
+def test_two_clean_builds_are_byte_identical(wheels: dict[str, Path], aarch64_python: str, launcher: list[str],
                                              tmp_path_factory: pytest.TempPathFactory) -> None:
+    """The second build is given only ``--config=manylinux`` (what the release components say): jaxrel adds
+    ``--cpu=aarch64`` for the aarch64 Python, and the bytes are the same."""
     for again in _workspace(launcher, tmp_path_factory.mktemp("aarch64-ws2")):
-        rebuilt = build(again, wheels=["rmsnorm"], python=aarch64_python, bazel_options=OPTIONS,
+        rebuilt = build(again, wheels=WHEELS, python=aarch64_python, bazel_options=["--config=manylinux"],
                         output=again / "dist")
-        assert [w.name for w in rebuilt.wheels] == [wheel.name]
-        assert rebuilt.wheels[0].read_bytes() == wheel.read_bytes()
+        originals = {w.name: w for w in wheels.values()}
+        assert sorted(w.name for w in rebuilt.wheels) == sorted(originals)
+        for path in rebuilt.wheels:
+            assert path.read_bytes() == originals[path.name].read_bytes(), path.name
 
 
 def test_pip_installs_it_for_aarch64_and_it_computes_like_numpy_under_qemu(wheel: Path, aarch64_python: str,
@@ -127,6 +140,59 @@ def test_pip_installs_it_for_aarch64_and_it_computes_like_numpy_under_qemu(wheel
     result = json.loads(done.stdout.strip().splitlines()[-1])
     assert result["machine"] == "aarch64" and result["jax"] == PIN.backend_version
     assert all(error < 1e-4 for error in result["errors"].values()), result
+
+
+@pytest.mark.parametrize("major", sorted(RUNTIMES))
+def test_a_cuda_wheel_carries_aarch64_host_code_and_the_gpu_code_of_x86_64s(wheels: dict[str, Path],
+                                                                           tmp_path: Path, major: int) -> None:
+    """clang compiles the host side for aarch64 against Zig's glibc 2.27 and libc++ headers and the device side with
+    the same SASS and PTX as the x86_64 wheel; the module links NVIDIA's aarch64 libcudart by rpath and needs no
+    C++ runtime and no glibc newer than 2.27."""
+    from test_build_manylinux import CUDA, portable_table
+
+    from jaxrel.extension.fatbin import gpu_code
+
+    cuda = wheels[f"cuda{major}"]
+    assert cuda.name.endswith("-cp311-cp311-manylinux_2_27_aarch64.whl"), cuda.name
+    with zipfile.ZipFile(cuda) as archive:
+        (name,) = [n for n in archive.namelist() if n.endswith(".so")]
+        module = tmp_path / "module.so"
+        module.write_bytes(archive.read(name))
+    data = module.read_bytes()
+    assert int.from_bytes(data[18:20], "little") == 183  # EM_AARCH64
+    runpath, code = CUDA[major]
+    assert {str(found) for found in gpu_code(module)} == code
+    table = portable_table(data, tmp_path)
+    assert f"libcudart.so.{major}" in re.findall(r"\(NEEDED\)\s+Shared library: \[([^\]]+)\]", table)
+    assert f"$ORIGIN/../{runpath}" in table
+
+
+@pytest.mark.parametrize("major", sorted(RUNTIMES))
+def test_under_qemu_a_cuda_module_loads_nvidia_s_aarch64_runtime_and_goes_idle_without_a_driver(
+        wheels: dict[str, Path], aarch64_python: str, tmp_path: Path, major: int) -> None:
+    """pip installs the CPU and CUDA wheels for aarch64 with the jax CUDA plugin of that major and NVIDIA's runtime
+    (their aarch64 wheels); the guard loads the module, which finds the aarch64 libcudart by rpath, and says why
+    the kernels sit idle here (no driver) instead of failing."""
+    site = tmp_path / "site"
+    fetched = subprocess.run([*pip_command(), "install", "--quiet", "--target", str(site), *TARGET,
+                              f"jax=={PIN.backend_version}", f"jaxlib=={PIN.backend_version}",
+                              f"jax-cuda{major}-plugin=={PIN.backend_version}", str(wheels["cpu"]),
+                              str(wheels[f"cuda{major}"])], capture_output=True, text=True, timeout=1200)
+    if fetched.returncode != 0 and "No matching distribution found for jax" in fetched.stderr:
+        pytest.skip(f"jax {PIN.backend_version}'s CUDA {major} plugin has no cp311 aarch64 wheel")
+    assert fetched.returncode == 0, fetched.stderr
+    script = (f"import json, platform\nimport jaxrel_rmsnorm_cuda{major} as m\n"
+              "print(json.dumps({'machine': platform.machine(), 'idle': m.idle_reason, 'platform': m.PLATFORM, "
+              "'runtime': m._native.cuda_runtime(), 'handlers': sorted(m.handlers())}))")
+    done = subprocess.run([aarch64_python, "-c", script], capture_output=True, text=True, timeout=600,
+                          env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["machine"] == "aarch64" and result["platform"] == "CUDA"
+    assert result["handlers"] == ["jaxrel_rms_norm_bwd", "jaxrel_rms_norm_fwd"]
+    built, loaded = result["runtime"]
+    assert built == RUNTIMES[major][0] and RUNTIMES[major][1] <= loaded < (major + 1) * 1000, result["runtime"]
+    assert "no NVIDIA driver" in result["idle"], result["idle"]
 
 
 def test_the_hosts_compiler_with_the_aarch64_pythons_tags_is_refused(workspace: Path, aarch64_python: str,

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from fuzzing import fuzz_settings
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from jaxrel import guard
@@ -33,6 +33,8 @@ PLUGINS = st.lists(st.sampled_from(["jax-cuda12-plugin", "jax-cuda13-plugin", "j
 @given(plugins=PLUGINS, loaded=VERSIONS, driver=VERSIONS, major=MAJORS, version=TEXTS,
        load_fails=st.sampled_from([None, ImportError("libcudart.so.13: cannot open shared object file"),
                                    OSError("bad ELF"), RuntimeError("boom")]))
+@example(plugins=["jax-cuda12-pjrt"], loaded=None, driver=None, major="12", version="12.1",  # found in CI: a pjrt
+         load_fails=ImportError("libcudart.so.13: cannot open shared object file"))  # alone is not a plugin
 def test_the_guard_goes_on_or_refuses_with_the_fix(tmp_path_factory: pytest.TempPathFactory, plugins: list[str],
                                                   loaded: int | None, driver: int | None, major: str, version: str,
                                                   load_fails: BaseException | None) -> None:
@@ -55,7 +57,8 @@ def test_the_guard_goes_on_or_refuses_with_the_fix(tmp_path_factory: pytest.Temp
     except guard.GuardError as error:  # damaged build facts and a failing load included: never another exception
         text = str(error)
         assert text.strip() and "Fix:" in text and "Traceback" not in text, text
-        if plugins and f"jax-cuda{major}-plugin" not in plugins and major in ("12", "13"):
+        installed = [name for name in plugins if name.endswith("-plugin")]  # a pjrt alone is no jax CUDA plugin
+        if installed and f"jax-cuda{major}-plugin" not in installed and major in ("12", "13"):
             assert calls == [], "refused for the plugin before loading anything"
         return
     assert reason is None or (isinstance(reason, str) and reason.strip() and "\n" not in reason), reason
