@@ -37,8 +37,9 @@ def machine_problems(members: dict[str, bytes], tag: str) -> list[str]:
     wanted = next((m for m in ELF_MACHINES.values() if platform.endswith("_" + m)), None)
     if wanted is None:
         return []
+    config = "manylinux" if wanted == "x86_64" else f"manylinux_{wanted}"  # .bazelrc
     return [f"{path} is built for {machine}, the tag {platform} says {wanted}: build with the toolchain for "
-            f"{wanted} (--config=manylinux_{wanted}) or for a Python of this machine"
+            f"{wanted} (--config={config}) or for a Python of this machine"
             for path, data in sorted(members.items()) if (machine := elf_machine(data)) not in (None, wanted)]
 
 

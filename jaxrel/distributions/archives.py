@@ -23,7 +23,7 @@ from typing import IO
 
 from jaxrel.errors import BadInput
 
-try:  # ISA-L (the release extra) inflates 2.2x as fast as zlib; verifying a release is mostly inflating
+try:  # ISA-L (the release extra) inflates about twice as fast as zlib; verifying a release is mostly inflating
     from isal import isal_zlib as _inflater_module
     INFLATE: ModuleType = _inflater_module
 except ImportError:  # pragma: no cover - the core needs only packaging
