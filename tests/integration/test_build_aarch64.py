@@ -15,7 +15,6 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -63,15 +62,16 @@ def workspace(launcher: list[str], tmp_path_factory: pytest.TempPathFactory) -> 
     yield from _workspace(launcher, tmp_path_factory.mktemp("aarch64-ws"))
 
 
-WHEELS = ["//rmsnorm:wheel", "//rmsnorm:wheel_cuda12", "//rmsnorm:wheel_cuda13"]
 RUNTIMES = {12: (12010, 12030), 13: (13000, 13000)}  # built against, oldest NVIDIA ships for aarch64 (× 1000)
 
 
 @pytest.fixture(scope="module")
 def wheels(workspace: Path, aarch64_python: str, index_reachable: None) -> dict[str, Path]:
     """The CPU, CUDA 12 and CUDA 13 wheels for aarch64, built together."""
-    result = build(workspace, wheels=WHEELS, python=aarch64_python, bazel_options=OPTIONS, output=workspace / "dist")
-    return {next((f"cuda{m}" for m in (12, 13) if f"_cuda{m}-" in w.name), "cpu"): w for w in result.wheels}
+    from test_build_manylinux import GRID, by_kind
+
+    return by_kind(build(workspace, wheels=GRID, python=aarch64_python, bazel_options=OPTIONS,
+                         output=workspace / "dist").wheels)
 
 
 @pytest.fixture(scope="module")
@@ -81,10 +81,11 @@ def wheel(wheels: dict[str, Path]) -> Path:
 
 @pytest.fixture(scope="module")
 def module_bytes(wheel: Path) -> bytes:
-    with zipfile.ZipFile(wheel) as archive:
-        (name,) = [n for n in archive.namelist() if n.endswith(".so")]
-        assert name == "jaxrel_rmsnorm/_rmsnorm.cpython-311-aarch64-linux-gnu.so"
-        return archive.read(name)
+    from test_build_manylinux import module_of
+
+    name, data = module_of(wheel)
+    assert name == "jaxrel_rmsnorm/_rmsnorm.cpython-311-aarch64-linux-gnu.so"
+    return data
 
 
 def test_tagged_manylinux_2_27_aarch64_and_auditwheel_agrees(wheel: Path) -> None:
@@ -112,8 +113,10 @@ def test_two_clean_builds_are_byte_identical(wheels: dict[str, Path], aarch64_py
                                              tmp_path_factory: pytest.TempPathFactory) -> None:
     """The second build is given only ``--config=manylinux`` (what the release components say): jaxrel adds
     ``--cpu=aarch64`` for the aarch64 Python, and the bytes are the same."""
+    from test_build_manylinux import GRID
+
     for again in _workspace(launcher, tmp_path_factory.mktemp("aarch64-ws2")):
-        rebuilt = build(again, wheels=WHEELS, python=aarch64_python, bazel_options=["--config=manylinux"],
+        rebuilt = build(again, wheels=GRID, python=aarch64_python, bazel_options=["--config=manylinux"],
                         output=again / "dist")
         originals = {w.name: w for w in wheels.values()}
         assert sorted(w.name for w in rebuilt.wheels) == sorted(originals)
@@ -148,17 +151,15 @@ def test_a_cuda_wheel_carries_aarch64_host_code_and_the_gpu_code_of_x86_64s(whee
     """clang compiles the host side for aarch64 against Zig's glibc 2.27 and libc++ headers and the device side with
     the same SASS and PTX as the x86_64 wheel; the module links NVIDIA's aarch64 libcudart by rpath and needs no
     C++ runtime and no glibc newer than 2.27."""
-    from test_build_manylinux import CUDA, portable_table
+    from test_build_manylinux import CUDA, module_of, portable_table
 
     from jaxrel.extension.fatbin import gpu_code
 
     cuda = wheels[f"cuda{major}"]
     assert cuda.name.endswith("-cp311-cp311-manylinux_2_27_aarch64.whl"), cuda.name
-    with zipfile.ZipFile(cuda) as archive:
-        (name,) = [n for n in archive.namelist() if n.endswith(".so")]
-        module = tmp_path / "module.so"
-        module.write_bytes(archive.read(name))
-    data = module.read_bytes()
+    data = module_of(cuda)[1]
+    module = tmp_path / "module.so"
+    module.write_bytes(data)
     assert int.from_bytes(data[18:20], "little") == 183  # EM_AARCH64
     runpath, code = CUDA[major]
     assert {str(found) for found in gpu_code(module)} == code

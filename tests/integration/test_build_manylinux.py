@@ -31,12 +31,25 @@ PIN = xla.read_pin(REPO / "WORKSPACE")
 OPTIONS = ["--config=manylinux"]
 
 
+GRID = ["//rmsnorm:wheel", "//rmsnorm:wheel_cuda12", "//rmsnorm:wheel_cuda13"]  # one machine's wheels
+
+
+def by_kind(wheels: list[Path]) -> dict[str, Path]:
+    """Built wheels by kind: ``cpu``, ``cuda12``, ``cuda13``."""
+    return {next((f"cuda{m}" for m in (12, 13) if f"_cuda{m}-" in w.name), "cpu"): w for w in wheels}
+
+
+def module_of(wheel: Path) -> tuple[str, bytes]:
+    """The wheel's one compiled module: its path in the wheel and its bytes."""
+    with zipfile.ZipFile(wheel) as archive:
+        (name,) = [n for n in archive.namelist() if n.endswith(".so")]
+        return name, archive.read(name)
+
+
 @pytest.fixture(scope="module")
 def wheels(launcher: list[str], index_reachable: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
     """The CPU, CUDA 12 and CUDA 13 wheels, built together under the manylinux configuration."""
-    result = build(REPO, wheels=["//rmsnorm:wheel", "//rmsnorm:wheel_cuda12", "//rmsnorm:wheel_cuda13"],
-                   bazel_options=OPTIONS, output=tmp_path_factory.mktemp("portable"))
-    return {next((f"cuda{m}" for m in (12, 13) if f"_cuda{m}-" in w.name), "cpu"): w for w in result.wheels}
+    return by_kind(build(REPO, wheels=GRID, bazel_options=OPTIONS, output=tmp_path_factory.mktemp("portable")).wheels)
 
 
 @pytest.fixture(scope="module")
@@ -46,9 +59,7 @@ def portable(wheels: dict[str, Path]) -> Path:
 
 @pytest.fixture(scope="module")
 def module_bytes(portable: Path) -> bytes:
-    with zipfile.ZipFile(portable) as archive:
-        (name,) = [n for n in archive.namelist() if n.endswith(".so")]
-        return archive.read(name)
+    return module_of(portable)[1]
 
 
 def _dynamic(module: bytes, tmp_path: Path) -> str:
