@@ -11,8 +11,7 @@ configuration, like `cuda_toolkit`; offline once fetched. The repository (conven
 
 `clang_cuda_objects` compiles one `.cu` file with Zig's clang (`@zig_cc//:bin/clang`) into one position-
 independent object holding SASS for `sass` and PTX for `ptx`, as `cuda_objects` does with nvcc; its host side
-for `target` (with `@zig_cc//:bin/clang-cuda-aarch64` and `zig_host_headers`, against Zig's libc++ and glibc
-2.27 headers for aarch64).
+for `host` (aarch64: with `@zig_cc//:bin/clang-cuda-aarch64`, against Zig's libc++ and glibc 2.27 headers).
 """
 
 load("//bazel:fetch_python.bzl", "FETCH_PYTHON_ENV", "fetch_python")
@@ -64,9 +63,11 @@ def _clang_cuda_objects_impl(ctx):
     out = ctx.actions.declare_file(ctx.label.name + ".pic.o")
     marker = ctx.file.cudart  # lib/libcudart.so.MAJOR: its directory's parent is the toolkit's root
     root = marker.dirname.rsplit("/", 1)[0]
-    args = ["-target", ctx.attr.target, "-resource-dir", root + "/clang", "-x", "cuda", "--cuda-path=" + root,
-            "-O3", "-std=c++17", "-fPIC", "-fvisibility=hidden", "-Wno-unknown-cuda-version"]
-    if ctx.attr.zig_host_headers:  # before Zig's libc++ (bin/clang-cuda-<cpu> appends it), as clang puts them
+    cross = ctx.attr.host != "x86_64"  # the host side for another machine, against Zig's headers for it
+    clang = ctx.executable._clang_cross if cross else ctx.executable._clang
+    args = ["-target", ctx.attr.host + "-linux-gnu", "-resource-dir", root + "/clang", "-x", "cuda",
+            "--cuda-path=" + root, "-O3", "-std=c++17", "-fPIC", "-fvisibility=hidden", "-Wno-unknown-cuda-version"]
+    if cross:  # before Zig's libc++ (bin/clang-cuda-<cpu> appends it), as clang puts them
         args += ["-isystem", root + "/clang/include/cuda_wrappers"]
     for arch in ctx.attr.sass:
         args.append("--cuda-gpu-arch=sm_" + arch)
@@ -77,7 +78,7 @@ def _clang_cuda_objects_impl(ctx):
     args += ["--no-cuda-include-ptx=sm_" + arch for arch in ctx.attr.sass if arch not in ctx.attr.ptx]
     args += ["-I.", "-c", ctx.files.srcs[0].path, "-o", out.path]
     ctx.actions.run(
-        executable = ctx.executable.clang,
+        executable = clang,
         arguments = args,
         inputs = ctx.files.srcs + ctx.files.hdrs + ctx.files.toolkit,
         outputs = [out],
@@ -94,11 +95,13 @@ clang_cuda_objects = rule(
         "hdrs": attr.label_list(allow_files = [".h"]),
         "sass": attr.string_list(mandatory = True, doc = "Architectures to compile machine code for: ['80', '90']."),
         "ptx": attr.string_list(doc = "Architectures among `sass` whose PTX is embedded too."),
-        "clang": attr.label(default = "@zig_cc//:bin/clang", executable = True, allow_single_file = True,
-                            cfg = "exec"),
-        "target": attr.string(default = "x86_64-linux-gnu", doc = "The host side's target triple."),
-        "zig_host_headers": attr.bool(doc = "`clang` is `@zig_cc//:bin/clang-cuda-<cpu>`: the host side sees Zig's " +
-                                            "libc++ and glibc headers for that target (a cross build)"),
+        "host": attr.string(default = "x86_64", values = ["x86_64", "aarch64"],
+                            doc = "The machine the host side is for; aarch64 is compiled by " +
+                                  "`@zig_cc//:bin/clang-cuda-aarch64`, against Zig's libc++ and glibc 2.27 headers"),
+        "_clang": attr.label(default = "@zig_cc//:bin/clang", executable = True, allow_single_file = True,
+                             cfg = "exec"),
+        "_clang_cross": attr.label(default = "@zig_cc//:bin/clang-cuda-aarch64", executable = True,
+                                   allow_single_file = True, cfg = "exec"),
         "toolkit": attr.label(mandatory = True, cfg = "exec"),
         "cudart": attr.label(mandatory = True, allow_single_file = True),
     },

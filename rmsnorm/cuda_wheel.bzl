@@ -15,9 +15,17 @@ def by_machine(x86_64, aarch64):
     return select({"//bazel:aarch64": aarch64, "//conditions:default": x86_64})
 
 def cuda_wheel(cuda, kernels, cudart, runtime_dir, runtime_requirement, sass, ptx, facts, platform_tag):
-    """One CUDA major's wheel; `facts`: DISTRIBUTION (the CPU wheel's), VERSION, BACKEND, FFI_API, MINIMUM_BACKEND,
-    XLA_COMMIT, and the local Python's ABI_TAG, EXT_SUFFIX, PYTHON, PYTHON_TAG, PYTHON_VERSION."""
+    """One CUDA major's wheel; `cudart`: the libcudart to link, `{"x86_64": label, "aarch64": label}` (one for
+    each machine, NVIDIA's runtime wheel of that machine); `facts`: DISTRIBUTION (the CPU wheel's), VERSION,
+    BACKEND, FFI_API, MINIMUM_BACKEND, XLA_COMMIT, and the local Python's ABI_TAG, EXT_SUFFIX, PYTHON, PYTHON_TAG,
+    PYTHON_VERSION."""
     major = cuda.major
+    native.alias(
+        name = "cudart%d" % major,
+        actual = by_machine(cudart["x86_64"], cudart["aarch64"]),
+        tags = ["manual"],
+    )
+    cudart = ":cudart%d" % major
     distribution = "%s-cuda%d" % (facts["DISTRIBUTION"], major)
     package = distribution.replace("-", "_")
     native.cc_binary(
