@@ -1,4 +1,4 @@
-"""Run a function over items in forked worker processes (standard library only).
+"""Run a function over items in forked worker processes, or one call in the background (standard library only).
 
 For CPU-bound work on many files: the workers inherit the parent's memory (no pickling of inputs
 beyond the items), results come back in order. One worker, no ``fork`` (Windows, macOS default),
@@ -9,12 +9,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import TypeVar
 
-__all__ = ["Item", "Result", "map_forked", "workers"]
+__all__ = ["Item", "Result", "in_background", "map_forked", "workers"]
 
 Item = TypeVar("Item")
 Result = TypeVar("Result")
@@ -54,3 +55,27 @@ def map_forked(task: Callable[[Item], Result], items: Sequence[Item], processes:
         raise RuntimeError("a worker process died (killed, or crashed in native code)") from None
     finally:
         _task = None
+
+
+def in_background(task: Callable[[], Result]) -> Callable[[], Result]:
+    """Start ``task()`` in a daemon thread now; the returned function waits for its result (or raises what it
+    raised). For waiting on the network while this thread computes: a caller that stops early (a refusal,
+    Ctrl-C) does not wait for it."""
+    outcome: list[Result] = []
+    failure: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            outcome.append(task())
+        except BaseException as error:  # noqa: BLE001 - handed to whoever waits for the result
+            failure.append(error)
+
+    thread = threading.Thread(target=run, name="background", daemon=True)
+    thread.start()
+
+    def result() -> Result:
+        thread.join()
+        if failure:
+            raise failure[0]
+        return outcome[0]
+    return result

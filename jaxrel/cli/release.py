@@ -125,10 +125,11 @@ def run_build(args: argparse.Namespace) -> int:
     return 0
 
 
-def _previous_grid(index: Index) -> Callable[[str, Version], tuple[str, set[Slot]] | None]:
-    """The slots of the newest final release of a distribution before a version, as the index lists them."""
+def _previous_grid(index: Callable[[], Index]) -> Callable[[str, Version], tuple[str, set[Slot]] | None]:
+    """The slots of the newest final release of a distribution before a version, as the index lists them (the
+    index is made when first asked: collect asks in the background)."""
     def grid(distribution: str, version: Version) -> tuple[str, set[Slot]] | None:
-        listing = index.listing(distribution)
+        listing = index().listing(distribution)
         earlier = [v for v in listing.versions() if v < version and policy.is_final(v)]
         if not earlier:
             return None
@@ -139,8 +140,8 @@ def _previous_grid(index: Index) -> Callable[[str, Version], tuple[str, set[Slot
 def run_collect(args: argparse.Namespace) -> int:
     pythons = [p.strip() for item in args.pythons for p in item.split(",") if p.strip()]
     platforms = [p.strip() for item in args.platforms for p in item.split(",") if p.strip()]
-    previous = None if args.no_previous else _previous_grid(Index.from_pip(args.index_url, refresh=True,
-                                                                           progress=say))
+    previous = None if args.no_previous else _previous_grid(
+        lambda: Index.from_pip(args.index_url, refresh=True, progress=say))
     with open_project(Path(args.project), args.family) as project:
         result = collect.collect(project, [Path(d) for d in args.directories], Path(args.output).absolute(),
                                  version=args.version, pythons=pythons, platforms=platforms, progress=say,
@@ -177,7 +178,7 @@ def run_verify(args: argparse.Namespace) -> int:
     if not Path(args.dist).is_dir():
         raise UsageError(f"{args.dist}: no such directory; pass the output of `jaxrel release build` (default dist)")
     with open_project(Path(args.project), args.family) as project:
-        result = verify.verify_dist(Path(args.dist), project.family, release=project.release)
+        result = verify.verify_dist(Path(args.dist), project.family, release=project.release, deep=args.deep)
     emit(args, result.to_json(), verify.render(result, Path(args.dist)))
     return 0 if result.ok else 1
 
@@ -304,6 +305,8 @@ def add(verbs: Any) -> None:
     sub = action("verify", "Verify built artifacts: manifest hashes, RECORD, twine check, names, policy pins.",
                  run_verify)
     sub.add_argument("dist", nargs="?", default="dist", metavar="DIR", help="default: dist")
+    sub.add_argument("--deep", action="store_true",
+                     help="check every wheel's members against RECORD, also where collect checked these bytes")
 
     sub = action("attest", "Verify, then sign each file into <file>.publish.attestation (PEP 740; Sigstore, "
                  "the job's OIDC identity).", run_attest)

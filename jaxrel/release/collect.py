@@ -37,7 +37,7 @@ from packaging.version import Version
 
 from jaxrel import policy
 from jaxrel._util.files import sha256_of
-from jaxrel._util.parallel import workers
+from jaxrel._util.parallel import in_background, workers
 from jaxrel._util.progress import Progress, silent
 from jaxrel.distributions.archives import WheelError, verify_record
 from jaxrel.distributions.filenames import (
@@ -152,14 +152,15 @@ def _rebuild(path: Path, error: WheelError) -> CollectRefused:
     return CollectRefused(f"{path.name}: {str(error).removeprefix(f'{path}: ')}; rebuild it")
 
 
-def _record_checked(item: _Found) -> None:
-    """Every member of a wheel against its RECORD (the most work of a collect: it comes after the checks that need
-    only names and METADATA, so a set with a hole is refused in seconds)."""
-    if item.path.name.endswith(".whl"):
-        try:
-            verify_record(item.path)
-        except WheelError as error:
-            raise _rebuild(item.path, error) from None
+def _record_checked(item: _Found) -> int | None:
+    """Every member of a wheel against its RECORD, and how many (the most work of a collect: it comes after the
+    checks that need only names and METADATA, so a set with a hole is refused in seconds); ``None`` for an sdist."""
+    if not item.path.name.endswith(".whl"):
+        return None
+    try:
+        return verify_record(item.path)
+    except WheelError as error:
+        raise _rebuild(item.path, error) from None
 
 
 def _one_per_slot(name: str, files: Sequence[_Found]) -> None:
@@ -287,6 +288,9 @@ def collect(project: Project, directories: Sequence[Path], output: Path, *, vers
     if declared is not None and policy.parse_version(declared, "declared version") != wanted:
         raise CollectRefused(f"collecting {wanted}, but the tree at {project.root} declares {declared}; check out "
                              f"the tag {release.tag_for(str(wanted))}, or pass its version")
+    backend = release.backend()
+    earlier = (in_background(lambda: previous(backend.distribution, wanted))  # the index, while the files are read
+               if previous is not None and backend is not None else None)
     components = {str(canonicalize_name(c.distribution)): c for c in release.components}
     paths = _files(directories)
     progress(f"collect: {len(paths)} files; checking names, METADATA and tags …")
@@ -319,14 +323,13 @@ def collect(project: Project, directories: Sequence[Path], output: Path, *, vers
     if missing:
         raise CollectRefused(f"{', '.join(missing)} {wanted}: no file, but the release includes it; add the "
                              "artifacts of the job that builds it")
-    backend = release.backend()
     plugins = [c for c in expected if c.role == "plugin"]
     problems = coverage_problems(by_component, backend if backend and backend in expected else None, plugins,
                                  pythons, platforms)
     if problems:
         raise CollectRefused(problems[0] + (f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""))
-    if previous is not None and backend is not None and backend.distribution in by_component:
-        before = previous(backend.distribution, wanted)
+    if earlier is not None and backend is not None and backend.distribution in by_component:
+        before = earlier()
         if before is None:
             notes.append(f"no earlier {backend.distribution} release on the index: its grid was compared with none")
         else:
@@ -336,14 +339,15 @@ def collect(project: Project, directories: Sequence[Path], output: Path, *, vers
                                      f"{before[0]} had: name what the release drops with --drop {gone[0]} (one per "
                                      "interpreter or platform), or add the build job's artifacts")
     progress(f"collect: checking every member of {len(found)} files against RECORD …")
+    biggest_first = sorted(found, key=lambda f: -f.path.stat().st_size)
     with ThreadPoolExecutor(workers(), thread_name_prefix="collect") as pool:
-        list(pool.map(_record_checked, sorted(found, key=lambda f: -f.path.stat().st_size)))  # the biggest first
+        checked = dict(zip((f.path for f in biggest_first), pool.map(_record_checked, biggest_first), strict=True))
     commit = (project.git("rev-parse", "HEAD").stdout.strip() or None) if declared is not None and project.is_git \
         else None
     order = {c.distribution: i for i, c in enumerate(release.components)}
     artifacts = tuple(Artifact(item.path.name, item.component.distribution, str(wanted), item.component.role,
                                "wheel" if item.path.name.endswith(".whl") else "sdist", item.sha256,
-                               item.path.stat().st_size)
+                               item.path.stat().st_size, checked[item.path])
                       for item in sorted(found, key=lambda f: (order[f.component.distribution], f.path.name)))
     manifest = Manifest(project.family.name, str(wanted), release.tag_for(str(wanted)), commit, artifacts)
     _write(output, found, manifest)

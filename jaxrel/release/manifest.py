@@ -1,7 +1,9 @@
 """The release manifest: ``dist/manifest.json`` names every artifact, its version and sha256.
 
-Written by ``release build``, trusted by nothing: ``verify`` and ``publish`` re-hash every
-file against it, and refuse a file it does not list.
+Written by ``release build`` and ``release collect``. ``verify`` and ``publish`` re-hash every file
+against it and refuse a file it does not list. What they take from it beyond the hashes: collect's
+count of the members it checked against RECORD in the file with exactly that sha256 (``members_checked``),
+so verify need not inflate the same bytes again (``verify --deep`` does).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ class Artifact:
     kind: str  # "wheel" | "sdist"
     sha256: str
     size: int
+    members_checked: int | None = None  # collect checked this many members of these bytes against RECORD
 
     def __post_init__(self) -> None:
         texts = {"file": self.file, "distribution": self.distribution, "version": self.version, "role": self.role,
@@ -50,6 +53,9 @@ class Artifact:
             raise ManifestError(f"artifact {self.file!r}: sha256 {self.sha256[:70]!r} is not 64 hex digits")
         if not isinstance(self.size, int) or isinstance(self.size, bool) or self.size < 0:
             raise ManifestError(f"artifact {self.file!r}: size must be a non-negative integer")
+        if self.members_checked is not None and (not isinstance(self.members_checked, int) or isinstance(
+                self.members_checked, bool) or self.members_checked < 0):
+            raise ManifestError(f"artifact {self.file!r}: members_checked must be a non-negative integer")
         if "/" in self.file or "\\" in self.file or self.file.startswith("."):
             raise ManifestError(f"artifact {self.file!r}: a file name, not a path, is expected")
 
@@ -70,7 +76,9 @@ class Manifest:
     artifacts: tuple[Artifact, ...]
 
     def to_json(self) -> dict[str, Any]:
-        return {"schema": SCHEMA, **asdict(self), "artifacts": [asdict(a) for a in self.artifacts]}
+        artifacts = [{k: v for k, v in asdict(a).items() if k != "members_checked" or v is not None}
+                     for a in self.artifacts]
+        return {"schema": SCHEMA, **asdict(self), "artifacts": artifacts}
 
     def write(self, directory: Path) -> Path:
         path = directory / NAME
@@ -79,7 +87,9 @@ class Manifest:
 
 
 _TOP_KEYS = {"schema", "family", "version", "tag", "commit", "artifacts"}
-_ARTIFACT_KEYS = {"file", "distribution", "version", "role", "kind", "sha256", "size"}
+_ARTIFACT_KEYS = {"file", "distribution", "version", "role", "kind", "sha256", "size", "members_checked"}
+
+
 def _version(shape: Shape, table: dict[str, Any], where: str) -> str:
     text: str = shape.string(table, "version", where)
     try:
@@ -95,8 +105,9 @@ def _artifact(shape: Shape, value: Any, index: int) -> Artifact:
     texts = {key: shape.string(row, key, where) for key in ("file", "distribution", "role", "sha256")}
     kind = shape.field(row, "kind", where, lambda v: v in ("wheel", "sdist"), "\"wheel\" or \"sdist\"")
     size = shape.integer(row, "size", where)
+    members = shape.integer(row, "members_checked", where, None)
     try:
-        return Artifact(version=_version(shape, row, where), kind=kind, size=size, **texts)
+        return Artifact(version=_version(shape, row, where), kind=kind, size=size, members_checked=members, **texts)
     except ManifestError as error:
         raise shape.error(where, str(error)) from None
 
