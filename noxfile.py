@@ -214,7 +214,7 @@ def lint(session: nox.Session) -> None:
     GitHub configuration through actionlint and zizmor (offline, default persona: no findings)."""
     _uv_env(session)
     session.install("-e", ".[dev]")
-    session.run("ruff", "check", "jaxrel", "tests", "benchmarks", "scripts", "noxfile.py")
+    session.run("ruff", "check", "jaxrel", "tests", "benchmarks", "scripts", "bazel", "noxfile.py")
     session.run("mypy", "jaxrel")
     workflows = sorted(str(p) for p in (ROOT / ".github" / "workflows").glob("*.y*ml"))
     session.run("actionlint", *workflows)

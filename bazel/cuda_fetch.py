@@ -67,7 +67,7 @@ def main(argv: list[str] | None = None) -> int:
         if len(args.pins) % 2:
             raise FetchError("pins come in pairs: WHEEL SHA256. Fix: give each wheel its sha256 in WORKSPACE.")
         versions = {}
-        for wheel, expected in zip(args.pins[::2], args.pins[1::2]):
+        for wheel, expected in zip(args.pins[::2], args.pins[1::2], strict=True):
             version = wheel_tags(wheel)[0]
             with tempfile.TemporaryDirectory() as scratch:
                 path = download(distribution_of(wheel), version, wheel, scratch)
