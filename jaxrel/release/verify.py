@@ -273,7 +273,14 @@ def verify_file(path: Path, artifact: Artifact | None, family: Family, backend_v
         if path.name.endswith(".whl") and (deep or artifact.members_checked is None):
             report.checked.append(f"RECORD ({verify_record(path)} members)")
         elif path.name.endswith(".whl"):
-            report.checked.append(f"RECORD ({artifact.members_checked} members, by collect)")
+            with zipfile.ZipFile(path) as archive:
+                members = len(archive.infolist())
+            if members != artifact.members_checked:
+                report.problems.append(f"the manifest says collect checked {artifact.members_checked} members, the "
+                                       f"wheel has {members}: the manifest was not written for this file; collect "
+                                       "the release again")
+                return report
+            report.checked.append(f"RECORD ({members} members, by collect)")
         info = inspect(path, family, sha256=digest, use_cache=False)
     except (WheelError, zipfile.BadZipFile, OSError, EOFError) as error:
         report.problems.append(str(error).removeprefix(f"{path}: "))

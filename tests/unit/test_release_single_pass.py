@@ -127,6 +127,18 @@ def test_the_command_line_reads_the_members_again_with_deep(collected: tuple[Pat
                                                      for f in light["files"]]
 
 
+def test_a_member_count_that_is_not_the_wheels_is_refused(collected: tuple[Path, Path]) -> None:
+    tree, out = collected
+    listing = json.loads((out / manifest.NAME).read_text())
+    entry = next(a for a in listing["artifacts"] if a["kind"] == "wheel")
+    entry["members_checked"] += 1
+    (out / manifest.NAME).write_text(json.dumps(listing))
+    problems = _verify(tree, out).problems()
+    assert problems == [f"{entry['file']}: the manifest says collect checked {entry['members_checked']} members, "
+                        f"the wheel has {entry['members_checked'] - 1}: the manifest was not written for this file; "
+                        "collect the release again"]
+
+
 @pytest.mark.parametrize("value", [-1, True, "12", 1.5])
 def test_a_malformed_member_count_in_the_manifest_is_bad_input(collected: tuple[Path, Path], value: object) -> None:
     _, out = collected
