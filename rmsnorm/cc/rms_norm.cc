@@ -15,28 +15,28 @@ using jaxrel_rmsnorm::NoAxis;
 using jaxrel_rmsnorm::Rows;
 using jaxrel_rmsnorm::RowsOf;
 
-ffi::Error Forward(float eps, ffi::Buffer<ffi::F32> x, ffi::ResultBuffer<ffi::F32> y,
-                   ffi::ResultBuffer<ffi::F32> inv_rms) {
+float InverseRms(const float* xs, int64_t width, float eps) {
+  float sum_of_squares = 0.0f;
+  for (int64_t i = 0; i < width; ++i) sum_of_squares += xs[i] * xs[i];
+  const float mean = width > 0 ? sum_of_squares / static_cast<float>(width) : 0.0f;
+  return 1.0f / std::sqrt(mean + eps);
+}
+
+ffi::Error Forward(float eps, ffi::Buffer<ffi::F32> x, ffi::ResultBuffer<ffi::F32> y) {
   if (x.dimensions().size() == 0) return NoAxis();
   const Rows rows = RowsOf(x.dimensions());
   const float* in = x.typed_data();
   float* out = y->typed_data();
-  float* scale = inv_rms->typed_data();
   for (int64_t row = 0; row < rows.count; ++row) {
     const float* xs = in + row * rows.width;
-    float sum_of_squares = 0.0f;
-    for (int64_t i = 0; i < rows.width; ++i) sum_of_squares += xs[i] * xs[i];
-    const float mean = rows.width > 0 ? sum_of_squares / static_cast<float>(rows.width) : 0.0f;
-    const float r = 1.0f / std::sqrt(mean + eps);
-    scale[row] = r;
+    const float r = InverseRms(xs, rows.width, eps);
     for (int64_t i = 0; i < rows.width; ++i) out[row * rows.width + i] = xs[i] * r;
   }
   return ffi::Error::Success();
 }
 
-// dx_j = r * dy_j - r^3 * x_j * mean(dy * x), per row, where r = inv_rms.
-ffi::Error Backward(ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> inv_rms, ffi::Buffer<ffi::F32> dy,
-                    ffi::ResultBuffer<ffi::F32> dx) {
+// dx_j = r * dy_j - r^3 * x_j * mean(dy * x), per row, with r computed again from x.
+ffi::Error Backward(float eps, ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> dy, ffi::ResultBuffer<ffi::F32> dx) {
   if (x.dimensions().size() == 0) return NoAxis();
   const Rows rows = RowsOf(x.dimensions());
   const float* xs_all = x.typed_data();
@@ -45,7 +45,7 @@ ffi::Error Backward(ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> inv_rms, ffi:
   for (int64_t row = 0; row < rows.count; ++row) {
     const float* xs = xs_all + row * rows.width;
     const float* dys = dys_all + row * rows.width;
-    const float r = inv_rms.typed_data()[row];
+    const float r = InverseRms(xs, rows.width, eps);
     float dot = 0.0f;
     for (int64_t i = 0; i < rows.width; ++i) dot += dys[i] * xs[i];
     const float mean_dot = rows.width > 0 ? dot / static_cast<float>(rows.width) : 0.0f;
@@ -62,12 +62,11 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxrelRmsNormForward, Forward,
                               ffi::Ffi::Bind()
                                   .Attr<float>("eps")
                                   .Arg<ffi::Buffer<ffi::F32>>()
-                                  .Ret<ffi::Buffer<ffi::F32>>()
                                   .Ret<ffi::Buffer<ffi::F32>>());
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxrelRmsNormBackward, Backward,
                               ffi::Ffi::Bind()
-                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Attr<float>("eps")
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Ret<ffi::Buffer<ffi::F32>>());

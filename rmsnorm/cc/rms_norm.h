@@ -5,9 +5,9 @@
 #include "xla/ffi/api/c_api.h"
 
 extern "C" {
-// (x; eps) -> (y, inv_rms): y = x * inv_rms, inv_rms = 1 / sqrt(mean(x^2, axis=-1) + eps).
+// (x; eps) -> y: y = x * r, r = 1 / sqrt(mean(x^2, axis=-1) + eps).
 XLA_FFI_Error* JaxrelRmsNormForward(XLA_FFI_CallFrame* call_frame);
-// (x, inv_rms, dy) -> dx, the vector-Jacobian product of the forward pass.
+// (x, dy; eps) -> dx, the vector-Jacobian product of the forward pass (r computed again from x).
 XLA_FFI_Error* JaxrelRmsNormBackward(XLA_FFI_CallFrame* call_frame);
 }
 

@@ -1,10 +1,12 @@
 // RMS normalisation kernels for NVIDIA GPUs: one thread block per row (grid-stride over rows).
 //
-// Forward: y = x * r, r = 1 / sqrt(mean(x^2) + eps). Backward: dx = r * dy - r^3 * x * mean(dy * x).
+// Forward: y = x * r, r = 1 / sqrt(mean(x^2) + eps). Backward: dx = r * dy - r^3 * x * mean(dy * x), with r
+// computed again from x, which the backward pass reads anyway: no residual but x is kept, so under jax.grad
+// the forward call is dead code and the gradient reads x and dy once and writes dx once.
 // Rows of up to kThreads * kCached float4s (8192 floats) whose width is a multiple of 4 and whose arrays are
 // 16-byte aligned are read once, into registers (all loads issued before the block reduction), and written
-// once: one read and one write of the array, as XLA's fusion moves. Other rows are read twice (the second
-// read mostly from L2).
+// once. Other rows are read twice (the second read mostly from L2). (Streaming, evict-first loads and stores
+// were measured too, on an H100: no faster.)
 #include "rmsnorm/cc/rms_norm_cuda.h"
 
 #include <cuda_runtime.h>
@@ -20,47 +22,61 @@ constexpr int kThreads = 256;  // per block: 8 warps
 constexpr int64_t kMaxBlocks = 1 << 20;
 constexpr int kCached = 8;  // float4s per thread held in registers: rows up to 256 * 8 * 4 = 8192 floats
 
-// The sum of `value` over the block, returned to every thread.
-__device__ float BlockSum(float value) {
-  __shared__ float partial[kThreads / 32];
-  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+// The sums of both components of `value` over the block, returned to every thread.
+__device__ float2 BlockSums(float2 value) {
+  __shared__ float2 partial[kThreads / 32];
+  for (int offset = 16; offset > 0; offset /= 2) {
+    value.x += __shfl_xor_sync(0xffffffffu, value.x, offset);
+    value.y += __shfl_xor_sync(0xffffffffu, value.y, offset);
+  }
   const int warp = threadIdx.x / 32;
   const int lane = threadIdx.x % 32;
   if (lane == 0) partial[warp] = value;
   __syncthreads();
-  value = lane < kThreads / 32 ? partial[lane] : 0.0f;
-  for (int offset = 16; offset > 0; offset /= 2) value += __shfl_xor_sync(0xffffffffu, value, offset);
+  value = lane < kThreads / 32 ? partial[lane] : make_float2(0.0f, 0.0f);
+  for (int offset = 16; offset > 0; offset /= 2) {
+    value.x += __shfl_xor_sync(0xffffffffu, value.x, offset);
+    value.y += __shfl_xor_sync(0xffffffffu, value.y, offset);
+  }
   __syncthreads();  // `partial` is reused by the next row
   return value;
 }
 
-// sum(a * b) over one row; float4 loads when both rows are 16-byte aligned and the width a multiple of 4.
-__device__ float RowDot(const float* a, const float* b, int64_t width, bool vectorised) {
-  float sum = 0.0f;
-  if (vectorised) {
-    const float4* a4 = reinterpret_cast<const float4*>(a);
-    const float4* b4 = reinterpret_cast<const float4*>(b);
-    for (int64_t i = threadIdx.x; i < width / 4; i += kThreads) {
-      const float4 u = a4[i];
-      const float4 v = b4[i];
-      sum += u.x * v.x + u.y * v.y + u.z * v.z + u.w * v.w;
-    }
-  } else {
-    for (int64_t i = threadIdx.x; i < width; i += kThreads) sum += a[i] * b[i];
-  }
-  return BlockSum(sum);
+__device__ float InverseRms(float sum_of_squares, int64_t width, float eps) {
+  return 1.0f / sqrtf((width > 0 ? sum_of_squares / static_cast<float>(width) : 0.0f) + eps);
 }
 
 __device__ bool Aligned(const void* pointer) { return reinterpret_cast<uintptr_t>(pointer) % 16 == 0; }
 
-__global__ void Forward(const float* x, float* y, float* inv_rms, int64_t rows, int64_t width, float eps) {
+// (sum(x * x), sum(dy * x)) over one row, float4 loads when `vectorised`; `dy` may be null (then y is 0).
+__device__ float2 RowSums(const float* x, const float* dy, int64_t width, bool vectorised) {
+  float2 sum = make_float2(0.0f, 0.0f);
+  if (vectorised) {
+    const float4* x4 = reinterpret_cast<const float4*>(x);
+    const float4* dy4 = reinterpret_cast<const float4*>(dy);
+    for (int64_t i = threadIdx.x; i < width / 4; i += kThreads) {
+      const float4 u = x4[i];
+      sum.x += u.x * u.x + u.y * u.y + u.z * u.z + u.w * u.w;
+      if (dy != nullptr) {
+        const float4 g = dy4[i];
+        sum.y += g.x * u.x + g.y * u.y + g.z * u.z + g.w * u.w;
+      }
+    }
+  } else {
+    for (int64_t i = threadIdx.x; i < width; i += kThreads) {
+      sum.x += x[i] * x[i];
+      if (dy != nullptr) sum.y += dy[i] * x[i];
+    }
+  }
+  return BlockSums(sum);
+}
+
+__global__ void Forward(const float* x, float* y, int64_t rows, int64_t width, float eps) {
   const bool vectorised = width % 4 == 0 && Aligned(x) && Aligned(y);
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const float* xs = x + row * width;
     float* ys = y + row * width;
-    const float sum = RowDot(xs, xs, width, vectorised);
-    const float r = 1.0f / sqrtf((width > 0 ? sum / static_cast<float>(width) : 0.0f) + eps);
-    if (threadIdx.x == 0) inv_rms[row] = r;
+    const float r = InverseRms(RowSums(xs, nullptr, width, vectorised).x, width, eps);
     if (vectorised) {
       const float4* x4 = reinterpret_cast<const float4*>(xs);
       float4* y4 = reinterpret_cast<float4*>(ys);
@@ -74,16 +90,15 @@ __global__ void Forward(const float* x, float* y, float* inv_rms, int64_t rows, 
   }
 }
 
-__global__ void Backward(const float* x, const float* inv_rms, const float* dy, float* dx, int64_t rows,
-                         int64_t width) {
+__global__ void Backward(const float* x, const float* dy, float* dx, int64_t rows, int64_t width, float eps) {
   const bool vectorised = width % 4 == 0 && Aligned(x) && Aligned(dy) && Aligned(dx);
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     const float* xs = x + row * width;
     const float* dys = dy + row * width;
     float* dxs = dx + row * width;
-    const float r = inv_rms[row];
-    const float dot = RowDot(dys, xs, width, vectorised);
-    const float k = r * r * r * (width > 0 ? dot / static_cast<float>(width) : 0.0f);
+    const float2 sums = RowSums(xs, dys, width, vectorised);
+    const float r = InverseRms(sums.x, width, eps);
+    const float k = r * r * r * (width > 0 ? sums.y / static_cast<float>(width) : 0.0f);
     if (vectorised) {
       const float4* x4 = reinterpret_cast<const float4*>(xs);
       const float4* dy4 = reinterpret_cast<const float4*>(dys);
@@ -112,22 +127,17 @@ struct CachedRow {
   }
 };
 
-__device__ float Dot(const CachedRow& a, const CachedRow& b) {
-  float sum = 0.0f;
-#pragma unroll
-  for (int j = 0; j < kCached; ++j) {
-    sum += a.v[j].x * b.v[j].x + a.v[j].y * b.v[j].y + a.v[j].z * b.v[j].z + a.v[j].w * b.v[j].w;
-  }
-  return BlockSum(sum);
-}
+__device__ float Dot(const float4& a, const float4& b) { return a.x * b.x + a.y * b.y + a.z * b.z + a.w * b.w; }
 
-__global__ void ForwardCached(const float4* x, float4* y, float* inv_rms, int64_t rows, int64_t width, float eps) {
+__global__ void ForwardCached(const float4* x, float4* y, int64_t rows, int64_t width, float eps) {
   const int64_t count = width / 4;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     CachedRow xs;
     xs.Load(x + row * count, count);
-    const float r = 1.0f / sqrtf(Dot(xs, xs) / static_cast<float>(width) + eps);
-    if (threadIdx.x == 0) inv_rms[row] = r;
+    float2 sums = make_float2(0.0f, 0.0f);
+#pragma unroll
+    for (int j = 0; j < kCached; ++j) sums.x += Dot(xs.v[j], xs.v[j]);
+    const float r = InverseRms(BlockSums(sums).x, width, eps);
     float4* ys = y + row * count;
 #pragma unroll
     for (int j = 0; j < kCached; ++j) {
@@ -137,15 +147,22 @@ __global__ void ForwardCached(const float4* x, float4* y, float* inv_rms, int64_
   }
 }
 
-__global__ void BackwardCached(const float4* x, const float* inv_rms, const float4* dy, float4* dx, int64_t rows,
-                               int64_t width) {
+__global__ void BackwardCached(const float4* x, const float4* dy, float4* dx, int64_t rows, int64_t width,
+                               float eps) {
   const int64_t count = width / 4;
   for (int64_t row = blockIdx.x; row < rows; row += gridDim.x) {
     CachedRow xs, dys;
     xs.Load(x + row * count, count);
     dys.Load(dy + row * count, count);
-    const float r = inv_rms[row];
-    const float k = r * r * r * Dot(dys, xs) / static_cast<float>(width);
+    float2 sums = make_float2(0.0f, 0.0f);
+#pragma unroll
+    for (int j = 0; j < kCached; ++j) {
+      sums.x += Dot(xs.v[j], xs.v[j]);
+      sums.y += Dot(dys.v[j], xs.v[j]);
+    }
+    sums = BlockSums(sums);
+    const float r = InverseRms(sums.x, width, eps);
+    const float k = r * r * r * sums.y / static_cast<float>(width);
     float4* dxs = dx + row * count;
 #pragma unroll
     for (int j = 0; j < kCached; ++j) {
@@ -177,29 +194,29 @@ const char* LastError() {
 
 using namespace jaxrel_rmsnorm_cuda;  // NOLINT: the launchers below are this file's interface
 
-extern "C" const char* JaxrelRmsNormForwardLaunch(void* stream, const float* x, float* y, float* inv_rms,
-                                                  int64_t rows, int64_t width, float eps) {
+extern "C" const char* JaxrelRmsNormForwardLaunch(void* stream, const float* x, float* y, int64_t rows,
+                                                  int64_t width, float eps) {
   if (rows == 0) return nullptr;
   const cudaStream_t on = static_cast<cudaStream_t>(stream);
   if (Cacheable(width, {x, y})) {
     ForwardCached<<<Blocks(rows), kThreads, 0, on>>>(reinterpret_cast<const float4*>(x), reinterpret_cast<float4*>(y),
-                                                     inv_rms, rows, width, eps);
+                                                     rows, width, eps);
   } else {
-    Forward<<<Blocks(rows), kThreads, 0, on>>>(x, y, inv_rms, rows, width, eps);
+    Forward<<<Blocks(rows), kThreads, 0, on>>>(x, y, rows, width, eps);
   }
   return LastError();
 }
 
-extern "C" const char* JaxrelRmsNormBackwardLaunch(void* stream, const float* x, const float* inv_rms,
-                                                   const float* dy, float* dx, int64_t rows, int64_t width) {
+extern "C" const char* JaxrelRmsNormBackwardLaunch(void* stream, const float* x, const float* dy, float* dx,
+                                                   int64_t rows, int64_t width, float eps) {
   if (rows == 0) return nullptr;
   const cudaStream_t on = static_cast<cudaStream_t>(stream);
   if (Cacheable(width, {x, dy, dx})) {
-    BackwardCached<<<Blocks(rows), kThreads, 0, on>>>(reinterpret_cast<const float4*>(x), inv_rms,
-                                                      reinterpret_cast<const float4*>(dy), reinterpret_cast<float4*>(dx),
-                                                      rows, width);
+    BackwardCached<<<Blocks(rows), kThreads, 0, on>>>(reinterpret_cast<const float4*>(x),
+                                                      reinterpret_cast<const float4*>(dy),
+                                                      reinterpret_cast<float4*>(dx), rows, width, eps);
   } else {
-    Backward<<<Blocks(rows), kThreads, 0, on>>>(x, inv_rms, dy, dx, rows, width);
+    Backward<<<Blocks(rows), kThreads, 0, on>>>(x, dy, dx, rows, width, eps);
   }
   return LastError();
 }

@@ -20,20 +20,18 @@ ffi::Error Launched(const char* error) {
   return error == nullptr ? ffi::Error::Success() : ffi::Error(ffi::ErrorCode::kInternal, error);
 }
 
-ffi::Error Forward(void* stream, float eps, ffi::Buffer<ffi::F32> x, ffi::ResultBuffer<ffi::F32> y,
-                   ffi::ResultBuffer<ffi::F32> inv_rms) {
+ffi::Error Forward(void* stream, float eps, ffi::Buffer<ffi::F32> x, ffi::ResultBuffer<ffi::F32> y) {
   if (x.dimensions().size() == 0) return NoAxis();
   const Rows rows = RowsOf(x.dimensions());
-  return Launched(JaxrelRmsNormForwardLaunch(stream, x.typed_data(), y->typed_data(), inv_rms->typed_data(),
-                                             rows.count, rows.width, eps));
+  return Launched(JaxrelRmsNormForwardLaunch(stream, x.typed_data(), y->typed_data(), rows.count, rows.width, eps));
 }
 
-ffi::Error Backward(void* stream, ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> inv_rms, ffi::Buffer<ffi::F32> dy,
+ffi::Error Backward(void* stream, float eps, ffi::Buffer<ffi::F32> x, ffi::Buffer<ffi::F32> dy,
                     ffi::ResultBuffer<ffi::F32> dx) {
   if (x.dimensions().size() == 0) return NoAxis();
   const Rows rows = RowsOf(x.dimensions());
-  return Launched(JaxrelRmsNormBackwardLaunch(stream, x.typed_data(), inv_rms.typed_data(), dy.typed_data(),
-                                              dx->typed_data(), rows.count, rows.width));
+  return Launched(JaxrelRmsNormBackwardLaunch(stream, x.typed_data(), dy.typed_data(), dx->typed_data(), rows.count,
+                                              rows.width, eps));
 }
 
 }  // namespace
@@ -43,13 +41,12 @@ XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxrelRmsNormForwardCuda, Forward,
                                   .Ctx<ffi::PlatformStream<void*>>()
                                   .Attr<float>("eps")
                                   .Arg<ffi::Buffer<ffi::F32>>()
-                                  .Ret<ffi::Buffer<ffi::F32>>()
                                   .Ret<ffi::Buffer<ffi::F32>>());
 
 XLA_FFI_DEFINE_HANDLER_SYMBOL(JaxrelRmsNormBackwardCuda, Backward,
                               ffi::Ffi::Bind()
                                   .Ctx<ffi::PlatformStream<void*>>()
-                                  .Arg<ffi::Buffer<ffi::F32>>()
+                                  .Attr<float>("eps")
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Arg<ffi::Buffer<ffi::F32>>()
                                   .Ret<ffi::Buffer<ffi::F32>>());

@@ -36,7 +36,8 @@ def build_facts():
     assert spec is not None and spec.submodule_search_locations
     path = f"{list(spec.submodule_search_locations)[0]}/_build_info.py"
     facts: dict[str, str] = {}
-    exec(compile(open(path, encoding="utf-8").read(), path, "exec"), facts)  # noqa: S102  constants only
+    with open(path, encoding="utf-8") as source:
+        exec(compile(source.read(), path, "exec"), facts)  # noqa: S102  constants only
     return facts
 
 
@@ -55,8 +56,9 @@ def reference(x: np.ndarray) -> np.ndarray:
 
 def reference_vjp(x: np.ndarray, dy: np.ndarray) -> np.ndarray:
     """d/dx of sum(dy * rms_norm(x)), derived by hand."""
-    r = 1.0 / np.sqrt(np.mean(x * x, axis=-1, keepdims=True) + EPS)
-    return r * dy - r**3 * x * np.mean(dy * x, axis=-1, keepdims=True)
+    width = max(x.shape[-1], 1)  # rows of width 0: an empty result
+    r = 1.0 / np.sqrt(np.sum(x * x, axis=-1, keepdims=True) / width + EPS)
+    return r * dy - r**3 * x * np.sum(dy * x, axis=-1, keepdims=True) / width
 
 
 @pytest.fixture(scope="module")
@@ -132,6 +134,28 @@ def test_odd_shapes_match_numpy(rms_norm, device, shape):
     x = np.random.default_rng(2).standard_normal(shape).astype(np.float32)
     (on,) = _on(device, x)
     np.testing.assert_allclose(_checked(rms_norm(on, EPS), device), reference(x), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("shape", [(3, 1), (2, 3, 5), (1, 4099), (0, 8), (3, 8192), (2, 8196), (5, 0)])
+def test_odd_shapes_grad_match_numpy(rms_norm, device, shape):
+    import jax
+
+    x, dy = (np.random.default_rng(seed).standard_normal(shape).astype(np.float32) for seed in (3, 4))
+    on, dy_on = _on(device, x, dy)
+    grad = jax.grad(lambda v: (rms_norm(v, EPS) * dy_on).sum())(on)
+    np.testing.assert_allclose(_checked(grad, device), reference_vjp(x, dy), rtol=1e-4, atol=1e-5)
+
+
+def test_the_gradient_runs_the_backward_kernel_alone(rms_norm, device, x):
+    """The backward kernel computes 1/rms again from x, so under jax.grad the forward call is dead code: the
+    gradient reads x and dy once and writes dx once."""
+    import jax
+
+    on, dy_on = _on(device, x, x)
+    compiled = jax.jit(jax.grad(lambda v: (rms_norm(v, EPS) * dy_on).sum())).lower(on).compile().as_text()
+    targets = [line.split('custom_call_target="')[1].split('"')[0] for line in compiled.splitlines()
+               if 'custom_call_target="jaxrel_' in line]
+    assert targets == ["jaxrel_rms_norm_bwd"], targets
 
 
 @pytest.mark.skipif(SUPPORTED, reason=f"jaxlib {JAXLIB} provides XLA FFI API {FACTS['FFI_API']} or newer, which the "

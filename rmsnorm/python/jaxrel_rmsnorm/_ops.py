@@ -60,34 +60,29 @@ def _as_float32(x: jax.typing.ArrayLike) -> jax.Array:
     return x
 
 
-def _forward(x: jax.Array, eps: float) -> tuple[jax.Array, jax.Array]:
-    call = jax.ffi.ffi_call(
-        FORWARD,
-        (jax.ShapeDtypeStruct(x.shape, x.dtype), jax.ShapeDtypeStruct(x.shape[:-1], x.dtype)),
-        vmap_method="broadcast_all",
-    )
-    y, inv_rms = call(x, eps=np.float32(eps))
-    return y, inv_rms
+def _forward(x: jax.Array, eps: float) -> jax.Array:
+    call = jax.ffi.ffi_call(FORWARD, jax.ShapeDtypeStruct(x.shape, x.dtype), vmap_method="broadcast_all")
+    return call(x, eps=np.float32(eps))
 
 
-def _backward(x: jax.Array, inv_rms: jax.Array, dy: jax.Array) -> jax.Array:
+def _backward(x: jax.Array, dy: jax.Array, eps: float) -> jax.Array:
     call = jax.ffi.ffi_call(BACKWARD, jax.ShapeDtypeStruct(x.shape, x.dtype), vmap_method="broadcast_all")
-    return call(x, inv_rms, dy)
+    return call(x, dy, eps=np.float32(eps))
 
 
 @functools.partial(jax.custom_vjp, nondiff_argnums=(1,))
 def _rms_norm(x: jax.Array, eps: float) -> jax.Array:
-    return _forward(x, eps)[0]
+    return _forward(x, eps)
 
 
-def _rms_norm_fwd(x: jax.Array, eps: float) -> tuple[jax.Array, tuple[jax.Array, jax.Array]]:
-    y, inv_rms = _forward(x, eps)
-    return y, (x, inv_rms)
+# The only residual is x: the backward kernel computes 1/rms again from x, which it reads anyway. So under
+# jax.grad the forward call (whose output nothing uses) is dropped, and the gradient reads x and dy once.
+def _rms_norm_fwd(x: jax.Array, eps: float) -> tuple[jax.Array, jax.Array]:
+    return _forward(x, eps), x
 
 
-def _rms_norm_bwd(eps: float, residuals: tuple[jax.Array, jax.Array], dy: jax.Array) -> tuple[jax.Array]:
-    x, inv_rms = residuals
-    return (_backward(x, inv_rms, dy),)
+def _rms_norm_bwd(eps: float, x: jax.Array, dy: jax.Array) -> tuple[jax.Array]:
+    return (_backward(x, dy, eps),)
 
 
 _rms_norm.defvjp(_rms_norm_fwd, _rms_norm_bwd)
