@@ -94,7 +94,7 @@ def device(session: nox.Session) -> None:
     """The device check on a machine with an NVIDIA GPU (``scripts/device_check.sh``): builds nothing there.
 
     ``nox -s device -- WHEELS_DIR [--jax V|newest] [--jax-tests DIR] [--report DIR]``. WHEELS_DIR holds the
-    extension's wheels built elsewhere (``nox -s build -- --wheels //rmsnorm:wheel,//rmsnorm:wheel_cuda13``).
+    extension's wheels built elsewhere (``nox -s build -- --wheels all``); every CUDA wheel in it is checked.
     With ``--jax``, a fresh environment (``.nox/device-env``) gets ``jax[cuda13]==V`` as users install it;
     without, the interpreter in ``$PYTHON`` (default python3) is checked as it is installed.
     """

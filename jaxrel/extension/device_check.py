@@ -1,25 +1,32 @@
 """The device check: the installed jax release's CUDA cell, with the extension, on a real GPU. One report.
 
-``scripts/device_check.sh WHEELS_DIR`` (or ``nox -s device``) installs the extension's wheels built
+``scripts/device_check.sh WHEELS_DIR`` (or ``nox -s device``) installs the extension's CPU wheel built
 elsewhere (``--no-deps``, from that directory alone: nothing is built or downloaded on the device) into the
 interpreter's environment, then runs this module, which
 
 1. reads the environment as ``jaxrel doctor --json`` does (jax, jaxlib, the CUDA plugin and pjrt) and
    what jax sees (devices, the driver);
-2. lists the GPU code the extension's CUDA module carries (:mod:`jaxrel.extension.fatbin`, and
-   ``cuobjdump --list-elf`` where the machine has it);
-3. runs the compat suite (``jaxrel/cells/suite``: jax's public API, FFI, transforms, the plugin and the
-   extension's tests on every platform it declares) on the default device;
-4. runs jax's own tests for the device given with ``--jax-tests`` (e.g. ``ffi_test.py``), if any;
-5. checks the kernels against NumPy and times them against XLA's fusion (:mod:`jaxrel.extension.kernel_bench`);
-6. with ``--wheels DIR``, runs the extension's tests once more with the CPU wheel alone (the CUDA one
-   uninstalled, then reinstalled from DIR): a GPU machine must not fail a platform the extension does not
-   declare;
+2. installs each CUDA wheel in the directory in turn (CUDA 13, CUDA 12: one companion at a time), first the
+   one of the installed jax CUDA plugin's major, and for each
+   a. lists the GPU code its CUDA module carries (:mod:`jaxrel.extension.fatbin`, and ``cuobjdump
+      --list-elf`` where the machine has it);
+   b. for the plugin's major: runs the compat suite (``jaxrel/cells/suite``: jax's public API, FFI,
+      transforms, the plugin and the extension's tests on every platform it declares) on the default device,
+      and jax's own tests for the device given with ``--jax-tests`` (e.g. ``ffi_test.py``), if any;
+      for another major: checks that the guard refuses it with the fix, then runs the extension's tests with
+      the guard skipped (``JAXREL_SKIP_GUARD=1``), which is what the stream and the driver allow, its CUDA
+      runtime wheel installed from the directory when the machine lacks it;
+   c. checks the kernels against NumPy and times them against XLA's fusion
+      (:mod:`jaxrel.extension.kernel_bench`);
+3. with ``--wheels DIR``, runs the extension's tests once more with the CPU wheel alone (every CUDA one
+   uninstalled, then the plugin's major reinstalled from DIR): a GPU machine must not fail a platform the
+   extension does not declare;
 
-and writes ``device.json`` and ``device.md`` into ``--report``. Exit status 0 when every step passed, 1 when
-one failed, 2 for wheels that are not the extension's builds (checked first, ``--check-wheels DIR``, before
-anything is installed: every RECORD, and a real ELF module with GPU code in the CUDA wheel), 3 when the
-machine has no GPU jax can use.
+and writes ``device.json`` and ``device.md`` into ``--report``: the plugin's major at the top level, the
+others under ``other_cuda_wheels``. Exit status 0 when every step passed, 1 when one failed, 2 for wheels
+that are not the extension's builds (checked first, ``--check-wheels DIR``, before anything is installed:
+every RECORD, and a real ELF module with GPU code in each CUDA wheel), 3 when the machine has no GPU jax
+can use.
 """
 
 from __future__ import annotations
@@ -40,11 +47,18 @@ from jaxrel._util.atomic import write_reports
 from jaxrel.cells.probes import last_json
 from jaxrel.distributions.extras import extras_of
 from jaxrel.errors import BadInput
+from jaxrel.extension.device_wheels import (
+    CUDA_WHEELS,
+    check_wheels,
+    install_cuda_wheel,
+    plugin_major,
+    uninstall_cuda_wheels,
+)
 
-__all__ = ["check_wheels", "main"]
+__all__ = ["check", "main", "render"]
 
 SUITE = Path(__file__).resolve().parents[1] / "cells" / "suite"
-GOAL_RATIO = 1.2  # the kernel's time over XLA's fusion the check aims for (reported, not enforced)
+GOAL_RATIO = 1.0  # the kernel's time over XLA's fusion the check aims for (reported, not enforced)
 
 
 def _run(args: list[str], timeout: float, env: dict[str, str] | None = None, cwd: Path | None = None) -> dict[str, Any]:
@@ -83,7 +97,8 @@ def _junit_counts(path: Path) -> dict[str, int]:
 
 
 _PROBE = """
-import json, jax, jaxrel_rmsnorm, jaxrel_rmsnorm_cuda13 as cuda
+import importlib, json, sys, jax, jaxrel_rmsnorm
+cuda = importlib.import_module(sys.argv[1])
 devices = jax.devices()
 print(json.dumps({"default_backend": jax.default_backend(), "devices": [str(d) for d in devices],
                   "device_kind": devices[0].device_kind, "platforms": list(jaxrel_rmsnorm.platforms()),
@@ -117,124 +132,169 @@ def with_cuda_requirements(plugin: str = "jax-cuda13-plugin") -> dict[str, Any]:
             "ok": not missing}
 
 
-EXTENSION = ("jaxrel_rmsnorm", "jaxrel_rmsnorm_cuda13")  # the wheels the check installs, CPU and CUDA
-
-
-def check_wheels(directory: Path) -> list[Path]:
-    """The extension's wheels in ``directory`` for this interpreter, each what a build makes: installable here by
-    its tags, every member matching RECORD, and the CUDA wheel's module an ELF object carrying GPU code.
-    :class:`BadInput` (one line: the file and the fix) for anything else, before anything is installed."""
-    import zipfile
-
-    from packaging.tags import sys_tags
-
-    from jaxrel.distributions.archives import WheelError, verify_record
-    from jaxrel.distributions.filenames import FilenameError, wheel_tags
-    from jaxrel.extension.fatbin import fatbin_section
-
-    if not directory.is_dir():
-        raise BadInput(f"{directory}: not a directory; pass the directory `jaxrel build --wheels …` wrote")
-    here = set(sys_tags())
-    chosen = []
-    for name in EXTENSION:
-        found = []
-        for path in sorted(directory.glob(f"{name}-*.whl")):
-            try:
-                if wheel_tags(path.name) & here:
-                    found.append(path)
-            except FilenameError as error:
-                raise BadInput(f"{error}; remove it, or rebuild with `jaxrel build`") from None
-        if not found:
-            raise BadInput(f"{directory}: no {name} wheel for this Python ({sys.version.split()[0]}); build it with "
-                           f"`jaxrel build --wheels //rmsnorm:wheel,//rmsnorm:wheel_cuda13 --python "
-                           f"{sys.version_info.major}.{sys.version_info.minor}`")
-        chosen.append(found[-1])
-    for path in chosen:
-        try:
-            verify_record(path)
-            with zipfile.ZipFile(path) as archive:
-                modules = [n for n in archive.namelist() if n.endswith(".so")]
-                heads = {n: archive.open(n).read(4) for n in modules}
-                cuda = path.name.startswith(EXTENSION[1] + "-")
-                if not modules or any(head != b"\x7fELF" for head in heads.values()):
-                    raise BadInput(f"{path.name}: its native module is not an ELF shared object (a stand-in, not a "
-                                   "build); rebuild it with `jaxrel build`")
-                if cuda and not any(fatbin_section(archive.read(n), n) for n in modules):
-                    raise BadInput(f"{path.name}: its CUDA module carries no GPU code (.nv_fatbin); rebuild it with "
-                                   "`jaxrel build`")
-        except (WheelError, zipfile.BadZipFile, OSError) as error:
-            why = str(error).removeprefix(f"{path}: ").split("; ")[0]  # the archive's own fix is replaced by ours
-            raise BadInput(f"{path.name}: not a wheel a build makes ({why}); rebuild it with `jaxrel build`") from None
-    return chosen
-
-
-def _pytest(name: str, paths: list[str], root: Path, report: Path, timeout: float) -> dict[str, Any]:
+def _pytest(name: str, paths: list[str], root: Path, report: Path, timeout: float,
+            env: dict[str, str] | None = None) -> dict[str, Any]:
     junit = report / f"{name}.xml"
     done = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--junitxml", str(junit), *paths],
-                timeout, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "XLA_PYTHON_CLIENT_PREALLOCATE": "false"},
-                cwd=root)
+                timeout, env={"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "XLA_PYTHON_CLIENT_PREALLOCATE": "false",
+                              **(env or {})}, cwd=root)
     counts = _junit_counts(junit)
     return {**counts, "code": done["code"], "seconds": done["seconds"],
             "ok": done["code"] == 0 and counts["passed"] > 0, "tail": done["stdout"][-3000:] + done["stderr"][-2000:]}
 
 
-def cpu_only(wheels: Path, report: Path) -> dict[str, Any]:
-    """The extension's tests with the CPU wheel alone on this GPU machine; the CUDA wheel reinstalled after."""
-    pip = [sys.executable, "-m", "pip"]
-    removed = _run([*pip, "uninstall", "--yes", "jaxrel-rmsnorm-cuda13"], 120)
-    try:
-        step = _pytest("cpu-only-wheel", ["-c", str(SUITE / "pytest.ini"), "--confcutdir", str(SUITE),
-                                          str(SUITE / "test_extension.py")], SUITE, report, 180)
-    finally:
-        back = _run([*pip, "install", "--quiet", "--no-index", "--no-deps", "--find-links", str(wheels),
-                     "jaxrel-rmsnorm-cuda13"], 120)
-    return {**step, "ok": step["ok"] and removed["code"] == 0 and back["code"] == 0}
+def _extension_tests(name: str, report: Path, env: dict[str, str] | None = None) -> dict[str, Any]:
+    return _pytest(name, ["-c", str(SUITE / "pytest.ini"), "--confcutdir", str(SUITE),
+                          str(SUITE / "test_extension.py")], SUITE, report, 180, env)
+
+
+def cpu_only(report: Path) -> dict[str, Any]:
+    """The extension's tests with the CPU wheel alone on this GPU machine (every CUDA wheel uninstalled)."""
+    removed = uninstall_cuda_wheels()
+    step = _extension_tests("cpu-only-wheel", report)
+    return {**step, "ok": step["ok"] and removed["code"] == 0}
+
+
+def _guard_refusal(error: str) -> str:
+    """The guard's message (from ``GuardError:`` on) in a failed import's output, or "" when it is not one."""
+    at = error.rfind("GuardError: ")
+    return " ".join(error[at + len("GuardError: "):].split()) if at >= 0 else ""
+
+
+def _cuda_wheel(major: int, native: bool, report: Path, jax_tests: Path | None, size: int,
+                runtime_missing: str | None = None) -> dict[str, Any]:
+    """The steps for the installed CUDA companion of ``major``: the jax plugin's own (``native``) or another,
+    whose kernels run with the guard skipped unless its CUDA runtime (``runtime_missing``) is not here."""
+    from jaxrel.extension.fatbin import gpu_code
+
+    name = CUDA_WHEELS[major]
+    result: dict[str, Any] = {"wheel": name, "cuda_major": major}
+    env: dict[str, str] = {}
+    probe = _run([sys.executable, "-c", _PROBE, name], 90)
+    if not native and probe["code"] != 0:  # another major: the guard is to refuse it, with the fix
+        result["guard"] = _guard_refusal(probe["stderr"]) or probe["stderr"][-2000:]
+        result["guard_refused"] = "Fix:" in result["guard"]
+        if runtime_missing:
+            result["skipped"] = (f"its CUDA runtime ({runtime_missing}) is neither installed nor in the wheels' "
+                                 "directory: only the guard was checked")
+            return {**result, "ok": result["guard_refused"]}
+        env = {"JAXREL_SKIP_GUARD": "1"}
+        probe = _run([sys.executable, "-c", _PROBE, name], 90, env=env)
+    result["probe"] = _last_json(probe["stdout"]) or {"error": probe["stderr"][-2000:]}
+    if "error" in result["probe"]:  # jax or the extension did not import: a failed step, not a machine without GPU
+        return {**result, "ok": False}
+    if result["probe"].get("default_backend") != "gpu":
+        return {**result, "ok": False, "no_gpu": True}
+    module = Path(str(result["probe"].get("module", "")))
+    result["gpu_code"] = [str(code) for code in gpu_code(module)]
+    if shutil.which("cuobjdump"):
+        result["cuobjdump"] = _run(["cuobjdump", "--list-elf", "--list-ptx", str(module)], 60)["stdout"].strip()
+    if native:
+        result["compat_suite"] = _pytest("compat-suite", ["-c", str(SUITE / "pytest.ini"), "--confcutdir",
+                                                          str(SUITE), str(SUITE)], SUITE, report, 180)
+        if jax_tests is not None:
+            files = sorted(str(path.resolve()) for path in jax_tests.rglob("*_test.py"))
+            result["jax_tests"] = {**_pytest("jax-tests", files, jax_tests, report, 180), "files": files}
+    else:
+        result["extension_tests"] = _extension_tests(f"extension-cuda{major}", report, env)
+    bench = _run([sys.executable, "-m", "jaxrel.extension.kernel_bench", "--platform", "cuda", "--size", str(size)],
+                 150, env=env)
+    result["kernels"] = _last_json(bench["stdout"]) or {"error": bench["stderr"][-3000:]}
+    errors = result["kernels"].get("errors", {})
+    result["kernels_ok"] = bool(errors) and max(errors.values()) <= 1e-5
+    steps = [result.get(step, {"ok": True})["ok"] for step in ("compat_suite", "jax_tests", "extension_tests")]
+    result["ok"] = bool(all(steps) and result["kernels_ok"] and result.get("guard_refused", True)
+                        and {"sm_80", "sm_90"} <= set(result["gpu_code"]))
+    return result
 
 
 def check(report: Path, jax_tests: Path | None, size: int, wheels: Path | None = None) -> dict[str, Any]:
     """Run every step; the report as a dict (also written as device.json/device.md)."""
-    from jaxrel.extension.fatbin import gpu_code
+    import importlib.util
 
     report.mkdir(parents=True, exist_ok=True)
     doctor = _run([sys.executable, "-m", "jaxrel", "doctor", "--json"], 120)
     result: dict[str, Any] = {"python": sys.version.split()[0],
                               "doctor": _last_json(doctor["stdout"]) or {"error": doctor["stderr"][-2000:]}}
-    probe = _run([sys.executable, "-c", _PROBE], 90)
-    result["probe"] = _last_json(probe["stdout"]) or {"error": probe["stderr"][-2000:]}
-    result["with_cuda"] = with_cuda_requirements()
-    if "error" in result["probe"]:  # jax or the extension did not import: a failed step, not a machine without GPU
-        result["ok"] = False
-        return result
-    if result["probe"].get("default_backend") != "gpu":
-        result["ok"] = False
-        result["no_gpu"] = True
-        return result
-    module = Path(str(result["probe"].get("module", "")))
-    result["gpu_code"] = [str(code) for code in gpu_code(module)]
-    if shutil.which("cuobjdump"):
-        result["cuobjdump"] = _run(["cuobjdump", "--list-elf", "--list-ptx", str(module)], 60)["stdout"].strip()
-    result["compat_suite"] = _pytest("compat-suite", ["-c", str(SUITE / "pytest.ini"), "--confcutdir", str(SUITE),
-                                                      str(SUITE)], SUITE, report, 180)
-    if jax_tests is not None:
-        files = sorted(str(path.resolve()) for path in jax_tests.rglob("*_test.py"))
-        result["jax_tests"] = {**_pytest("jax-tests", files, jax_tests, report, 180), "files": files}
-    bench = _run([sys.executable, "-m", "jaxrel.extension.kernel_bench", "--platform", "cuda", "--size", str(size)],
-                 150)
-    result["kernels"] = _last_json(bench["stdout"]) or {"error": bench["stderr"][-3000:]}
-    errors = result["kernels"].get("errors", {})
-    result["kernels_ok"] = bool(errors) and max(errors.values()) <= 1e-5
+    ours = plugin_major()
+    result["with_cuda"] = with_cuda_requirements(f"jax-cuda{ours or 13}-plugin")
+    given: dict[int, Path | None]
+    if wheels is not None:  # every CUDA wheel given
+        given = {major: path for path in check_wheels(wheels) for major, name in CUDA_WHEELS.items()
+                 if path.name.startswith(name + "-")}
+    else:  # the companions already installed (the plugin's major is probed even when it is missing)
+        given = {major: None for major, name in CUDA_WHEELS.items() if importlib.util.find_spec(name) is not None}
+    main = ours if ours in given or not given else next(iter(given))
+    main = main or 13
+    main_ok, result["other_cuda_wheels"] = False, []
+    for major in [main, *(major for major in given if major != main)]:  # the plugin's major first
+        wheel = given.get(major)
+        installed: dict[str, Any] = install_cuda_wheel(wheel, major) if wheel is not None else {"code": 0}
+        step: dict[str, Any]
+        if installed["code"] != 0:
+            step = {"wheel": CUDA_WHEELS[major], "ok": False, "probe": {"error": installed["stderr"]}}
+        else:
+            step = _cuda_wheel(major, major == ours or ours is None, report, jax_tests, size,
+                               installed.get("runtime_missing"))
+        if major != main:
+            result["other_cuda_wheels"].append(step)
+            continue
+        result.update({key: value for key, value in step.items() if key not in ("wheel", "ok")})
+        result["cuda_wheel"], main_ok = step["wheel"], step["ok"]
+        if "error" in step.get("probe", {}) or step.get("no_gpu"):
+            result["ok"] = False
+            return result
     if wheels is not None:
-        result["cpu_only_wheel"] = cpu_only(wheels, report)
-    result["ok"] = bool(result["compat_suite"]["ok"] and result["kernels_ok"]
-                        and result.get("jax_tests", {"ok": True})["ok"]
-                        and result.get("cpu_only_wheel", {"ok": True})["ok"]
-                        and {"sm_80", "sm_90"} <= set(result["gpu_code"]))
+        result["cpu_only_wheel"] = cpu_only(report)
+        main_wheel = given.get(main)
+        if main_wheel is not None:
+            install_cuda_wheel(main_wheel, main)  # installed again, as the script left it
+    result["ok"] = bool(main_ok and all(step["ok"] for step in result["other_cuda_wheels"])
+                        and result.get("cpu_only_wheel", {"ok": True})["ok"])
     return result
 
 
 def _installed(environment: dict[str, Any]) -> str:
     found = [environment.get("frontend"), environment.get("backend"), *environment.get("plugins", [])]
     return ", ".join(f"{item['name']} {item['version']}" for item in found if item)
+
+
+def _steps(result: dict[str, Any]) -> list[str]:
+    """One line per test step of ``result`` that ran: its counts and time."""
+    return [f"- {name.replace('_', ' ')}: {step['passed']} passed, {step['failed']} failed, {step['skipped']} skipped "
+            f"({step['seconds']} s)" for name, step in result.items()
+            if name in ("compat_suite", "jax_tests", "extension_tests", "cpu_only_wheel")]
+
+
+def _kernel_lines(kernels: dict[str, Any]) -> list[str]:
+    """The kernels' errors against NumPy and their table against XLA's fusion and the floor."""
+    if "errors" not in kernels:
+        return [f"- kernels: {str(kernels.get('error', 'not run')).strip().splitlines()[-1:]}"] if kernels else []
+    lines = ["- max error vs NumPy: " + ", ".join(f"{k} {v:.2e}" for k, v in kernels["errors"].items()),
+             "", f"| {kernels['size']}×{kernels['size']} float32 | extension | XLA fusion | ratio "
+             "| floor (XLA elementwise, least bytes) |", "|---|---|---|---|---|"]
+    lines += [f"| {name} | {t['extension_ms']:.3f} ms | {t['xla_ms']:.3f} ms | {t['ratio']:.2f}×"
+              f"{'' if t['ratio'] <= GOAL_RATIO else f' (over the {GOAL_RATIO}× goal)'} | "
+              + (f"{t['floor_ms']:.3f} ms, {t['floor_gb_per_s']:.0f} GB/s |" if "floor_ms" in t else "– |")
+              for name, t in kernels["timings"].items()]
+    return [*lines, ""]
+
+
+def _other_wheel(step: dict[str, Any]) -> list[str]:
+    """A CUDA wheel of a major other than the jax plugin's: what the guard said, then what ran without it."""
+    probe = step.get("probe", {})
+    lines = [f"## {step['wheel']}: {'passed' if step.get('ok') else 'FAILED'}", ""]
+    if "guard" in step:
+        lines.append(f"- the guard {'refused it, with the fix' if step.get('guard_refused') else 'did not refuse it'}:"
+                     f" {step['guard']}")
+        lines.append("- with the guard skipped (JAXREL_SKIP_GUARD=1):")
+    if "skipped" in step:
+        return [*lines[:-1], f"- not run with the guard skipped: {step['skipped']}", ""]
+    if "error" in probe:
+        return [*lines, f"- does not import: {(probe['error'].strip().splitlines() or ['no output'])[-1]}", ""]
+    lines.append(f"- runtime (built, loaded): {probe.get('cuda_runtime')}, driver {probe.get('driver')}, "
+                 f"GPU code: {', '.join(step.get('gpu_code', []))}")
+    return [*lines, *_steps(step), *_kernel_lines(step.get("kernels", {}))]
 
 
 def render(result: dict[str, Any]) -> str:
@@ -245,27 +305,21 @@ def render(result: dict[str, Any]) -> str:
              f"({', '.join(probe.get('devices', [])) or probe.get('error', '')})",
              f"- installed: {_installed(result['doctor'].get('environment', {}))}; doctor: "
              f"{'compatible' if result['doctor'].get('compatible') else 'INCOMPATIBLE'}",
-             f"- the plugin's with-cuda wheels (what pip installs for jax[cuda13]): "
+             f"- the plugin's with-cuda wheels (what pip installs for "
+             f"{result['with_cuda'].get('plugin', 'jax-cuda13-plugin')}[with-cuda]): "
              f"{len(result['with_cuda'].get('requirements', []))} required, missing: "
              f"{', '.join(result['with_cuda']['missing']) or 'none'}",
-             f"- CUDA driver: {probe.get('driver')}, runtime (built, loaded): {probe.get('cuda_runtime')}",
+             f"- CUDA wheel: {result.get('cuda_wheel', '?')}; driver: {probe.get('driver')}, runtime (built, loaded): "
+             f"{probe.get('cuda_runtime')}",
              f"- extension platforms: {probe.get('platforms')}, GPU code: {', '.join(result.get('gpu_code', []))}"]
-    for name in ("compat_suite", "jax_tests", "cpu_only_wheel"):
-        if name in result:
-            step = result[name]
-            lines.append(f"- {name.replace('_', ' ')}: {step['passed']} passed, {step['failed']} failed, "
-                         f"{step['skipped']} skipped ({step['seconds']} s)")
-    kernels = result.get("kernels", {})
-    if "errors" in kernels:
-        lines.append("- max error vs NumPy: " + ", ".join(f"{k} {v:.2e}" for k, v in kernels["errors"].items()))
-        lines += ["", f"| {kernels['size']}×{kernels['size']} float32 | extension | XLA fusion | ratio |",
-                  "|---|---|---|---|"]
-        lines += [f"| {name} | {t['extension_ms']:.3f} ms | {t['xla_ms']:.3f} ms | {t['ratio']:.2f}×"
-                  f"{'' if t['ratio'] <= GOAL_RATIO else f' (over the {GOAL_RATIO}× goal)'} |"
-                  for name, t in kernels["timings"].items()]
+    if "guard" in result:
+        lines.append(f"- the guard (another major than the plugin's): {result['guard']}")
+    lines += [*_steps(result), *_kernel_lines(result.get("kernels", {}))]
     if "cuobjdump" in result:
-        lines += ["", "```", result["cuobjdump"], "```"]
-    return "\n".join(lines) + "\n"
+        lines += ["```", result["cuobjdump"], "```", ""]
+    for step in result.get("other_cuda_wheels", []):
+        lines += _other_wheel(step)
+    return "\n".join(lines).rstrip("\n") + "\n"
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -273,8 +327,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--report", type=Path, default=Path("build/device"))
     parser.add_argument("--jax-tests", type=Path, help="a directory of jax's own *_test.py files to run too")
     parser.add_argument("--size", type=int, default=8192)
-    parser.add_argument("--wheels", type=Path, help="the wheels installed (scripts/device_check.sh passes them): "
-                        "the CPU wheel's tests then run alone too, the CUDA wheel reinstalled from here")
+    parser.add_argument("--wheels", type=Path, help="the wheels' directory (scripts/device_check.sh passes it): each "
+                        "CUDA wheel is installed from it in turn, and the CPU wheel's tests run alone too")
     parser.add_argument("--check-wheels", type=Path, metavar="DIR",
                         help="only check that DIR holds the extension's wheels as a build makes them (exit 0 or 2)")
     args = parser.parse_args(argv)

@@ -36,8 +36,8 @@ def test_a_steps_answer_is_its_whole_output_or_its_last_json_line() -> None:
 
 
 def _result(ratio: float) -> dict:
-    timing = {"extension_ms": 0.3 * ratio, "xla_ms": 0.3, "ratio": ratio}
-    return {"ok": ratio <= 1.2, "doctor": {"compatible": True, "environment": {
+    timing = {"extension_ms": 0.3 * ratio, "xla_ms": 0.3, "ratio": ratio, "floor_ms": 0.2, "floor_gb_per_s": 2684.4}
+    return {"ok": ratio <= 1.0, "doctor": {"compatible": True, "environment": {
                 "frontend": {"name": "jax", "version": "0.11.2"}, "backend": {"name": "jaxlib", "version": "0.11.2"},
                 "plugins": [{"name": "jax-cuda13-plugin", "version": "0.11.2"}]}},
             "with_cuda": {"requirements": [{}] * 13, "missing": ["nvidia-cuda-nvcc"]},
@@ -47,12 +47,13 @@ def _result(ratio: float) -> dict:
 
 
 def test_render_names_the_environment_the_steps_and_the_ratio_against_the_goal() -> None:
-    text = device_check.render(_result(1.02))
+    text = device_check.render(_result(0.98))
     assert "- result: **passed**" in text and "jax 0.11.2, jaxlib 0.11.2, jax-cuda13-plugin 0.11.2" in text
     assert "13 required, missing: nvidia-cuda-nvcc" in text
     assert "compat suite: 96 passed, 0 failed, 3 skipped (9.0 s)" in text
-    assert "| forward | 0.306 ms | 0.300 ms | 1.02× |" in text
-    assert "| forward | 0.390 ms | 0.300 ms | 1.30× (over the 1.2× goal) |" in device_check.render(_result(1.3))
+    assert "| forward | 0.294 ms | 0.300 ms | 0.98× | 0.200 ms, 2684 GB/s |" in text
+    over = device_check.render(_result(1.02))
+    assert "| forward | 0.306 ms | 0.300 ms | 1.02× (over the 1.0× goal) | 0.200 ms" in over
 
 
 FAKES = {  # jax and the extension as a machine without a GPU shows them: every import works, jax computes on CPU
