@@ -51,6 +51,7 @@ from jaxrel.extension.device_wheels import (
     CUDA_WHEELS,
     check_wheels,
     install_cuda_wheel,
+    not_for_here,
     plugin_major,
     uninstall_cuda_wheels,
 )
@@ -222,6 +223,7 @@ def check(report: Path, jax_tests: Path | None, size: int, wheels: Path | None =
     if wheels is not None:  # every CUDA wheel given
         given = {major: path for path in check_wheels(wheels) for major, name in CUDA_WHEELS.items()
                  if path.name.startswith(name + "-")}
+        result["not_for_here"] = not_for_here(wheels)
     else:  # the companions already installed (the plugin's major is probed even when it is missing)
         given = {major: None for major, name in CUDA_WHEELS.items() if importlib.util.find_spec(name) is not None}
     main = ours if ours in given or not given else next(iter(given))
@@ -314,6 +316,8 @@ def render(result: dict[str, Any]) -> str:
              f"- extension platforms: {probe.get('platforms')}, GPU code: {', '.join(result.get('gpu_code', []))}"]
     if "guard" in result:
         lines.append(f"- the guard (another major than the plugin's): {result['guard']}")
+    if result.get("not_for_here"):
+        lines.append(f"- not for this machine's Python or CPU, not run: {', '.join(result['not_for_here'])}")
     lines += [*_steps(result), *_kernel_lines(result.get("kernels", {}))]
     if "cuobjdump" in result:
         lines += ["```", result["cuobjdump"], "```", ""]

@@ -15,7 +15,8 @@ from typing import Any
 from jaxrel._util import procs
 from jaxrel.errors import BadInput
 
-__all__ = ["CPU_WHEEL", "CUDA_WHEELS", "check_wheels", "install_cuda_wheel", "plugin_major", "uninstall_cuda_wheels"]
+__all__ = ["CPU_WHEEL", "CUDA_WHEELS", "check_wheels", "install_cuda_wheel", "not_for_here", "plugin_major",
+           "uninstall_cuda_wheels"]
 
 CPU_WHEEL = "jaxrel_rmsnorm"
 CUDA_WHEELS = {13: "jaxrel_rmsnorm_cuda13", 12: "jaxrel_rmsnorm_cuda12"}  # CUDA major → companion, newest first
@@ -52,8 +53,7 @@ def check_wheels(directory: Path) -> list[Path]:
     if not directory.is_dir():
         raise BadInput(f"{directory}: not a directory; pass the directory `jaxrel build --wheels …` wrote")
     here = set(sys_tags())
-    build = (f"build it with `jaxrel build --wheels //rmsnorm:wheel,//rmsnorm:wheel_cuda13 --python "
-             f"{sys.version_info.major}.{sys.version_info.minor}`")
+    build = f"build it with `jaxrel build --wheels all --python {sys.version_info.major}.{sys.version_info.minor}`"
     chosen = []
     for name in (CPU_WHEEL, *CUDA_WHEELS.values()):
         found = []
@@ -85,6 +85,18 @@ def check_wheels(directory: Path) -> list[Path]:
             why = str(error).removeprefix(f"{path}: ").split("; ")[0]  # the archive's own fix is replaced by ours
             raise BadInput(f"{path.name}: not a wheel a build makes ({why}); rebuild it with `jaxrel build`") from None
     return chosen
+
+
+def not_for_here(directory: Path) -> list[str]:
+    """The extension's wheels in ``directory`` this interpreter cannot install (another Python or machine, such as
+    the aarch64 ones of the release grid): named in the report, not run. Call after :func:`check_wheels`."""
+    from packaging.tags import sys_tags
+
+    from jaxrel.distributions.filenames import wheel_tags
+
+    here = set(sys_tags())
+    return [path.name for name in (CPU_WHEEL, *CUDA_WHEELS.values())
+            for path in sorted(directory.glob(f"{name}-*.whl")) if not wheel_tags(path.name) & here]
 
 
 def _pip(*args: str) -> dict[str, Any]:

@@ -42,6 +42,14 @@ def test_every_cuda_wheel_given_is_taken_and_at_least_one_is_needed(tmp_path: Pa
     only12 = _wheels(tmp_path / "only12", ("jaxrel-rmsnorm", "jaxrel-rmsnorm-cuda12"))
     assert [p.name.split("-")[0] for p in device_wheels.check_wheels(only12)] == [
         "jaxrel_rmsnorm", "jaxrel_rmsnorm_cuda12"]
+    grid = _wheels(tmp_path / "grid", ("jaxrel-rmsnorm", "jaxrel-rmsnorm-cuda13"))
+    here = sorted(grid.glob("*.whl"))
+    for wheel in here:  # the aarch64 wheels of the same grid beside them (their bytes do not matter: not read)
+        (grid / wheel.name.replace(wheel.name.split("-")[-1], "manylinux_2_27_aarch64.whl")).write_bytes(b"")
+    assert device_wheels.check_wheels(grid) == here
+    assert device_wheels.not_for_here(grid) == [
+        "jaxrel_rmsnorm-0.1.0-py3-none-manylinux_2_27_aarch64.whl",
+        "jaxrel_rmsnorm_cuda13-0.1.0-py3-none-manylinux_2_27_aarch64.whl"]
     with pytest.raises(BadInput, match="no CUDA wheel .* for this Python"):
         device_wheels.check_wheels(_wheels(tmp_path / "cpu", ("jaxrel-rmsnorm",)))
     with pytest.raises(BadInput, match="no jaxrel_rmsnorm wheel for this Python"):
@@ -154,12 +162,14 @@ def test_another_major_must_be_refused_by_the_guard_then_runs_with_it_skipped(tm
 
 def test_the_plugins_major_runs_first_then_the_others_then_the_cpu_wheel_alone(tmp_path: Path, monkeypatch) -> None:
     wheels = _wheels(tmp_path / "w", ("jaxrel-rmsnorm", "jaxrel-rmsnorm-cuda12", "jaxrel-rmsnorm-cuda13"))
+    (wheels / "jaxrel_rmsnorm_cuda12-0.1.0-cp311-cp311-manylinux_2_27_aarch64.whl").write_bytes(b"")
     events: list[Any] = []
     monkeypatch.setattr(device_check, "plugin_major", lambda: 13)
     monkeypatch.setattr(device_check, "_run", lambda *a, **k: {"code": 0, "stdout": "{}", "stderr": "", "seconds": 0})
     monkeypatch.setattr(device_check, "install_cuda_wheel",
                         lambda wheel, major: events.append(("install", major)) or {"code": 0})
-    monkeypatch.setattr(device_check, "cpu_only", lambda report: events.append("cpu only") or {"ok": True})
+    monkeypatch.setattr(device_check, "cpu_only", lambda report: events.append("cpu only") or {
+        "ok": True, "passed": 11, "failed": 0, "skipped": 1, "seconds": 3.0})
 
     def steps(major: int, native: bool, *rest) -> dict[str, Any]:
         events.append(("steps", major, native))
@@ -173,6 +183,9 @@ def test_the_plugins_major_runs_first_then_the_others_then_the_cpu_wheel_alone(t
                       ("install", 13)]
     assert result["ok"] and result["cuda_wheel"] == "jaxrel_rmsnorm_cuda13"
     assert [step["wheel"] for step in result["other_cuda_wheels"]] == ["jaxrel_rmsnorm_cuda12"]
+    result["doctor"], result["with_cuda"] = {}, {"missing": []}
+    assert ("- not for this machine's Python or CPU, not run: jaxrel_rmsnorm_cuda12-0.1.0-cp311-cp311-manylinux_2_27_"
+            "aarch64.whl") in device_check.render(result)
     passed_12, events[:] = False, []
     assert not device_check.check(tmp_path / "r", None, 64, wheels)["ok"]  # another major's failure fails the check
 
