@@ -172,7 +172,9 @@ def _cuda_wheel(major: int, native: bool, report: Path, jax_tests: Path | None, 
     result: dict[str, Any] = {"wheel": name, "cuda_major": major}
     env: dict[str, str] = {}
     probe = _run([sys.executable, "-c", _PROBE, name], 90)
-    if not native and probe["code"] != 0:  # another major: the guard is to refuse it, with the fix
+    if not native and probe["code"] == 0:
+        result["guard"], result["guard_refused"] = "imported: the guard did not refuse a wheel of another major", False
+    elif not native:  # another major: the guard is to refuse it, with the fix
         result["guard"] = _guard_refusal(probe["stderr"]) or probe["stderr"][-2000:]
         result["guard_refused"] = "Fix:" in result["guard"]
         if runtime_missing:
@@ -289,9 +291,10 @@ def _other_wheel(step: dict[str, Any]) -> list[str]:
     if "guard" in step:
         lines.append(f"- the guard {'refused it, with the fix' if step.get('guard_refused') else 'did not refuse it'}:"
                      f" {step['guard']}")
-        lines.append("- with the guard skipped (JAXREL_SKIP_GUARD=1):")
     if "skipped" in step:
-        return [*lines[:-1], f"- not run with the guard skipped: {step['skipped']}", ""]
+        return [*lines, f"- not run with the guard skipped: {step['skipped']}", ""]
+    if step.get("guard_refused"):
+        lines.append("- with the guard skipped (JAXREL_SKIP_GUARD=1):")
     if "error" in probe:
         return [*lines, f"- does not import: {(probe['error'].strip().splitlines() or ['no output'])[-1]}", ""]
     lines.append(f"- runtime (built, loaded): {probe.get('cuda_runtime')}, driver {probe.get('driver')}, "

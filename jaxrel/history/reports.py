@@ -197,6 +197,7 @@ def _device(data: dict[str, Any], path: Path, sha256: str) -> ReportRecord:
         held = {"sm_80", "sm_90"} <= {str(code) for code in data["gpu_code"]}
         tests.append(TestRecord("device: GPU code for sm_80 and sm_90", "passed" if held else "failed",
                                 suite="compat"))
+    tests += _other_cuda_wheels(data.get("other_cuda_wheels", []), path)
     record.tests = tests
     return ReportRecord(sha256, frontend, [record], "device")
 
@@ -223,6 +224,22 @@ def _bisect(data: dict[str, Any], path: Path, sha256: str) -> BisectRecord:
     _need(isinstance(tests, list) and all(isinstance(t, str) and t.isprintable() for t in tests), path, "tests",
           "a list of test ids")
     return BisectRecord(sha256, cell, str(goods[-1]), str(bad), culprit, log, tuple(t[:500] for t in tests[:200]))
+
+
+def _other_cuda_wheels(others: object, path: Path) -> list[TestRecord]:
+    """One test per CUDA wheel of a major other than the plugin's (refused by the guard, then run without it)."""
+    _need(isinstance(others, list), path, "other_cuda_wheels", "a list")
+    assert isinstance(others, list)
+    tests = []
+    for index, other in enumerate(others):
+        where = f"other_cuda_wheels[{index}]"
+        _need(isinstance(other, dict) and isinstance(other.get("ok"), bool), path, where, "an object with ok")
+        wheel = _text(other.get("wheel"), path, f"{where}.wheel")
+        probe = other.get("probe") if isinstance(other.get("probe"), dict) else {}
+        why = "" if other["ok"] else _signature(str(other.get("guard") or probe.get("error", ""))[-300:])
+        tests.append(TestRecord(f"device: {wheel[:60]} (another CUDA major)", "passed" if other["ok"] else "failed",
+                                None, why, "compat"))
+    return tests
 
 
 def _need(condition: bool, path: Path, where: str, expected: str) -> None:

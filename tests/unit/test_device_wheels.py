@@ -145,7 +145,9 @@ def test_another_major_must_be_refused_by_the_guard_then_runs_with_it_skipped(tm
 
     unguarded = _Machine(guard_refuses=False)  # another major that imports: the guard failed to refuse it
     _patched(monkeypatch, unguarded)
-    assert not device_check._cuda_wheel(12, False, tmp_path, None, 64).get("guard_refused", False)
+    step = device_check._cuda_wheel(12, False, tmp_path, None, 64)
+    assert not step["ok"] and step["guard"] == "imported: the guard did not refuse a wheel of another major"
+    assert "the guard did not refuse it" in "\n".join(device_check._other_wheel(step))
 
     no_runtime = _Machine(guard_refuses=True)  # its runtime neither installed nor given: the guard alone is checked
     _patched(monkeypatch, no_runtime)
