@@ -131,5 +131,3 @@ def install_cuda_wheel(wheel: Path, major: int) -> dict[str, Any]:
     return {"code": removed["code"] or added["code"], "stderr": added["stderr"][-2000:],
             "runtime_wheel": Path(extra[0]).name if extra else None,
             "runtime_missing": RUNTIME_WHEELS[major].replace("_", "-") if missing else None}
-
-
