@@ -99,8 +99,8 @@ def measure(platform: str, size: int, runs: int = 7, calls: int = 20) -> dict[st
     big_errors = {name: float(jnp.abs(ours(big) - theirs(big)).max()) for name, (ours, theirs, *_) in timed.items()}
     timings = {}
     for name, (ours, theirs, floor, floor_arguments, arrays) in timed.items():
-        times = _runs_ms({"extension": (ours, (big,)), "xla": (theirs, (big,)),
-                                 "floor": (floor, floor_arguments)}, runs, calls)
+        times = _runs_ms({"extension": (ours, (big,)), "xla": (theirs, (big,)), "floor": (floor, floor_arguments)},
+                         runs, calls)
         kernel, fused, least = (statistics.median(times[key]) for key in ("extension", "xla", "floor"))
         timings[name] = {"extension_ms": round(kernel, 4), "xla_ms": round(fused, 4), "ratio": round(kernel / fused, 3),
                          "floor_ms": round(least, 4), "floor_gb_per_s": round(arrays * array_bytes / least / 1e6, 1),
