@@ -17,8 +17,8 @@ def by_machine(x86_64, aarch64):
 def cuda_wheel(cuda, kernels, cudart, runtime_dir, runtime_requirement, sass, ptx, facts, platform_tag):
     """One CUDA major's wheel; `cudart`: the libcudart to link, `{"x86_64": label, "aarch64": label}` (one for
     each machine, NVIDIA's runtime wheel of that machine); `facts`: DISTRIBUTION (the CPU wheel's), VERSION,
-    BACKEND, FFI_API, MINIMUM_BACKEND, XLA_COMMIT, and the local Python's ABI_TAG, EXT_SUFFIX, PYTHON, PYTHON_TAG,
-    PYTHON_VERSION."""
+    BACKEND, FFI_API, MINIMUM_BACKEND, XLA_COMMIT, ABI (the stable ABI's facts, bazel/stable_abi.bzl) and PYTHON
+    (the local Python, which runs the wheel builder)."""
     major = cuda.major
     native.alias(
         name = "cudart%d" % major,
@@ -33,6 +33,7 @@ def cuda_wheel(cuda, kernels, cudart, runtime_dir, runtime_requirement, sass, pt
         srcs = ["cc/module.cc", kernels],
         additional_linker_inputs = [cudart],
         copts = ["-fvisibility=hidden", "-DJAXREL_RMSNORM_CUDA"],
+        defines = [facts["ABI"].define],
         linkopts = ["$(location %s)" % cudart, "-Wl,-rpath,$$ORIGIN/../" + runtime_dir],
         linkshared = True,
         tags = ["manual"],
@@ -55,11 +56,11 @@ def cuda_wheel(cuda, kernels, cudart, runtime_dir, runtime_requirement, sass, pt
     )
     py_wheel_file(
         name = "wheel_cuda%d" % major,
-        abi_tag = facts["ABI_TAG"],
+        abi_tag = facts["ABI"].abi_tag,
         description_file = "README.md",
         distribution = distribution,
         files = {
-            ":_rmsnorm_cuda%d.so" % major: package + "/_rmsnorm_cuda" + facts["EXT_SUFFIX"],
+            ":_rmsnorm_cuda%d.so" % major: package + "/_rmsnorm_cuda" + facts["ABI"].ext_suffix,
             ":build_info_cuda%d" % major: package + "/_build_info.py",
             "//jaxrel:guard.py": package + "/_guard.py",
             "cuda/__init__.py": package + "/__init__.py",
@@ -67,13 +68,13 @@ def cuda_wheel(cuda, kernels, cudart, runtime_dir, runtime_requirement, sass, pt
         license = "Apache-2.0",
         platform_tag = platform_tag,
         python = facts["PYTHON"],
-        python_tag = facts["PYTHON_TAG"],
+        python_tag = facts["ABI"].python_tag,
         requires = [
             facts["DISTRIBUTION"] + "==" + facts["VERSION"],
             "jax-cuda%d-plugin>=%s" % (major, facts["MINIMUM_BACKEND"]),
             runtime_requirement,
         ],
-        requires_python = "==%s.*" % facts["PYTHON_VERSION"],
+        requires_python = facts["ABI"].requires_python,
         summary = "CUDA %d kernels for jaxrel-rmsnorm, guarded at import against a mismatched CUDA plugin or driver" %
                   major,
         tags = ["manual"],

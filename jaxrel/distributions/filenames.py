@@ -17,8 +17,8 @@ from packaging.version import Version
 from jaxrel._util.text import shorten
 from jaxrel.errors import BadInput
 
-__all__ = ["FilenameError", "Slot", "covers", "grid_holes", "name_and_version", "platform_family", "slot_text",
-           "wheel_slots", "wheel_tags"]
+__all__ = ["FilenameError", "Slot", "covers", "grid_holes", "name_and_version", "platform_family", "serves",
+           "slot_text", "wheel_slots", "wheel_tags"]
 
 MAX_NAME = 255  # bytes a file name can have on the file systems jaxrel writes to
 
@@ -78,18 +78,40 @@ def _free_threaded(slot: Slot) -> bool:
     return slot[1].endswith("t") and slot[1].startswith("cp")
 
 
+def _kind(slot: Slot) -> str:
+    """The kind of CPython build a slot holds: the stable ABI (``abi3``), free-threaded, or with the GIL."""
+    if slot[1] == "abi3":
+        return "abi3"
+    return "free-threaded" if _free_threaded(slot) else "gil"
+
+
 def grid_holes(slots: set[Slot]) -> list[Slot]:
     """The slots missing from a CPython wheel grid against itself: within each kind of build (with the GIL,
-    free-threaded), every interpreter present on one platform is expected on every platform that kind has. A
-    kind absent from a platform altogether (no free-threaded build for Windows) is the grid's shape, not a hole."""
+    free-threaded, stable ABI), every interpreter present on one platform is expected on every platform that kind
+    has. A kind absent from a platform altogether (no free-threaded build for Windows) is the grid's shape, not a
+    hole."""
     holes: list[Slot] = []
-    cpython = {slot for slot in slots if slot[0].startswith("cp") and slot[1] != "abi3"}
-    for kind in (False, True):
-        mine = {slot for slot in cpython if _free_threaded(slot) == kind}
+    cpython = {slot for slot in slots if slot[0].startswith("cp")}
+    for kind in ("gil", "free-threaded", "abi3"):
+        mine = {slot for slot in cpython if _kind(slot) == kind}
         rows = {(interpreter, abi) for interpreter, abi, _ in mine}
         platforms = {platform for _, _, platform in mine}
         holes += sorted((i, a, p) for i, a in rows for p in platforms if (i, a, p) not in mine)
     return holes
+
+
+_CPYTHON = re.compile(r"cp(\d)(\d+)")
+
+
+def serves(slot: Slot, interpreter: str) -> bool:
+    """Whether a wheel in ``slot`` installs on the CPython that ``interpreter`` names (``cp312``): a wheel of that
+    interpreter, or a stable-ABI wheel (``cp311-abi3``) of it or an older CPython of the same major, which pip
+    installs on every newer one (not on a free-threaded build, whose interpreter tags end in ``t``)."""
+    if slot[0] == interpreter:
+        return True
+    built, wanted = _CPYTHON.fullmatch(slot[0]), _CPYTHON.fullmatch(interpreter)
+    return (slot[1] == "abi3" and built is not None and wanted is not None and built[1] == wanted[1]
+            and int(built[2]) <= int(wanted[2]))
 
 
 _LEGACY = {"manylinux1": (2, 5), "manylinux2010": (2, 12), "manylinux2014": (2, 17)}

@@ -46,6 +46,7 @@ from jaxrel.distributions.filenames import (
     grid_holes,
     name_and_version,
     platform_family,
+    serves,
     slot_text,
     wheel_slots,
 )
@@ -203,7 +204,7 @@ def coverage_problems(by_component: dict[str, list[_Found]], backend: Component 
             wanted = [(py, plat) for py in pythons for plat in platforms or columns]
             problems += [f"{name} has no wheel for {py} on {plat} (--pythons/--platforms ask for it): add that build "
                          "job's artifact" for py, plat in wanted
-                         if not any(i == py and plat in p.split(".") for i, _, p in own)]
+                         if not any(serves(slot, py) and plat in slot[2].split(".") for slot in own)]
     if backend is None:
         return problems
     have = _slots(by_component.get(backend.distribution, []))
@@ -246,8 +247,9 @@ def _named_by_frontend(by_component: dict[str, list[_Found]], release: ReleaseCo
 
 
 def dropped(previous: set[Slot], now: set[Slot], allowed: Sequence[str]) -> list[str]:
-    """What the backend's grid had at the previous release and lacks now: interpreters (with their ABI: ``cp313t``)
-    and platforms (without their floor: raising manylinux_2_17 to 2_27 drops nothing), less those ``--drop`` names."""
+    """What the backend's grid had at the previous release and lacks now: interpreters (with their ABI: ``cp313t``;
+    one a stable-ABI wheel now serves, ``cp311-abi3`` for ``cp312``, is not dropped) and platforms (without their
+    floor: raising manylinux_2_17 to 2_27 drops nothing), less those ``--drop`` names."""
     def builds(slots: set[Slot]) -> set[str]:
         return {abi if abi.startswith(interpreter) else f"{interpreter}-{abi}" for interpreter, abi, _ in slots
                 if interpreter.startswith("cp")}
@@ -255,7 +257,8 @@ def dropped(previous: set[Slot], now: set[Slot], allowed: Sequence[str]) -> list
     def families(slots: set[Slot]) -> set[str]:
         return {platform_family(platform) for _, _, platform in slots}
 
-    gone = sorted(builds(previous) - builds(now)) + sorted(families(previous) - families(now))
+    gone = [build for build in sorted(builds(previous) - builds(now)) if not any(serves(slot, build) for slot in now)]
+    gone += sorted(families(previous) - families(now))
     return [item for item in gone if item not in allowed]
 
 

@@ -1,6 +1,7 @@
 """The aarch64 extension wheels, cross-built here: ``--config=manylinux_aarch64`` compiles with Zig's clang for
-``aarch64-linux-gnu.2.27`` against the headers of Debian's arm64 python3.11, whose facts (``EXT_SUFFIX``, the
-machine) Bazel reads by running it under qemu-user (scripts/aarch64_python.sh). The CUDA 12 and CUDA 13 wheels'
+``aarch64-linux-gnu.2.27`` against the headers of Debian's arm64 python3.11 (for CPython's stable ABI: the
+``cp311-abi3`` wheels serve every Python from 3.11 on), whose facts (the headers, the machine) Bazel reads by
+running it under qemu-user (scripts/aarch64_python.sh). The CUDA 12 and CUDA 13 wheels'
 kernels are compiled by clang with the host side for aarch64, and link NVIDIA's aarch64 libcudart.
 
 Checked on the wheel: tagged ``manylinux_2_27_aarch64`` and ``auditwheel show`` agrees; its module is an aarch64
@@ -84,15 +85,22 @@ def module_bytes(wheel: Path) -> bytes:
     from test_build_manylinux import module_of
 
     name, data = module_of(wheel)
-    assert name == "jaxrel_rmsnorm/_rmsnorm.cpython-311-aarch64-linux-gnu.so"
+    assert name == "jaxrel_rmsnorm/_rmsnorm.abi3.so"
     return data
 
 
 def test_tagged_manylinux_2_27_aarch64_and_auditwheel_agrees(wheel: Path) -> None:
     from test_build_manylinux import assert_auditwheel_agrees
 
-    assert wheel.name.endswith("-cp311-cp311-manylinux_2_27_aarch64.whl"), wheel.name
+    assert wheel.name.endswith("-cp311-abi3-manylinux_2_27_aarch64.whl"), wheel.name
     assert_auditwheel_agrees(wheel, "aarch64")
+
+
+@pytest.mark.parametrize("kind", ["cpu", "cuda12", "cuda13"])
+def test_each_aarch64_wheel_is_one_stable_abi_wheel(wheels: dict[str, Path], kind: str) -> None:
+    from test_build_manylinux import assert_stable_abi
+
+    assert_stable_abi(wheels[kind])
 
 
 def test_an_aarch64_object_with_no_cxx_runtime_and_no_glibc_newer_than_2_27(module_bytes: bytes,
@@ -156,7 +164,7 @@ def test_a_cuda_wheel_carries_aarch64_host_code_and_the_gpu_code_of_x86_64s(whee
     from jaxrel.extension.fatbin import gpu_code
 
     cuda = wheels[f"cuda{major}"]
-    assert cuda.name.endswith("-cp311-cp311-manylinux_2_27_aarch64.whl"), cuda.name
+    assert cuda.name.endswith("-cp311-abi3-manylinux_2_27_aarch64.whl"), cuda.name
     data = module_of(cuda)[1]
     module = tmp_path / "module.so"
     module.write_bytes(data)
@@ -200,7 +208,23 @@ def test_the_hosts_compiler_with_the_aarch64_pythons_tags_is_refused(workspace: 
                                                                      wheel: Path) -> None:
     with pytest.raises(BuildError) as refused:
         build(workspace, wheels=["rmsnorm"], python=aarch64_python, output=workspace / "wrong")
-    assert re.search(r"_rmsnorm\.cpython-311-aarch64-linux-gnu\.so is built for x86_64, the tag "
+    assert re.search(r"_rmsnorm\.abi3\.so is built for x86_64, the tag "
                      r"manylinux_2_\d+_aarch64 says aarch64", str(refused.value)), str(refused.value)
     assert refused.value.exit_code == ExitCode.BAD_INPUT
     assert not (workspace / "wrong").exists() or not list((workspace / "wrong").iterdir())
+
+
+def test_release_yml_s_aarch64_job_builds_the_same_wheel(wheels: dict[str, Path], aarch64_python: str,
+                                                        workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """What release.yml's aarch64 build job runs (`jaxrel release build --component C --python <aarch64 launcher>`,
+    the component's own bazel-options) gives, for each compiled component, the wheel built above, byte for byte."""
+    from jaxrel.cli import main
+
+    for kind, component in (("cpu", "jaxrel-rmsnorm"), ("cuda12", "jaxrel-rmsnorm-cuda12"),
+                            ("cuda13", "jaxrel-rmsnorm-cuda13")):
+        out = workspace / f"release-{kind}"
+        assert main(["release", "build", "--project", str(workspace), "--component", component, "--python",
+                     aarch64_python, "--output", str(out)]) == 0, capsys.readouterr().err
+        built = sorted(out.glob("*.whl"))
+        assert [w.name for w in built] == [wheels[kind].name]
+        assert built[0].read_bytes() == wheels[kind].read_bytes(), component

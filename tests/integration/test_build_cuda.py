@@ -90,12 +90,13 @@ def test_cudart_is_linked_from_the_nvidia_wheel_by_rpath_never_bundled(module: P
 
 def test_metadata_requires_the_cpu_wheel_the_plugin_and_the_runtime(wheels: dict[str, Path]) -> None:
     wheel = wheels["jaxrel_rmsnorm_cuda13"]
-    name, version, python_tag, _, _ = wheel.name[: -len(".whl")].split("-")
+    name, version, python_tag, abi_tag, _ = wheel.name[: -len(".whl")].split("-")
     assert (name, version) == ("jaxrel_rmsnorm_cuda13", jaxrel.__version__)
-    assert python_tag == f"cp{sys.version_info.major}{sys.version_info.minor}"
+    assert (python_tag, abi_tag) == ("cp311", "abi3"), "one stable-ABI wheel serves CPython 3.11 and newer"
     with zipfile.ZipFile(wheel) as archive:
         meta = Parser().parsestr(archive.read(f"{name}-{version}.dist-info/METADATA").decode())
         facts = archive.read("jaxrel_rmsnorm_cuda13/_build_info.py").decode()
+    assert meta.get_all("Requires-Python") == [">=3.11"]
     assert meta.get_all("Requires-Dist") == [f"jaxrel-rmsnorm=={version}", f"jax-cuda13-plugin>={MINIMUM}",
                                              "nvidia-cuda-runtime>=13.0,<14"]
     assert 'CUDA_VERSION = "13.0"' in facts and 'CUDA_ARCHITECTURES = "sm_80,sm_90,sm_100,sm_120,compute_120"' in facts

@@ -6,8 +6,9 @@ compiles: bazel/cuda_clang.bzl).
 Checked on the wheel itself: ``auditwheel show`` finds it consistent with that tag or an older one; its module
 needs no C++ runtime library at all (no ``libstdc++``/``libgcc_s``, so no ``GLIBCXX``/``CXXABI`` version) and no
 glibc symbol newer than 2.27; ``twine check --strict`` and ``check-wheel-contents`` pass; two clean builds in
-separate output bases are byte-identical; and it computes like NumPy beside the real jaxlib, whose own
-``libstdc++`` is loaded in the same process.
+separate output bases are byte-identical; each wheel is one ``cp311-abi3`` wheel whose module ``abi3audit``
+finds within CPython 3.11's stable ABI; and it computes like NumPy beside the real jaxlib, whose own ``libstdc++``
+is loaded in the same process.
 """
 
 from __future__ import annotations
@@ -60,6 +61,24 @@ def portable(wheels: dict[str, Path]) -> Path:
 @pytest.fixture(scope="module")
 def module_bytes(portable: Path) -> bytes:
     return module_of(portable)[1]
+
+
+def assert_stable_abi(wheel: Path) -> None:
+    """``wheel`` is tagged ``cp311-abi3``, its module is named ``*.abi3.so``, and ``abi3audit --strict`` finds no
+    symbol outside CPython 3.11's stable ABI and none newer than 3.11 in it."""
+    assert "-cp311-abi3-" in wheel.name, wheel.name
+    name, _ = module_of(wheel)
+    assert name.endswith(".abi3.so"), name
+    audit = subprocess.run([sys.executable, "-m", "abi3audit", "--strict", "--verbose", str(wheel)],
+                           capture_output=True, text=True)
+    said = " ".join((audit.stdout + audit.stderr).split())
+    assert audit.returncode == 0 and "1 extensions scanned; 0 ABI version mismatches and 0 ABI violations" in said, \
+        said
+
+
+@pytest.mark.parametrize("kind", ["cpu", "cuda12", "cuda13"])
+def test_each_wheel_is_one_stable_abi_wheel(wheels: dict[str, Path], kind: str) -> None:
+    assert_stable_abi(wheels[kind])
 
 
 def _dynamic(module: bytes, tmp_path: Path) -> str:

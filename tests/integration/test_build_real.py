@@ -25,7 +25,7 @@ import jaxrel
 from jaxrel import releasedata
 from jaxrel.cli import main
 from jaxrel.distributions import envs
-from jaxrel.distributions.bazel import build
+from jaxrel.distributions.bazel import BuildError, build
 from jaxrel.distributions.wheels import verify_record
 from jaxrel.extension import xla
 
@@ -132,7 +132,9 @@ def test_wheel_is_named_tagged_and_versioned_from_one_source(wheel: Path) -> Non
     assert fields["Version"] == [jaxrel.__version__]
     wheel_file = next(data for name, data in members.items() if name.endswith(".dist-info/WHEEL")).decode()
     assert f"Tag: {python_tag}-{abi_tag}-{platform_tag}" in wheel_file and "Root-Is-Purelib: false" in wheel_file
-    assert any(n.startswith("jaxrel_rmsnorm/_rmsnorm.cpython-") and n.endswith(".so") for n in members)
+    assert (python_tag, abi_tag) == ("cp311", "abi3"), "one stable-ABI wheel serves CPython 3.11 and newer"
+    assert "jaxrel_rmsnorm/_rmsnorm.abi3.so" in members
+    assert fields["Requires-Python"] == [">=3.11"]
     assert "jaxrel_rmsnorm/_guard.py" in members, "the guard is vendored, so the wheel needs no jaxrel"
     verify_record(wheel)
 
@@ -172,6 +174,29 @@ def test_two_clean_builds_are_byte_identical(wheel: Path, workspace_copy: Path) 
     again = build(workspace_copy, wheels=["rmsnorm"], output=workspace_copy / "dist")
     assert [w.name for w in again.wheels] == [wheel.name]
     assert again.wheels[0].read_bytes() == wheel.read_bytes()
+
+
+@pytest.mark.parametrize(("version", "abi", "says"), [
+    ("3.10", "cp310", "the extension is built for the stable ABI of CPython 3.11 and newer; CPython 3.10 is older"),
+    ("3.13", "cp313t", "CPython 3.13 here is free-threaded (cp313t), which has no stable ABI"),
+])
+def test_a_python_without_the_stable_abi_is_refused_naming_the_fix(workspace_copy: Path, tmp_path: Path,
+                                                                   version: str, abi: str, says: str) -> None:
+    """An interpreter that reports an older CPython, or a free-threaded one (a script standing in for one: neither
+    is installed here), is refused at analysis with the fix, and nothing is left in the output."""
+    import sysconfig
+
+    facts = {"python": str(tmp_path / "python"), "version": version, "include": sysconfig.get_paths()["include"],
+             "multiarch": "", "ext_suffix": f".cpython-{abi}-x86_64-linux-gnu.so", "python_tag": abi[:5],
+             "abi_tag": abi, "implementation": "cpython", "libc": "glibc 2.36", "machine": "x86_64"}
+    fake = tmp_path / "python"
+    fake.write_text(f"#!/bin/sh\ncase \"$*\" in *sysconfig*) echo '{json.dumps(facts)}' ;; "
+                    f"*) exec {sys.executable} \"$@\" ;; esac\n")
+    fake.chmod(0o755)
+    with pytest.raises(BuildError) as refused:
+        build(workspace_copy, wheels=["rmsnorm"], python=str(fake), output=tmp_path / "dist")
+    assert says in str(refused.value) and "Fix: build with" in str(refused.value), str(refused.value)
+    assert not (tmp_path / "dist").exists() or not list((tmp_path / "dist").iterdir())
 
 
 def test_wrong_sha256_fails_the_build_naming_the_pin(workspace_copy: Path, capsys: pytest.CaptureFixture[str]) -> None:
@@ -247,10 +272,10 @@ def test_local_xla_without_headers_is_one_line_error(tmp_path: Path, capsys: pyt
     assert code == 2 and len(error.splitlines()) == 1 and "xla/ffi/api/c_api.h" in error
 
 
-def computes_like_numpy(wheel: Path, tmp_path: Path) -> dict[str, object]:
-    """``wheel`` installed beside the pinned jax and jaxlib in a fresh environment: eager, jit, vmap and grad
-    against NumPy (each within 1e-4); what :data:`RUNTIME_SCRIPT` reported."""
-    env = envs.create(tmp_path / "env", python=sys.executable,
+def computes_like_numpy(wheel: Path, tmp_path: Path, python: str = sys.executable) -> dict[str, object]:
+    """``wheel`` installed beside the pinned jax and jaxlib in a fresh environment of ``python``: eager, jit, vmap
+    and grad against NumPy (each within 1e-4); what :data:`RUNTIME_SCRIPT` reported."""
+    env = envs.create(tmp_path / "env", python=python,
                       requirements=[f"jax=={PIN.backend_version}", f"jaxlib=={PIN.backend_version}"],
                       no_deps=[str(wheel)])
     done = env.run(str(env.python), "-c", RUNTIME_SCRIPT)
@@ -265,6 +290,21 @@ def computes_like_numpy(wheel: Path, tmp_path: Path) -> dict[str, object]:
 def test_pinned_release_computes_like_numpy(wheel: Path, tmp_path: Path) -> None:
     result = computes_like_numpy(wheel, tmp_path)
     assert result["jax"] == PIN.backend_version and result["ffi_api"] == PINNED_API
+
+
+@pytest.mark.usefixtures("index_reachable")
+def test_the_stable_abi_wheel_computes_on_every_other_python_here(wheel: Path, tmp_path: Path) -> None:
+    """The one ``cp311-abi3`` wheel, built with this interpreter's headers, installs and computes on each other
+    CPython 3.11+ here (3.12 and 3.13 under pyenv on this machine kind): what the stable ABI promises."""
+    from jaxrel.distributions.pythons import find_pythons
+
+    others = {version: python for version, python in find_pythons().items()
+              if version != PYTHON and tuple(map(int, version.split("."))) >= (3, 11)}
+    if not others:
+        pytest.skip(f"no CPython 3.11+ here besides {PYTHON}: install one (pyenv install 3.13)")
+    for version, python in others.items():
+        result = computes_like_numpy(wheel, tmp_path / version, python=python.executable)
+        assert result["jax"] == PIN.backend_version, version
 
 
 @pytest.mark.usefixtures("index_reachable")

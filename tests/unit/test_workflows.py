@@ -9,6 +9,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -144,11 +145,8 @@ def test_release_wiring() -> None:
     jobs = wf["jobs"]
     assert list(jobs) == ["check", "build-pure", "build-compiled", "collect", "verify", "publish"]
     assert _needs(jobs["build-pure"]) == _needs(jobs["build-compiled"]) == {"check"}
-    assert jobs["build-compiled"]["strategy"]["matrix"]["python"], "the compiled extension is built per Python"
+    _assert_the_compiled_grid(jobs)
     assert _needs(jobs["collect"]) == {"build-pure", "build-compiled"}
-    collect = next(step["run"] for step in jobs["collect"]["steps"]
-                   if "nox -s release -- collect" in step.get("run", ""))
-    assert "--output dist" in collect and "--pythons" in collect
     assert _needs(jobs["verify"]) == {"collect"}
     assert _needs(jobs["publish"]) >= {"check", "collect", "verify"}
     assert jobs["publish"]["environment"] == "release"
@@ -159,6 +157,24 @@ def test_release_wiring() -> None:
     assert not any(step.get("env") for step in jobs["publish"]["steps"]), "no credential is handed to publish"
     assert "secrets." not in (WORKFLOWS / "release.yml").read_text(), "trusted publishing: no upload secret exists"
     assert any("${GITHUB_REF_NAME#v}" in step.get("run", "") for step in jobs["check"]["steps"])
+
+
+def _assert_the_compiled_grid(jobs: dict[str, Any]) -> None:
+    """build-compiled builds every Bazel component of pyproject.toml for both machines (one stable-ABI wheel each),
+    in the Debian the build is tested on, aarch64 with the aarch64 Python; collect asks for that whole grid."""
+    components = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["jaxrel"]["release"]["components"]
+    job = jobs["build-compiled"]
+    assert sorted(job["strategy"]["matrix"]["component"]) == sorted(
+        name for name, component in components.items() if component["build"] == "bazel")
+    assert job["strategy"]["matrix"]["machine"] == ["x86_64", "aarch64"]
+    assert job["container"] == "debian:12", "Debian's arm64 python3.11 is what scripts/aarch64_python.sh fetches"
+    scripts = "\n".join(step.get("run", "") for step in job["steps"])
+    assert "scripts/aarch64_python.sh" in scripts and '--python "$BUILD_PYTHON"' in scripts
+    collect = next(step["run"] for step in jobs["collect"]["steps"]
+                   if "nox -s release -- collect" in step.get("run", ""))
+    assert "--output dist" in collect
+    assert "--pythons cp311,cp312,cp313,cp314" in collect
+    assert "--platforms manylinux_2_27_x86_64,manylinux_2_27_aarch64" in collect
 
 
 @pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
