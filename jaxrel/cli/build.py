@@ -20,7 +20,8 @@ def add(verbs: Any) -> None:
     sub.add_argument("--wheels", action="append", default=[], metavar="TARGET[,TARGET]|all",
                      help="wheel targets: labels or packages (rmsnorm = //rmsnorm:wheel); 'all': every wheel the "
                           "workspace's release builds with Bazel (manual CUDA targets included), each with its "
-                          "component's bazel-options, for one Python; default: every non-manual wheel rule")
+                          "component's bazel-options, for the machine of --python; default: every non-manual wheel "
+                          "rule")
     sub.add_argument("--python", metavar="3.N|PATH", help="build for this Python (default: the one running jaxrel)")
     sub.add_argument("--local-xla", metavar="PATH", help="use the FFI headers of this XLA source tree, not the pin")
     sub.add_argument("--bazel-options", action="append", default=[], metavar="'OPTS'",
