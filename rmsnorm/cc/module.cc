@@ -1,6 +1,8 @@
 // The Python modules `jaxrel_rmsnorm._rmsnorm` (CPU) and, built with -DJAXREL_RMSNORM_CUDA,
 // `jaxrel_rmsnorm_cuda<MAJOR>._rmsnorm_cuda` (CUDA): each hands its FFI handlers to Python as capsules.
 // Neither registers anything itself: jaxrel_rmsnorm registers them after the import guards.
+// Only CPython's limited API: Bazel defines Py_LIMITED_API (bazel/stable_abi.bzl), so one abi3 module serves
+// every CPython from 3.11 on.
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
