@@ -27,9 +27,10 @@ def _uv_env(session: nox.Session) -> None:
     session.env.update(pip_index_config().uv_environment())
 
 
-def _build_tools(session: nox.Session) -> None:
-    """Bazel 4.2.3 (Debian bazel-bootstrap) and bazelisk (npm), idempotently."""
-    session.run("bash", str(ROOT / "scripts" / "install_build_tools.sh"), external=True)
+def _build_tools(session: nox.Session, *options: str) -> None:
+    """Bazel 4.2.3 (Debian bazel-bootstrap) and bazelisk (npm), idempotently; Chromium and PostgreSQL too unless
+    ``--bazel-only``."""
+    session.run("bash", str(ROOT / "scripts" / "install_build_tools.sh"), *options, external=True)
 
 
 @nox.session
@@ -180,7 +181,7 @@ def release(session: nox.Session) -> None:
     Credentials for ``publish`` come from TWINE_USERNAME/TWINE_PASSWORD or the keyring, never arguments.
     """
     _uv_env(session)
-    _build_tools(session)  # compiled components are built with Bazel
+    _build_tools(session, "--bazel-only")  # compiled components are built with Bazel; nothing else is needed
     session.install("-e", ".[release]")
     if session.posargs:
         session.run("jaxrel", "release", *session.posargs)

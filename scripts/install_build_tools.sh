@@ -4,8 +4,11 @@
 #   - bazelisk from the npm registry, pinned in bazel/tools/package.json, into build/tools/;
 #   - Chromium from Debian (the atlas page's test opens it headless), via apt-get;
 #   - PostgreSQL from Debian (the history store's tests start a server of their own on loopback), via apt-get.
+# `--bazel-only` (release builds) installs the first two and skips Chromium and PostgreSQL, which only tests need.
 # Prints where each tool is. Re-running is a no-op when both are present.
 set -euo pipefail
+bazel_only=false
+if [[ "${1:-}" == --bazel-only ]]; then bazel_only=true; fi
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tools="$root/build/tools"
 
@@ -23,10 +26,11 @@ apt_install() {  # apt_install WHAT PACKAGE: Debian's package, refreshing the li
 if [[ ! -x /usr/bin/bazel-4 ]]; then
   apt_install "Bazel 4" bazel-bootstrap
 fi
-if ! command -v chromium >/dev/null 2>&1; then
+if [[ "$bazel_only" == false ]] && ! command -v chromium >/dev/null 2>&1; then
   apt_install Chromium chromium
 fi
-if ! command -v initdb >/dev/null 2>&1 && ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
+if [[ "$bazel_only" == false ]] && ! command -v initdb >/dev/null 2>&1 \
+    && ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
   apt_install PostgreSQL postgresql
 fi
 
@@ -45,4 +49,6 @@ if [[ "$installed" != "$wanted" ]]; then
 fi
 echo "bazel: /usr/bin/bazel-4 (bazel-bootstrap $(dpkg-query -W -f '${Version}' bazel-bootstrap 2>/dev/null))"
 echo "bazelisk: $tools/node_modules/.bin/bazelisk ($wanted)"
-echo "chromium: $(command -v chromium) ($(dpkg-query -W -f '${Version}' chromium 2>/dev/null))"
+if [[ "$bazel_only" == false ]]; then
+  echo "chromium: $(command -v chromium) ($(dpkg-query -W -f '${Version}' chromium 2>/dev/null))"
+fi
