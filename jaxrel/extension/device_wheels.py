@@ -38,31 +38,38 @@ def plugin_major() -> int | None:
     return None
 
 
+def _listed(directory: Path) -> list[tuple[str, Path, bool]]:
+    """The extension's wheels in ``directory``, CPU first: (distribution, path, whether this interpreter installs
+    it by its tags); :class:`~jaxrel.distributions.filenames.FilenameError` for a name that is not a wheel's."""
+    from packaging.tags import sys_tags
+
+    from jaxrel.distributions.filenames import wheel_tags
+
+    here = set(sys_tags())
+    return [(name, path, bool(wheel_tags(path.name) & here)) for name in (CPU_WHEEL, *CUDA_WHEELS.values())
+            for path in sorted(directory.glob(f"{name}-*.whl"))]
+
+
 def check_wheels(directory: Path) -> list[Path]:
     """The extension's wheels in ``directory`` for this interpreter, each what a build makes: installable here by
     its tags, every member matching RECORD, and the CUDA wheel's module an ELF object carrying GPU code.
     :class:`BadInput` (one line: the file and the fix) for anything else, before anything is installed."""
     import zipfile
 
-    from packaging.tags import sys_tags
-
     from jaxrel.distributions.archives import WheelError, verify_record
-    from jaxrel.distributions.filenames import FilenameError, wheel_tags
+    from jaxrel.distributions.filenames import FilenameError
     from jaxrel.extension.fatbin import fatbin_section
 
     if not directory.is_dir():
         raise BadInput(f"{directory}: not a directory; pass the directory `jaxrel build --wheels …` wrote")
-    here = set(sys_tags())
+    try:
+        listed = _listed(directory)
+    except FilenameError as error:
+        raise BadInput(f"{error}; remove it, or rebuild with `jaxrel build`") from None
     build = f"build it with `jaxrel build --wheels all --python {sys.version_info.major}.{sys.version_info.minor}`"
     chosen = []
     for name in (CPU_WHEEL, *CUDA_WHEELS.values()):
-        found = []
-        for path in sorted(directory.glob(f"{name}-*.whl")):
-            try:
-                if wheel_tags(path.name) & here:
-                    found.append(path)
-            except FilenameError as error:
-                raise BadInput(f"{error}; remove it, or rebuild with `jaxrel build`") from None
+        found = [path for listed_name, path, fits in listed if listed_name == name and fits]
         if name == CPU_WHEEL and not found:
             raise BadInput(f"{directory}: no {name} wheel for this Python ({sys.version.split()[0]}); {build}")
         chosen += found[-1:]
@@ -90,13 +97,7 @@ def check_wheels(directory: Path) -> list[Path]:
 def not_for_here(directory: Path) -> list[str]:
     """The extension's wheels in ``directory`` this interpreter cannot install (another Python or machine, such as
     the aarch64 ones of the release grid): named in the report, not run. Call after :func:`check_wheels`."""
-    from packaging.tags import sys_tags
-
-    from jaxrel.distributions.filenames import wheel_tags
-
-    here = set(sys_tags())
-    return [path.name for name in (CPU_WHEEL, *CUDA_WHEELS.values())
-            for path in sorted(directory.glob(f"{name}-*.whl")) if not wheel_tags(path.name) & here]
+    return [path.name for _, path, fits in _listed(directory) if not fits]
 
 
 def _pip(*args: str) -> dict[str, Any]:
