@@ -114,16 +114,24 @@ def frontend_files(out: Path, version: str, minimum: str) -> list[Path]:
                 f'mfam-gpu-plugin<={version},>={version}; extra == "gpu"')
     version_py = f'_version = "{version}"\n_minimum_core_version = "{minimum}"\n'.encode()
     built = wheel(out, "mfam", version, "py3-none-any", requires, {"mfam/version.py": version_py})
-    sdist = out / f"mfam-{version}.tar.gz"
-    pkg_info = (f"Metadata-Version: 2.1\nName: mfam\nVersion: {version}\nSummary: mfam\n"
+    return [built, sdist(out, "mfam", version, requires, {"mfam/version.py": version_py})]
+
+
+def sdist(out: Path, name: str, version: str, requires: tuple[str, ...] = (),
+          files: dict[str, bytes] | None = None) -> Path:
+    """An sdist ``name-version.tar.gz`` with PKG-INFO (``requires`` as Requires-Dist) and ``files``."""
+    path = out / f"{name}-{version}.tar.gz"
+    pkg_info = (f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\nSummary: {name}\n"
                 + "".join(f"Requires-Dist: {r}\n" for r in requires)
-                + "Description-Content-Type: text/markdown\n\n# mfam\n").encode()
-    with tarfile.open(sdist, "w:gz") as archive:
-        for member, data in ((f"mfam-{version}/PKG-INFO", pkg_info), (f"mfam-{version}/mfam/version.py", version_py)):
+                + f"Description-Content-Type: text/markdown\n\n# {name}\n").encode()
+    out.mkdir(parents=True, exist_ok=True)
+    with tarfile.open(path, "w:gz") as archive:
+        for member, data in ((f"{name}-{version}/PKG-INFO", pkg_info),
+                             *((f"{name}-{version}/{relative}", data) for relative, data in (files or {}).items())):
             info = tarfile.TarInfo(member)
             info.size = len(data)
             archive.addfile(info, io.BytesIO(data))
-    return [built, sdist]
+    return path
 
 
 def build_matrix(artifacts: Path, version: str = "0.2.0", minimum: str = "0.2.0",

@@ -10,7 +10,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from matrix_family import wheel
+from matrix_family import sdist, wheel
 
 import jaxrel
 from jaxrel.distributions.filenames import grid_holes, serves
@@ -62,25 +62,11 @@ def _grid(artifacts: Path) -> None:
     and machine."""
     version = jaxrel.__version__
     wheel(artifacts / "build-pure", "jaxrel", version, "py3-none-any")
-    sdist = artifacts / "build-pure" / f"jaxrel-{version}.tar.gz"
-    shutil.copy(_sdist(artifacts, version), sdist)
+    sdist(artifacts / "build-pure", "jaxrel", version)
     for component in ("jaxrel-rmsnorm", "jaxrel-rmsnorm-cuda12", "jaxrel-rmsnorm-cuda13"):
         for platform in (X86, ARM):
             wheel(artifacts / f"build-{component}-{platform}", component, version, f"cp311-abi3-{platform}",
                   requires_python=">=3.11")
-
-
-def _sdist(artifacts: Path, version: str) -> Path:
-    import io
-    import tarfile
-
-    path = artifacts / "sdist.tar.gz"
-    data = f"Metadata-Version: 2.1\nName: jaxrel\nVersion: {version}\nSummary: jaxrel\n".encode()
-    with tarfile.open(path, "w:gz") as archive:
-        info = tarfile.TarInfo(f"jaxrel-{version}/PKG-INFO")
-        info.size = len(data)
-        archive.addfile(info, io.BytesIO(data))
-    return path
 
 
 def _collect(tmp_path: Path, artifacts: Path, out: str) -> collect.Collection:
@@ -92,7 +78,6 @@ def _collect(tmp_path: Path, artifacts: Path, out: str) -> collect.Collection:
 def test_the_release_grid_of_this_repository_is_collected_and_a_missing_aarch64_wheel_refused(tmp_path: Path) -> None:
     artifacts = tmp_path / "artifacts"
     _grid(artifacts)
-    (artifacts / "sdist.tar.gz").unlink()
     result = _collect(tmp_path, artifacts, "dist")
     names = sorted(a.file for a in result.manifest.artifacts)
     assert len(names) == 2 + 6 and sum("-cp311-abi3-" in name for name in names) == 6, names
