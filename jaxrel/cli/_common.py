@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import shlex
 from typing import Any
 
 from jaxrel._util.progress import say
 from jaxrel._util.text import shorten
 from jaxrel.errors import BadInput
 
-__all__ = ["UsageError", "add_common", "add_env_option", "emit", "env_pairs", "index_options", "parse_pin", "say"]
+__all__ = ["UsageError", "add_common", "add_env_option", "bazel_options", "emit", "env_pairs", "index_options",
+           "parse_pin", "say"]
 
 
 class UsageError(BadInput):
@@ -61,6 +63,15 @@ def add_env_option(sub: argparse.ArgumentParser) -> None:
     """``--env KEY=VALUE`` (repeatable), shared with ``jaxrel compat``."""
     sub.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                      help="set an environment variable for the tests (repeatable), e.g. JAX_ENABLE_X64=1")
+
+
+def bazel_options(texts: list[str]) -> list[str]:
+    """``--bazel-options 'OPTS'`` (repeatable) as one list of options, split as a shell would."""
+    try:
+        return [option for text in texts for option in shlex.split(text)]
+    except ValueError as error:
+        raise UsageError(f"--bazel-options: {error} (quote each option once, e.g. --bazel-options='--copt=-O2')") \
+            from None
 
 
 def parse_date(option: str, text: str) -> datetime.date:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import shlex
 from pathlib import Path
 from typing import Any
 
-from jaxrel.cli._common import UsageError, add_common, emit, say
+from jaxrel.cli._common import UsageError, add_common, bazel_options, emit, say
 from jaxrel.distributions.bazel import build
 from jaxrel.distributions.pythons import python_for
 from jaxrel.release.project import open_project
@@ -39,14 +38,6 @@ def python_path(text: str | None) -> str | None:
     return python_for(text).executable
 
 
-def _bazel_options(texts: list[str]) -> list[str]:
-    try:
-        return [option for text in texts for option in shlex.split(text)]
-    except ValueError as error:
-        raise UsageError(f"--bazel-options: {error} (quote each option once, e.g. --bazel-options='--copt=-O2')") \
-            from None
-
-
 def release_grid(workspace: Path) -> dict[tuple[str, ...], list[str]]:
     """``--wheels all``: the wheel targets of the workspace's release components built by Bazel, grouped by their
     ``bazel-options`` (one Bazel run per group)."""
@@ -62,7 +53,7 @@ def release_grid(workspace: Path) -> dict[tuple[str, ...], list[str]]:
 
 def run(args: argparse.Namespace) -> int:
     wheels = [w for item in args.wheels for w in item.split(",") if w]
-    extra = _bazel_options(args.bazel_options)
+    extra = bazel_options(args.bazel_options)
     if "all" in wheels and len(wheels) > 1:
         raise UsageError("--wheels all builds the whole release grid; give it alone, or name the targets")
     groups = release_grid(Path(args.workspace)) if wheels == ["all"] else {(): wheels}

@@ -12,14 +12,15 @@ from jaxrel.cells import owntests, records
 from jaxrel.cells.plugin_install import MODES
 from jaxrel.cells.suites import DEFAULT_SUITE
 from jaxrel.cli import _matrix
-from jaxrel.cli._common import UsageError, add_common, add_env_option, env_pairs, say
+from jaxrel.cli._common import UsageError, add_common, add_env_option, bazel_options, env_pairs, say
 from jaxrel.cli._record import add_record_options, record
 from jaxrel.compat import report
 from jaxrel.compat.cell import CellResult
 from jaxrel.compat.options import Options
 from jaxrel.compat.run import run as run_matrix
 from jaxrel.distributions.bazel import find_workspace
-from jaxrel.family import Family
+from jaxrel.family import ConfigError, Family
+from jaxrel.release.project import open_project
 
 HELP = "Run the compat matrix: an environment per cell, the guard, the compat suite, the frontend's tests; reports."
 
@@ -63,6 +64,10 @@ def add(verbs: Any) -> None:
     add_record_options(sub)
     sub.add_argument("--no-extension", action="store_true",
                      help="do not build the workspace's wheels with Bazel and add them to the cells")
+    sub.add_argument("--bazel-options", action="append", default=None, metavar="'OPTS'",
+                     help="options for building the workspace's wheels (default: the bazel-options the workspace's "
+                          "release builds them with, e.g. --config=manylinux, so the cells test the wheels users get; "
+                          "'' for Bazel's defaults)")
     sub.set_defaults(run=run)
 
 
@@ -73,6 +78,28 @@ def _workspace(text: str | None) -> Path | None:
     if not (workspace / "WORKSPACE").is_file():
         raise UsageError(f"--workspace {text}: no WORKSPACE file there; pass the root of a Bazel workspace")
     return workspace
+
+
+def _extension_options(args: argparse.Namespace, workspace: Path | None) -> tuple[str, ...]:
+    """How the workspace's wheels are built: ``--bazel-options``, else as the workspace's release builds them
+    (its Bazel components' shared ``bazel-options``), else Bazel's defaults, saying why."""
+    if args.bazel_options is not None:
+        return tuple(bazel_options(args.bazel_options))
+    if workspace is None:
+        return ()
+    if not (workspace / "pyproject.toml").is_file():
+        return ()  # no release declared there: nothing to match
+    try:
+        with open_project(workspace) as project:
+            shared = project.release.shared_bazel_options()
+    except ConfigError as error:
+        say(f"extension: built with Bazel's defaults, not as released: {error}")
+        return ()
+    if shared is None:
+        say("extension: built with Bazel's defaults: the release builds its Bazel components with different "
+            "bazel-options; pass --bazel-options to choose")
+        return ()
+    return shared
 
 
 def _shard(text: str | None) -> str | None:
@@ -134,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
     test_env = env_pairs(args.env)  # bad input is reported before anything is built
     at_once = _count("--cells-at-once", args.cells_at_once)
     workspace = None if args.no_extension else _workspace(args.workspace)
+    extension_options = _extension_options(args, workspace)
     report.clear(workdir)  # an earlier run's reports never outlive this one's start
     found = _matrix.inputs(args, build=True)
     matrix, front = found.matrix, found.frontend
@@ -150,10 +178,10 @@ def run(args: argparse.Namespace) -> int:
                      frontend=recorded)
 
     options = Options(workdir=workdir, suite=_suite(args, found.family), own=own, shard=shard, jobs=jobs,
-                             cells_at_once=at_once, exclude_newer=_matrix.exclude_newer(_matrix.as_of(args.as_of)),
-                             use_uv=False if args.no_uv else None, extensions=not args.no_extension,
-                             workspace=workspace, index=found.index, checkpoint=checkpoint, test_env=test_env,
-                             full_plugin_cells=args.full_plugin_cells, plugin_install=args.plugin_install)
+                      cells_at_once=at_once, exclude_newer=_matrix.exclude_newer(_matrix.as_of(args.as_of)),
+                      use_uv=False if args.no_uv else None, extensions=not args.no_extension,
+                      workspace=workspace, bazel_options=extension_options, index=found.index, checkpoint=checkpoint,
+                      test_env=test_env, full_plugin_cells=args.full_plugin_cells, plugin_install=args.plugin_install)
     results = run_matrix(matrix, found.family, front, options)
     commands = _bisect_commands(args, found.family, front.commit, results, test_env)
     json_path, md_path = report.write(workdir, matrix, results, frontend_build_seconds=front.build_seconds,

@@ -29,6 +29,7 @@ class Options:
     use_uv: bool | None = None
     extensions: bool = True  # build the workspace's Bazel wheels (e.g. an XLA FFI extension) and add them to cells
     workspace: Path | None = None  # the user's Bazel workspace (None: none, extensions are skipped with a reason)
+    bazel_options: tuple[str, ...] = ()  # how its wheels are built (the CLI's default: as the release builds them)
     index: Index | None = None  # install the backend and plugins from files verified against it (else by name)
     progress: Progress = field(default=say)
     checkpoint: Callable[[list[CellResult]], None] | None = None  # after each cell: the results so far

@@ -44,9 +44,11 @@ def extension_wheels(pythons: Sequence[str], options: Options) -> dict[str, list
     for python in pythons:
         out = options.workdir / "extensions" / f"py{python}"
         shutil.rmtree(out, ignore_errors=True)
-        options.progress(f"extension: building for Python {python} with Bazel in {options.workspace} …")
+        how = f" ({' '.join(options.bazel_options)})" if options.bazel_options else ""
+        options.progress(f"extension: building for Python {python} with Bazel in {options.workspace}{how} …")
         try:
-            built = bazel.build(options.workspace, python=python_for(python).executable, output=out)
+            built = bazel.build(options.workspace, python=python_for(python).executable, output=out,
+                                bazel_options=options.bazel_options)
         except bazel.BuildError as error:
             found[python] = f"not built: {error}"
             options.progress(f"extension: {found[python]}")

@@ -148,6 +148,12 @@ class ReleaseConfig:
     def tag_for(self, version: str) -> str:
         return self.tag.format(version=version)
 
+    def shared_bazel_options(self) -> tuple[str, ...] | None:
+        """The ``bazel-options`` every component built with Bazel is released with (``()`` when none is built
+        with Bazel); ``None`` when they differ, so that no one set builds all of them as released."""
+        found = {c.bazel_options for c in self.components if c.build == "bazel"}
+        return () if not found else (found.pop() if len(found) == 1 else None)
+
     def by_role(self, role: str) -> list[Component]:
         return [c for c in self.components if c.role == role]
 

@@ -940,15 +940,21 @@ def test_extension_wheels_per_python(harness: Harness, tmp_path: Path, monkeypat
     assert "no Bazel workspace" in str(compat_run.extension_wheels(["3.11"], harness.options(extensions=True))["3.11"])
     built = tmp_path / "rmsnorm-0.1-cp311-cp311-linux_x86_64.whl"
 
-    def build(workspace: Path, *, python: str, output: Path) -> bazel.BuildResult:
+    asked: list[tuple[str, ...]] = []
+
+    def build(workspace: Path, *, python: str, output: Path, bazel_options: tuple[str, ...]) -> bazel.BuildResult:
+        asked.append(bazel_options)
         if python.endswith("3.12"):
             raise bazel.BuildError("bazel build failed: no toolchain")
         return bazel.BuildResult(wheels=[built], seconds=1.5, command=["bazel"])
 
     monkeypatch.setattr(compat_run, "python_for", lambda version: Python(version, f"/usr/bin/python{version}"))
     monkeypatch.setattr(bazel, "build", build)
-    found = compat_run.extension_wheels(["3.11", "3.12"], harness.options(extensions=True, workspace=tmp_path))
+    found = compat_run.extension_wheels(["3.11", "3.12"], harness.options(extensions=True, workspace=tmp_path,
+                                                                          bazel_options=("--config=manylinux",)))
     assert found == {"3.11": [built], "3.12": "not built: bazel build failed: no toolchain"}
+    assert asked == [("--config=manylinux",)] * 2, "every Python's build as the release builds it"
+    assert f"extension: building for Python 3.11 with Bazel in {tmp_path} (--config=manylinux) …" in harness.progress
     assert f"extension: {built.name} (1.5 s)" in harness.progress
     assert "extension: not built: bazel build failed: no toolchain" in harness.progress
 
