@@ -140,7 +140,8 @@ def compat(session: nox.Session) -> None:
     ``--frontend-src PATH`` (a checkout, built out of tree; its own tests run in every positive
     cell against the installed wheel, with its test requirements), ``--ref REV``, ``--frontend jax==V``,
     ``--backends SPEC``, ``--python 3.N``, ``--plugins SET|none``, ``--cell ID`` (rerun one cell),
-    ``--frontend-tests PATH...``, ``-k EXPR``, ``--shard I/N``, ``--jobs N``. Reports land in
+    ``--frontend-tests PATH...``, ``-k EXPR``, ``--shard I/N``, ``--jobs N``, ``--bazel-options OPTS`` (default: the
+    extension is built as the release builds it, ``--config=manylinux``). Reports land in
     ``build/compat/`` (report.json, report.md, junit/; see docs/compat.md).
     """
     _uv_env(session)

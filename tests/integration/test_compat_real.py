@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
+
+import jaxrel
 
 pytestmark = pytest.mark.integration
 
@@ -52,6 +55,11 @@ def test_positive_cell_runs_the_compat_suite(run):
     assert cell["backend_api"]["jaxlib_extension_version"] == 467
     passed = [name for name, outcome in cell["outcomes"].items() if outcome == "passed"]
     assert any("primitive" in name for name in passed) and any("shard_map" in name for name in passed)
+    # the extension as released (--config=manylinux, from pyproject's release): the portable stable-ABI wheel
+    released = f"jaxrel_rmsnorm-{jaxrel.__version__}-cp311-abi3-manylinux_2_27_{platform.machine()}.whl"
+    assert cell["extension"] == released
+    extension_tests = [name for name in cell["outcomes"] if "test_extension" in name]
+    assert extension_tests and all(cell["outcomes"][name] == "passed" for name in extension_tests)
     suite = ElementTree.parse(workdir / "junit" / "py3.11-jaxlib0.10.2.xml").getroot()
     assert int(suite.find("testsuite").get("tests")) == sum(cell["tests"].values())  # type: ignore[union-attr]
 
