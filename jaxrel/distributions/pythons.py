@@ -158,8 +158,12 @@ def newest_python() -> Python:
     return Python(f"{running[0]}.{running[1]}", sys.executable)
 
 
+@cache
 def python_for(version: str) -> Python:
-    """The interpreter for ``version`` (``"3.12"``), or :class:`PythonNotFound` naming what exists."""
+    """The interpreter for ``version`` (``"3.12"``), or :class:`PythonNotFound` naming what exists.
+
+    Asked once per version per process (``uv python find`` and a probe cost about 0.5 s, and a compat run asks
+    several times per cell); ``python_for.cache_clear()`` forgets the answers."""
     if not re.fullmatch(r"3\.\d{1,3}", version):
         raise PythonVersionError(f"Python version {shorten(version)!r} is not of the form 3.N (e.g. 3.12)")
     chosen = uv_find(version)

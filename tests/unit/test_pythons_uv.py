@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,14 @@ def _fake_uv(tmp_path: Path, find: str, listing: str, code: int = 0) -> str:
     return str(script)
 
 
+@pytest.fixture(autouse=True)
+def fresh_answers() -> Iterator[None]:
+    """Each test asks anew: python_for keeps its answers for the process."""
+    pythons.python_for.cache_clear()
+    yield
+    pythons.python_for.cache_clear()
+
+
 @pytest.fixture
 def linked(tmp_path: Path) -> str:
     """This interpreter under another path, as uv might report it."""
@@ -34,6 +43,17 @@ def linked(tmp_path: Path) -> str:
 def test_the_interpreter_uv_finds_is_the_one_used(tmp_path: Path, linked: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pythons, "find_uv", lambda: _fake_uv(tmp_path, linked, "[]"))
     assert pythons.python_for(RUNNING) == pythons.Python(RUNNING, linked)
+
+
+def test_uv_is_asked_once_per_version(tmp_path: Path, linked: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A compat run asks for a cell's interpreter several times per cell: uv and the probe run once."""
+    asked = tmp_path / "asked"
+    script = tmp_path / "uv"
+    script.write_text(f"#!/bin/sh\necho \"$*\" >> {asked}\nprintf '%s\\n' {linked!r}\n")
+    script.chmod(0o755)
+    monkeypatch.setattr(pythons, "find_uv", lambda: str(script))
+    assert {pythons.python_for(RUNNING) for _ in range(5)} == {pythons.Python(RUNNING, linked)}
+    assert asked.read_text().splitlines() == [f"python find --no-config {RUNNING}"]
 
 
 def test_uvs_list_is_read_at_its_boundary(tmp_path: Path, linked: str, monkeypatch: pytest.MonkeyPatch) -> None:
