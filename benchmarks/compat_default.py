@@ -1,0 +1,75 @@
+"""The main job end to end, warm: ``python -m nox -s compat`` in this tree beside another revision, in turn.
+
+``python benchmarks/compat_default.py [--against REV] [--rounds N] [--warmup N]`` runs the README's
+first command (its built-in default) in this checkout and, with ``--against``, in ``REV`` checked
+out with ``git worktree`` into ``build/bench/compat-default/`` (each tree keeps its own work
+directory, Bazel output and bytecode), first ``--warmup`` times each untimed, then ``--rounds``
+times each, alternating, so both see the same minutes of this noisy machine. It prints each
+round's wall time with the load average, then each tree's best and median and their ratio to this
+tree's. Needs the index (pip's configuration), nox and uv for this interpreter, and Bazel's tools
+(``scripts/install_build_tools.sh``, which the session runs). Exit status 1 when a run fails.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+WORK = ROOT / "build" / "bench" / "compat-default"
+
+
+def compat(tree: Path) -> float:
+    """Seconds of one ``nox -s compat`` in ``tree``; exits when it fails."""
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "nox", "-s", "compat"], cwd=tree, capture_output=True, text=True,
+                          timeout=1800)
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise SystemExit(f"{tree}: nox -s compat failed (exit {done.returncode}): {done.stdout.strip()[-600:]}")
+    return seconds
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--against", help="another revision to run beside this tree (git worktree)")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--warmup", type=int, default=1, help="untimed runs of each tree first (default 1)")
+    args = parser.parse_args()
+    trees = {"this tree": ROOT}
+    if args.against:
+        other = WORK / "tree"
+        if other.exists():
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(other)], capture_output=True)
+        WORK.mkdir(parents=True, exist_ok=True)
+        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(other), args.against],
+                       check=True, capture_output=True)
+        trees[args.against] = other
+    try:
+        for name, tree in trees.items():
+            for number in range(args.warmup):
+                print(f"warm-up {number + 1} {name:>12}: {compat(tree):6.1f} s", flush=True)
+        runs: dict[str, list[float]] = {name: [] for name in trees}
+        for number in range(args.rounds):
+            for name, tree in trees.items():
+                runs[name].append(compat(tree))
+                print(f"round {number + 1}  {name:>12}: {runs[name][-1]:6.1f} s  load {os.getloadavg()[0]:.2f}",
+                      flush=True)
+    finally:
+        if args.against:
+            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(trees[args.against])],
+                           capture_output=True)
+    base = min(runs["this tree"])
+    for name, measured in runs.items():
+        best = min(measured)
+        print(f"{name:>12}: best {best:.1f} s, median {statistics.median(measured):.1f} s "
+              f"({best / base:.2f}x this tree's best)")
+
+
+if __name__ == "__main__":
+    main()
