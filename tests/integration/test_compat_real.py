@@ -58,8 +58,9 @@ def test_positive_cell_runs_the_compat_suite(run):
     # the extension as released (--config=manylinux, from pyproject's release): the portable stable-ABI wheel
     released = f"jaxrel_rmsnorm-{jaxrel.__version__}-cp311-abi3-manylinux_2_27_{platform.machine()}.whl"
     assert cell["extension"] == released
-    extension_tests = [name for name in cell["outcomes"] if "test_extension" in name]
-    assert extension_tests and all(cell["outcomes"][name] == "passed" for name in extension_tests)
+    on_cpu = {name: outcome for name, outcome in cell["outcomes"].items()
+              if name.startswith("test_extension.py::") and "[cpu" in name}  # computed on the CPU, against NumPy
+    assert len(on_cpu) >= 10 and set(on_cpu.values()) == {"passed"}, on_cpu
     suite = ElementTree.parse(workdir / "junit" / "py3.11-jaxlib0.10.2.xml").getroot()
     assert int(suite.find("testsuite").get("tests")) == sum(cell["tests"].values())  # type: ignore[union-attr]
 
