@@ -5,8 +5,9 @@ or ``nox -s bench -- compat_cells [-- ...]``. Without options it measures what `
 runs by default (the newest jax release's sdist as the HEAD stand-in); with, e.g.
 ``-- --frontend-src ~/jax --python 3.12``, a checkout and its own tests.
 
-It runs ``jaxrel compat`` once into ``build/bench/compat-cells/`` (replaced), warm caches assumed
-(run it twice to measure warm), then reads ``report.json``: each cell's ``timings`` (environment:
+It runs ``jaxrel compat`` once into ``build/bench/compat-cells/``, kept from run to run as ``nox -s
+compat`` keeps ``build/compat/`` (the cells' bytecode, the sdist's wheel; compat clears the earlier
+reports itself), so a second run measures warm, then reads ``report.json``: each cell's ``timings`` (environment:
 creating it and installing its wheels and test requirements; probes: guard, doctor, import; compat
 suite; own tests; triage: rerunning failed tests), the frontend's build (once per run, shared by
 every cell) and the wall time of the whole run. Exit status: that of ``jaxrel compat``.
@@ -18,7 +19,6 @@ since this machine is shared and noisy).
 
 import argparse
 import json
-import shutil
 import subprocess
 import sys
 import time
@@ -32,7 +32,6 @@ PARTS = ("environment", "probes", "compat suite", "own tests", "triage")
 
 def measure(options: list[str]) -> tuple[int, float, dict[str, Any]]:
     """Run ``jaxrel compat`` (progress on stderr, as it goes); its exit status, wall time and report."""
-    shutil.rmtree(WORK, ignore_errors=True)
     start = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "jaxrel", "compat", "--workdir", str(WORK), *options], cwd=ROOT,
                           stdout=subprocess.DEVNULL)
