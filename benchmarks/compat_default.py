@@ -18,7 +18,10 @@ import statistics
 import subprocess
 import sys
 import time
+from contextlib import ExitStack
 from pathlib import Path
+
+from _worktree import worktree
 
 ROOT = Path(__file__).resolve().parents[1]
 WORK = ROOT / "build" / "bench" / "compat-default"
@@ -41,16 +44,10 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--warmup", type=int, default=1, help="untimed runs of each tree first (default 1)")
     args = parser.parse_args()
-    trees = {"this tree": ROOT}
-    if args.against:
-        other = WORK / "tree"
-        if other.exists():
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(other)], capture_output=True)
-        WORK.mkdir(parents=True, exist_ok=True)
-        subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(other), args.against],
-                       check=True, capture_output=True)
-        trees[args.against] = other
-    try:
+    with ExitStack() as stack:
+        trees = {"this tree": ROOT}
+        if args.against:
+            trees[args.against] = stack.enter_context(worktree(args.against, WORK / "tree"))
         for name, tree in trees.items():
             for number in range(args.warmup):
                 print(f"warm-up {number + 1} {name:>12}: {compat(tree):6.1f} s", flush=True)
@@ -60,10 +57,6 @@ def main() -> None:
                 runs[name].append(compat(tree))
                 print(f"round {number + 1}  {name:>12}: {runs[name][-1]:6.1f} s  load {os.getloadavg()[0]:.2f}",
                       flush=True)
-    finally:
-        if args.against:
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(trees[args.against])],
-                           capture_output=True)
     base = min(runs["this tree"])
     for name, measured in runs.items():
         best = min(measured)

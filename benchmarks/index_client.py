@@ -17,7 +17,10 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
+
+from _worktree import worktree
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -44,25 +47,17 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--since", default="0.4.30")
     args = parser.parse_args()
-    trees = {"this tree": ROOT}
-    with tempfile.TemporaryDirectory(prefix="jaxrel-bench-tree-") as scratch:
+    with tempfile.TemporaryDirectory(prefix="jaxrel-bench-tree-") as scratch, ExitStack() as stack:
+        trees = {"this tree": ROOT}
         if args.against:
-            other = Path(scratch) / "tree"
-            subprocess.run(["git", "-C", str(ROOT), "worktree", "add", "--detach", str(other), args.against],
-                           check=True, capture_output=True)
-            trees[args.against] = other
-        try:
-            runs: dict[str, list[tuple[float, int, list[str]]]] = {name: [] for name in trees}
-            for number in range(args.rounds):
-                for name, tree in trees.items():
-                    seconds, requests, findings = audit(tree, args.since)
-                    runs[name].append((seconds, requests, findings))
-                    print(f"round {number + 1}  {name:>12}: {seconds:6.1f} s cold, {requests} requests, "
-                          f"{len(findings)} findings", flush=True)
-        finally:
-            if args.against:
-                subprocess.run(["git", "-C", str(ROOT), "worktree", "remove", "--force", str(trees[args.against])],
-                               capture_output=True)
+            trees[args.against] = stack.enter_context(worktree(args.against, Path(scratch) / "tree"))
+        runs: dict[str, list[tuple[float, int, list[str]]]] = {name: [] for name in trees}
+        for number in range(args.rounds):
+            for name, tree in trees.items():
+                seconds, requests, findings = audit(tree, args.since)
+                runs[name].append((seconds, requests, findings))
+                print(f"round {number + 1}  {name:>12}: {seconds:6.1f} s cold, {requests} requests, "
+                      f"{len(findings)} findings", flush=True)
     base = min(seconds for seconds, _, _ in runs["this tree"])
     for name, measured in runs.items():
         best = min(seconds for seconds, _, _ in measured)
