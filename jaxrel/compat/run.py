@@ -23,6 +23,7 @@ from jaxrel.compat.cell import CellResult, cell_line, cpu_twins, junit_path, run
 from jaxrel.compat.options import Options
 from jaxrel.compat.triage import classify, summary, write_verdicts
 from jaxrel.distributions import bazel, envs
+from jaxrel.distributions.filenames import FilenameError, serves, wheel_slots
 from jaxrel.distributions.index import IndexClientError
 from jaxrel.distributions.pythons import python_for
 from jaxrel.family import Family
@@ -30,10 +31,27 @@ from jaxrel.family import Family
 __all__ = ["cells_at_once", "extension_wheels", "prefetch", "run", "triage"]
 
 
+def _version_key(python: str) -> tuple[int, ...]:
+    return tuple(int(part) for part in python.split(".") if part.isdigit())
+
+
+def _serve(wheels: Sequence[Path], python: str) -> bool:
+    """Whether pip installs every one of ``wheels`` on CPython ``python`` (``3.12``), as it installs a stable-ABI
+    wheel built for an older CPython (``cp311-abi3``) on every newer one."""
+    interpreter = "cp" + "".join(python.split(".")[:2])
+    try:
+        return bool(wheels) and all(any(serves(slot, interpreter) for slot in wheel_slots([wheel.name]))
+                                    for wheel in wheels)
+    except FilenameError:
+        return False
+
+
 def extension_wheels(pythons: Sequence[str], options: Options) -> dict[str, list[Path] | str]:
     """Python version → the wheels the user's Bazel workspace builds for it, or why there are none.
 
-    Bazel builds incrementally, so wheels already built cost a no-op build.
+    The oldest Python builds first; a newer one that every wheel already built serves (stable-ABI wheels) uses
+    those, as pip would install them on it, instead of a build of its own. Bazel builds incrementally, so wheels
+    already built cost a no-op build.
     """
     if not options.extensions:
         return {python: "not requested (--no-extension)" for python in pythons}
@@ -41,9 +59,15 @@ def extension_wheels(pythons: Sequence[str], options: Options) -> dict[str, list
         return {python: "no Bazel workspace (none at or above the working directory; pass --workspace DIR)"
                 for python in pythons}
     found: dict[str, list[Path] | str] = {}
-    for python in pythons:
+    for python in sorted(pythons, key=_version_key):
         out = options.workdir / "extensions" / f"py{python}"
         shutil.rmtree(out, ignore_errors=True)
+        earlier = next((built for built in found.values() if isinstance(built, list) and _serve(built, python)), None)
+        if earlier is not None:
+            found[python] = earlier
+            options.progress(f"extension: {', '.join(w.name for w in earlier)} serves Python {python} too "
+                             "(stable ABI): installed as pip would, not rebuilt")
+            continue
         how = f" ({' '.join(options.bazel_options)})" if options.bazel_options else ""
         options.progress(f"extension: building for Python {python} with Bazel in {options.workspace}{how} …")
         try:

@@ -959,6 +959,50 @@ def test_extension_wheels_per_python(harness: Harness, tmp_path: Path, monkeypat
     assert "extension: not built: bazel build failed: no toolchain" in harness.progress
 
 
+
+def test_extension_wheels_stable_abi_built_once(harness: Harness, tmp_path: Path,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """The oldest Python builds first; a stable-ABI wheel serves the newer ones as pip installs it, unbuilt again."""
+    asked: list[str] = []
+
+    def build(workspace: Path, *, python: str, output: Path, bazel_options: tuple[str, ...]) -> bazel.BuildResult:
+        version = python.removeprefix("/usr/bin/python")
+        asked.append(version)
+        if version == "3.10":
+            raise bazel.BuildError("bazel build failed: Python 3.10 is older than the stable ABI's floor")
+        tag = "cp311-abi3" if version == "3.11" else f"cp{version.replace('.', '')}-cp{version.replace('.', '')}"
+        return bazel.BuildResult(wheels=[output / f"rmsnorm-0.1-{tag}-linux_x86_64.whl"], seconds=1.0,
+                                 command=["bazel"])
+
+    monkeypatch.setattr(compat_run, "python_for", lambda version: Python(version, f"/usr/bin/python{version}"))
+    monkeypatch.setattr(bazel, "build", build)
+    found = compat_run.extension_wheels(["3.13", "3.12", "3.10", "3.11"],
+                                        harness.options(extensions=True, workspace=tmp_path))
+    assert asked == ["3.10", "3.11"], "3.12 and 3.13 install the cp311-abi3 wheel"
+    abi3 = [harness.workdir / "extensions" / "py3.11" / "rmsnorm-0.1-cp311-abi3-linux_x86_64.whl"]
+    assert found["3.11"] == found["3.12"] == found["3.13"] == abi3
+    assert str(found["3.10"]).startswith("not built: ")
+    assert ("extension: rmsnorm-0.1-cp311-abi3-linux_x86_64.whl serves Python 3.12 too (stable ABI): installed as "
+            "pip would, not rebuilt") in harness.progress
+
+
+def test_extension_wheels_per_python_abi_rebuilt(harness: Harness, tmp_path: Path,
+                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """A wheel of one CPython's own ABI (``cp311-cp311``) serves no other: each Python builds its own."""
+    asked: list[str] = []
+
+    def build(workspace: Path, *, python: str, output: Path, bazel_options: tuple[str, ...]) -> bazel.BuildResult:
+        version = python.removeprefix("/usr/bin/python").replace(".", "")
+        asked.append(version)
+        return bazel.BuildResult(wheels=[output / f"rmsnorm-0.1-cp{version}-cp{version}-linux_x86_64.whl"],
+                                 seconds=1.0, command=["bazel"])
+
+    monkeypatch.setattr(compat_run, "python_for", lambda version: Python(version, f"/usr/bin/python{version}"))
+    monkeypatch.setattr(bazel, "build", build)
+    found = compat_run.extension_wheels(["3.12", "3.11"], harness.options(extensions=True, workspace=tmp_path))
+    assert asked == ["311", "312"]
+    assert found["3.12"] == [harness.workdir / "extensions" / "py3.12" / "rmsnorm-0.1-cp312-cp312-linux_x86_64.whl"]
+
 # -- the report -------------------------------------------------------------------------------------
 
 
