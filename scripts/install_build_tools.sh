@@ -7,8 +7,15 @@
 # `--bazel-only` (release builds) installs the first two and skips Chromium and PostgreSQL, which only tests need.
 # Prints where each tool is. Re-running is a no-op when both are present.
 set -euo pipefail
+usage="usage: scripts/install_build_tools.sh [--bazel-only]"
 bazel_only=false
-if [[ "${1:-}" == --bazel-only ]]; then bazel_only=true; fi
+for arg in "$@"; do
+  case "$arg" in
+    --bazel-only) bazel_only=true ;;
+    -h|--help) echo "$usage"; exit 0 ;;
+    *) echo "install_build_tools.sh: error: unknown argument '$arg'; $usage" >&2; exit 2 ;;
+  esac
+done
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tools="$root/build/tools"
 
