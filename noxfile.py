@@ -85,7 +85,7 @@ def build(session: nox.Session) -> None:
     ``--bazel-options '...'``, ``--output DIR``.
     """
     _uv_env(session)
-    _build_tools(session)
+    _build_tools(session, "--bazel-only")
     session.install("-e", ".")
     session.run("jaxrel", "build", *session.posargs)
 
@@ -145,7 +145,7 @@ def compat(session: nox.Session) -> None:
     ``build/compat/`` (report.json, report.md, junit/; see docs/compat.md).
     """
     _uv_env(session)
-    _build_tools(session)  # the cells include the XLA FFI extension, built with Bazel
+    _build_tools(session, "--bazel-only")  # the cells include the XLA FFI extension, built with Bazel
     session.install(".[envs]")  # the compat suite ships inside jaxrel; WORKSPACE is found from the working directory
     session.run("jaxrel", "compat", *session.posargs)
 

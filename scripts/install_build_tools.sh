@@ -4,7 +4,8 @@
 #   - bazelisk from the npm registry, pinned in bazel/tools/package.json, into build/tools/;
 #   - Chromium from Debian (the atlas page's test opens it headless), via apt-get;
 #   - PostgreSQL from Debian (the history store's tests start a server of their own on loopback), via apt-get.
-# `--bazel-only` (release builds) installs the first two and skips Chromium and PostgreSQL, which only tests need.
+# `--bazel-only` (nox's compat, build and release sessions) installs the first two and skips Chromium and
+# PostgreSQL, which only the tests and benchmarks need.
 # Prints where each tool is. Re-running is a no-op when both are present.
 set -euo pipefail
 usage="usage: scripts/install_build_tools.sh [--bazel-only]"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -27,3 +28,21 @@ def test_readme_opens_with_exactly_two_commands():
 def test_ci_runs_the_readme_test_command():
     ci = [line.strip() for line in (ROOT / ".ci" / "run").read_text().splitlines()]
     assert readme_commands()[1] in ci
+
+
+def _build_tool_options() -> dict[str, tuple[str, ...]]:
+    """Session name → the options its ``_build_tools`` call passes to scripts/install_build_tools.sh."""
+    found: dict[str, tuple[str, ...]] = {}
+    for node in ast.parse((ROOT / "noxfile.py").read_text()).body:
+        if isinstance(node, ast.FunctionDef):
+            for call in ast.walk(node):
+                if isinstance(call, ast.Call) and getattr(call.func, "id", None) == "_build_tools":
+                    found[node.name] = tuple(arg.value for arg in call.args[1:] if isinstance(arg, ast.Constant))
+    return found
+
+
+def test_only_sessions_that_run_tests_install_chromium_and_postgresql():
+    """The main job and the builds need Bazel alone: a fresh machine's ``nox -s compat`` installs no browser."""
+    options = _build_tool_options()
+    assert {name for name, given in options.items() if given == ("--bazel-only",)} == {"compat", "build", "release"}
+    assert {name for name, given in options.items() if given == ()} == {"tests", "bench"}
