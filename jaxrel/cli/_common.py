@@ -6,14 +6,16 @@ import argparse
 import datetime
 import json
 import shlex
+import shutil
 from typing import Any
 
 from jaxrel._util.progress import say
 from jaxrel._util.text import shorten
+from jaxrel.distributions.pythons import python_for
 from jaxrel.errors import BadInput
 
 __all__ = ["UsageError", "add_common", "add_env_option", "bazel_options", "emit", "env_pairs", "index_options",
-           "parse_pin", "say"]
+           "parse_pin", "python_path", "say"]
 
 
 class UsageError(BadInput):
@@ -80,3 +82,16 @@ def parse_date(option: str, text: str) -> datetime.date:
         return datetime.date.fromisoformat(text)
     except ValueError:
         raise UsageError(f"{option} {shorten(text)!r}: expected a date such as 2026-07-16") from None
+
+
+def python_path(text: str | None, flag: str) -> str | None:
+    """An interpreter option (``--python``): a version (``3.12``, as uv finds it here), a path, or a command name
+    looked up on ``PATH`` (``python3.11``); ``None``: the caller's default."""
+    if text is None or "/" in text:
+        return text
+    if text[:1].isdigit():
+        return python_for(text).executable
+    found = shutil.which(text)
+    if found is None:
+        raise UsageError(f"{flag} {text}: no such command on PATH; give a version (3.12) or the interpreter's path")
+    return found

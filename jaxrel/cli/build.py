@@ -6,9 +6,8 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from jaxrel.cli._common import UsageError, add_common, bazel_options, emit, say
+from jaxrel.cli._common import UsageError, add_common, bazel_options, emit, python_path, say
 from jaxrel.distributions.bazel import build
-from jaxrel.distributions.pythons import python_for
 from jaxrel.release.project import open_project
 
 HELP = "Build the workspace's wheels with Bazel (bazelisk, else bazel) into --output."
@@ -21,7 +20,8 @@ def add(verbs: Any) -> None:
                           "workspace's release builds with Bazel (manual CUDA targets included), each with its "
                           "component's bazel-options, for the machine of --python; default: every non-manual wheel "
                           "rule")
-    sub.add_argument("--python", metavar="3.N|PATH", help="build for this Python (default: the one running jaxrel)")
+    sub.add_argument("--python", metavar="3.N|PATH",
+                     help="build for this Python: a version, a path or a command (default: the one running jaxrel)")
     sub.add_argument("--local-xla", metavar="PATH", help="use the FFI headers of this XLA source tree, not the pin")
     sub.add_argument("--bazel-options", action="append", default=[], metavar="'OPTS'",
                      help="extra options for bazel build, e.g. '--config=x --jobs=2'")
@@ -29,13 +29,6 @@ def add(verbs: Any) -> None:
     sub.add_argument("--workspace", default=".", metavar="DIR", help="the Bazel workspace (default: .)")
     sub.add_argument("--quiet", action="store_true", help="do not stream Bazel's progress")
     sub.set_defaults(run=run)
-
-
-def python_path(text: str | None) -> str | None:
-    """``--python``: a version (``3.12``, found here) or an interpreter path."""
-    if text is None or "/" in text:
-        return text
-    return python_for(text).executable
 
 
 def release_grid(workspace: Path) -> dict[tuple[str, ...], list[str]]:
@@ -59,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     groups = release_grid(Path(args.workspace)) if wheels == ["all"] else {(): wheels}
     built, seconds, commands = [], 0.0, []
     for options, targets in groups.items():
-        result = build(Path(args.workspace), wheels=targets, python=python_path(args.python),
+        result = build(Path(args.workspace), wheels=targets, python=python_path(args.python, "--python"),
                        local_xla=Path(args.local_xla) if args.local_xla else None, bazel_options=[*options, *extra],
                        output=Path(args.output), progress=None if args.quiet else say)
         built += result.wheels

@@ -19,7 +19,7 @@ from packaging.version import Version
 
 from jaxrel import policy
 from jaxrel._util.text import shorten, table
-from jaxrel.cli._common import UsageError, emit, parse_date, say
+from jaxrel.cli._common import UsageError, emit, parse_date, python_path, say
 from jaxrel.distributions.filenames import Slot, wheel_slots
 from jaxrel.distributions.index import Index, IndexClientError
 from jaxrel.distributions.pages import parse_time
@@ -116,7 +116,8 @@ def run_build(args: argparse.Namespace) -> int:
     with open_project(Path(args.project), args.family) as project:
         result = plan.make_plan(project, args.version, None)
         output = Path(args.output)
-        manifest = builder.build_release(project, result, output, python=args.python, progress=say,
+        manifest = builder.build_release(project, result, output, python=python_path(args.python, "--python"),
+                                         progress=say,
                                          only=args.component or None)
         text = "\n".join([f"built {manifest.family} {manifest.version} into {output}/ ({len(manifest.artifacts)} "
                           "files, manifest.json):"]
@@ -275,7 +276,8 @@ def add(verbs: Any) -> None:
     sub = action("build", "Build every component of the release into one directory with manifest.json.", run_build)
     sub.add_argument("--version", metavar="V", help="the release version (default: the frontend's declared one)")
     sub.add_argument("--output", default="dist", metavar="DIR", help="an empty or new directory (default: dist)")
-    sub.add_argument("--python", metavar="PATH", help="the interpreter Bazel builds compiled wheels for")
+    sub.add_argument("--python", metavar="3.N|PATH",
+                     help="the interpreter Bazel builds compiled wheels for: a version, a path or a command")
     sub.add_argument("--component", action="append", metavar="NAME",
                      help="build only this component (repeatable): a build-matrix job's share, gathered by "
                           "`release collect`")

@@ -105,3 +105,29 @@ def test_the_command_line_does_not_need_pytest():
     done = subprocess.run([sys.executable, "-c", "import sys; sys.modules['pytest'] = None; import jaxrel.cli"],
                           capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stderr
+
+
+def test_python_option_takes_a_version_a_path_or_a_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """``--python`` of build and release build: a bare command is looked up on PATH, not taken as ./NAME."""
+    import os
+
+    from jaxrel.cli._common import UsageError, python_path
+
+    found = tmp_path / "python3.11"
+    found.write_text("#!/bin/sh\n")
+    found.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}{os.pathsep}{os.environ['PATH']}")
+    assert python_path("python3.11", "--python") == str(found)
+    assert python_path("/opt/py/bin/python3", "--python") == "/opt/py/bin/python3"
+    assert python_path(None, "--python") is None
+    with pytest.raises(UsageError, match=r"--python pythonX: no such command on PATH; give a version \(3.12\)"):
+        python_path("pythonX", "--python")
+
+
+@pytest.mark.parametrize("verb", [["build"], ["release", "build", "--component", "jaxrel-rmsnorm"]])
+def test_an_unknown_python_command_is_one_line(verb: list[str], tmp_path: Path,
+                                               capsys: pytest.CaptureFixture[str]) -> None:
+    assert main([*verb, "--python", "no-such-python", "--output", str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err
+    assert "--python no-such-python: no such command on PATH" in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "out").exists()
