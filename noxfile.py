@@ -141,11 +141,13 @@ def compat(session: nox.Session) -> None:
     cell against the installed wheel, with its test requirements), ``--ref REV``, ``--frontend jax==V``,
     ``--backends SPEC``, ``--python 3.N``, ``--plugins SET|none``, ``--cell ID`` (rerun one cell),
     ``--frontend-tests PATH...``, ``-k EXPR``, ``--shard I/N``, ``--jobs N``, ``--bazel-options OPTS`` (default: the
-    extension is built as the release builds it, ``--config=manylinux``). Reports land in
+    extension is built as the release builds it, ``--config=manylinux``), ``--extension-wheels DIR`` (wheels built
+    beforehand, e.g. by ``nox -s release -- build``: no Bazel is installed or run). Reports land in
     ``build/compat/`` (report.json, report.md, junit/; see docs/compat.md).
     """
     _uv_env(session)
-    _build_tools(session, "--bazel-only")  # the cells include the XLA FFI extension, built with Bazel
+    if not {"--no-extension", "--extension-wheels"} & {arg.split("=")[0] for arg in session.posargs}:
+        _build_tools(session, "--bazel-only")  # the cells include the XLA FFI extension, built with Bazel
     session.install(".[envs]")  # the compat suite ships inside jaxrel; WORKSPACE is found from the working directory
     session.run("jaxrel", "compat", *session.posargs)
 

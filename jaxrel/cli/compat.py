@@ -19,6 +19,7 @@ from jaxrel.compat.cell import CellResult
 from jaxrel.compat.options import Options
 from jaxrel.compat.run import run as run_matrix
 from jaxrel.distributions.bazel import find_workspace
+from jaxrel.distributions.filenames import wheel_tags
 from jaxrel.family import ConfigError, Family
 from jaxrel.release.project import open_project
 
@@ -68,6 +69,9 @@ def add(verbs: Any) -> None:
                      help="options for building the workspace's wheels (default: the bazel-options the workspace's "
                           "release builds them with, e.g. --config=manylinux, so the cells test the wheels users get; "
                           "'' for Bazel's defaults)")
+    sub.add_argument("--extension-wheels", default=None, metavar="DIR",
+                     help="install the wheels in DIR (e.g. the release's build of the extension) in every cell they "
+                          "install on, instead of building the workspace's with Bazel")
     sub.set_defaults(run=run)
 
 
@@ -78,6 +82,24 @@ def _workspace(text: str | None) -> Path | None:
     if not (workspace / "WORKSPACE").is_file():
         raise UsageError(f"--workspace {text}: no WORKSPACE file there; pass the root of a Bazel workspace")
     return workspace
+
+
+def _extension_dir(args: argparse.Namespace) -> Path | None:
+    """``--extension-wheels DIR``: a folder holding wheel files, given instead of a workspace to build."""
+    if args.extension_wheels is None:
+        return None
+    given = f"--extension-wheels {args.extension_wheels}"
+    clash = [flag for flag, on in (("--no-extension", args.no_extension), ("--workspace", args.workspace is not None),
+                                   ("--bazel-options", args.bazel_options is not None)) if on]
+    if clash:
+        raise UsageError(f"{given}: the wheels are built already; drop {' and '.join(clash)}")
+    folder = Path(args.extension_wheels)
+    wheels = sorted(folder.glob("*.whl")) if folder.is_dir() else []
+    if not wheels:
+        raise UsageError(f"{given}: no wheel files (*.whl) there; pass the folder a build wrote them to")
+    for wheel in wheels:
+        wheel_tags(wheel.name)  # a name no wheel has: one line, exit 2
+    return folder
 
 
 def _extension_options(args: argparse.Namespace, workspace: Path | None) -> tuple[str, ...]:
@@ -160,7 +182,8 @@ def run(args: argparse.Namespace) -> int:
     shard, jobs, request = _shard(args.shard), _count("--jobs", args.jobs), _request(args)
     test_env = env_pairs(args.env)  # bad input is reported before anything is built
     at_once = _count("--cells-at-once", args.cells_at_once)
-    workspace = None if args.no_extension else _workspace(args.workspace)
+    extension_dir = _extension_dir(args)
+    workspace = None if args.no_extension or extension_dir else _workspace(args.workspace)
     extension_options = _extension_options(args, workspace)
     report.clear(workdir)  # an earlier run's reports never outlive this one's start
     found = _matrix.inputs(args, build=True)
@@ -180,7 +203,8 @@ def run(args: argparse.Namespace) -> int:
     options = Options(workdir=workdir, suite=_suite(args, found.family), own=own, shard=shard, jobs=jobs,
                       cells_at_once=at_once, exclude_newer=_matrix.exclude_newer(_matrix.as_of(args.as_of)),
                       use_uv=False if args.no_uv else None, extensions=not args.no_extension,
-                      workspace=workspace, bazel_options=extension_options, index=found.index, checkpoint=checkpoint,
+                      workspace=workspace, bazel_options=extension_options, extension_dir=extension_dir,
+                      index=found.index, checkpoint=checkpoint,
                       test_env=test_env, full_plugin_cells=args.full_plugin_cells, plugin_install=args.plugin_install)
     results = run_matrix(matrix, found.family, front, options)
     commands = _bisect_commands(args, found.family, front.commit, results, test_env)

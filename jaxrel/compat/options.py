@@ -30,6 +30,7 @@ class Options:
     extensions: bool = True  # build the workspace's Bazel wheels (e.g. an XLA FFI extension) and add them to cells
     workspace: Path | None = None  # the user's Bazel workspace (None: none, extensions are skipped with a reason)
     bazel_options: tuple[str, ...] = ()  # how its wheels are built (the CLI's default: as the release builds them)
+    extension_dir: Path | None = None  # wheels built beforehand (e.g. by the release's build), used instead of Bazel
     index: Index | None = None  # install the backend and plugins from files verified against it (else by name)
     progress: Progress = field(default=say)
     checkpoint: Callable[[list[CellResult]], None] | None = None  # after each cell: the results so far
@@ -43,6 +44,7 @@ class Options:
     def __post_init__(self) -> None:
         self.workdir = self.workdir.absolute()
         self.suite = self.suite.absolute() if self.suite is not None else None
+        self.extension_dir = self.extension_dir.absolute() if self.extension_dir is not None else None
 
     @property
     def bytecode(self) -> Path | None:

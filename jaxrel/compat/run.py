@@ -23,9 +23,9 @@ from jaxrel.compat.cell import CellResult, cell_line, cpu_twins, junit_path, run
 from jaxrel.compat.options import Options
 from jaxrel.compat.triage import classify, summary, write_verdicts
 from jaxrel.distributions import bazel, envs
-from jaxrel.distributions.filenames import FilenameError, serves, wheel_slots
+from jaxrel.distributions.filenames import wheel_tags
 from jaxrel.distributions.index import IndexClientError
-from jaxrel.distributions.pythons import python_for
+from jaxrel.distributions.pythons import python_for, supported_tags
 from jaxrel.family import Family
 
 __all__ = ["cells_at_once", "extension_wheels", "prefetch", "run", "triage"]
@@ -35,26 +35,33 @@ def _version_key(python: str) -> tuple[int, ...]:
     return tuple(int(part) for part in python.split(".") if part.isdigit())
 
 
-def _serve(wheels: Sequence[Path], python: str) -> bool:
-    """Whether pip installs every one of ``wheels`` on CPython ``python`` (``3.12``), as it installs a stable-ABI
-    wheel built for an older CPython (``cp311-abi3``) on every newer one."""
-    interpreter = "cp" + "".join(python.split(".")[:2])
-    try:
-        return bool(wheels) and all(any(serves(slot, interpreter) for slot in wheel_slots([wheel.name]))
-                                    for wheel in wheels)
-    except FilenameError:
-        return False
+def _installable(wheels: Sequence[Path], python: str) -> list[Path]:
+    """Those of ``wheels`` pip installs on CPython ``python`` (``3.12``) on this machine: a wheel of its own ABI,
+    a stable-ABI wheel built for it or an older CPython (``cp311-abi3``), a pure one."""
+    accepted = set(supported_tags(python))
+    return [wheel for wheel in wheels if wheel_tags(wheel.name) & accepted]
+
+
+def _given(pythons: Sequence[str], folder: Path, options: Options) -> dict[str, list[Path] | str]:
+    """``--extension-wheels DIR``: for each Python, the wheels in ``folder`` that install on it."""
+    wheels = sorted(folder.glob("*.whl"))
+    options.progress(f"extension: {', '.join(w.name for w in wheels)} from {folder}, built beforehand")
+    return {python: _installable(wheels, python)
+            or f"none of the {len(wheels)} wheels in {folder} installs on Python {python} here" for python in pythons}
 
 
 def extension_wheels(pythons: Sequence[str], options: Options) -> dict[str, list[Path] | str]:
-    """Python version → the wheels the user's Bazel workspace builds for it, or why there are none.
+    """Python version → the wheels the user's Bazel workspace builds for it (or ``--extension-wheels`` gives),
+    or why there are none.
 
-    The oldest Python builds first; a newer one that every wheel already built serves (stable-ABI wheels) uses
-    those, as pip would install them on it, instead of a build of its own. Bazel builds incrementally, so wheels
-    already built cost a no-op build.
+    The oldest Python builds first; a newer one that every wheel already built installs on (stable-ABI wheels)
+    uses those, as pip would install them on it, instead of a build of its own. Bazel builds incrementally, so
+    wheels already built cost a no-op build.
     """
     if not options.extensions:
         return {python: "not requested (--no-extension)" for python in pythons}
+    if options.extension_dir is not None:
+        return _given(pythons, options.extension_dir, options)
     if options.workspace is None:
         return {python: "no Bazel workspace (none at or above the working directory; pass --workspace DIR)"
                 for python in pythons}
@@ -62,7 +69,8 @@ def extension_wheels(pythons: Sequence[str], options: Options) -> dict[str, list
     for python in sorted(pythons, key=_version_key):
         out = options.workdir / "extensions" / f"py{python}"
         shutil.rmtree(out, ignore_errors=True)
-        earlier = next((built for built in found.values() if isinstance(built, list) and _serve(built, python)), None)
+        earlier = next((built for built in found.values()
+                        if isinstance(built, list) and _installable(built, python) == built), None)
         if earlier is not None:
             found[python] = earlier
             options.progress(f"extension: {', '.join(w.name for w in earlier)} serves Python {python} too "

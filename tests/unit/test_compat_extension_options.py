@@ -92,3 +92,38 @@ def test_a_broken_release_config_is_named_and_the_build_goes_on(tmp_path: Path,
     assert _extension_options(parsed(), tree) == ()
     err = capsys.readouterr().err
     assert "extension: built with Bazel's defaults, not as released:" in err and "bazel-options" in err
+
+
+# -- --extension-wheels DIR: wheels built beforehand (compat.yml's cells take the release's build) --------------
+
+
+def test_extension_wheels_given_are_a_folder_of_wheel_files(tmp_path: Path) -> None:
+    from jaxrel.cli.compat import _extension_dir
+
+    (tmp_path / "jaxrel_rmsnorm-0.1-cp311-abi3-manylinux_2_27_x86_64.whl").write_bytes(b"")
+    assert _extension_dir(parsed("--extension-wheels", str(tmp_path))) == tmp_path
+    assert _extension_dir(parsed()) is None
+
+
+@pytest.mark.parametrize(("files", "extra", "says"), [
+    ([], [], "no wheel files (*.whl) there; pass the folder a build wrote them to"),
+    (["notes.txt"], [], "no wheel files (*.whl) there"),
+    (["rmsnorm.whl"], [], "'rmsnorm.whl' is not a valid wheel or sdist file name"),
+    (["r-0.1-cp311-abi3-linux_x86_64.whl"], ["--no-extension"], "the wheels are built already; drop --no-extension"),
+    (["r-0.1-cp311-abi3-linux_x86_64.whl"], ["--workspace", ".", "--bazel-options="],
+     "drop --workspace and --bazel-options"),
+])
+def test_extension_wheels_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], files: list[str],
+                                              extra: list[str], says: str) -> None:
+    for name in files:
+        (tmp_path / name).write_bytes(b"")
+    assert main(["compat", "--workdir", str(tmp_path / "work"), "--extension-wheels", str(tmp_path), *extra]) == 2
+    err = capsys.readouterr().err
+    assert says in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert not (tmp_path / "work").exists(), "refused before anything is written"
+
+
+def test_a_missing_folder_is_refused(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["compat", "--workdir", str(tmp_path / "work"), "--extension-wheels", str(tmp_path / "absent")]) == 2
+    assert "no wheel files (*.whl) there" in capsys.readouterr().err
+    assert not (tmp_path / "work").exists()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import subprocess
 import sys
 import xml.etree.ElementTree as ElementTree
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from packaging import tags as packaging_tags
 
 import jaxrel
 from jaxrel._util import atomic
@@ -1002,6 +1004,27 @@ def test_extension_wheels_per_python_abi_rebuilt(harness: Harness, tmp_path: Pat
     found = compat_run.extension_wheels(["3.12", "3.11"], harness.options(extensions=True, workspace=tmp_path))
     assert asked == ["311", "312"]
     assert found["3.12"] == [harness.workdir / "extensions" / "py3.12" / "rmsnorm-0.1-cp312-cp312-linux_x86_64.whl"]
+
+
+def test_extension_wheels_given_install_where_pip_would(harness: Harness, tmp_path: Path) -> None:
+    """``--extension-wheels DIR``: each Python gets the wheels there whose tags it accepts on this machine."""
+    here = next(iter(packaging_tags.platform_tags()))
+    other = "manylinux_2_27_" + ("x86_64" if platform.machine() == "aarch64" else "aarch64")
+    names = [f"r-0.1-cp311-abi3-{here}.whl", f"r-0.1-cp311-abi3-{other}.whl", f"r-0.1-cp313-cp313-{here}.whl",
+             "p-0.1-py3-none-any.whl"]
+    for name in names:
+        (tmp_path / name).write_bytes(b"")
+    found = compat_run.extension_wheels(["3.10", "3.12", "3.13"],
+                                        harness.options(extensions=True, workspace=tmp_path, extension_dir=tmp_path))
+    assert found["3.12"] == [tmp_path / names[3], tmp_path / names[0]]
+    assert found["3.13"] == [tmp_path / names[3], tmp_path / names[0], tmp_path / names[2]]
+    assert found["3.10"] == [tmp_path / names[3]], "only the pure wheel installs on 3.10"
+    lone = tmp_path / "lone"
+    lone.mkdir()
+    (lone / names[1]).write_bytes(b"")
+    assert compat_run.extension_wheels(["3.12"], harness.options(extensions=True, extension_dir=lone)) == {
+        "3.12": f"none of the 1 wheels in {lone} installs on Python 3.12 here"}
+    assert f"extension: {names[1]} from {lone}, built beforehand" in harness.progress
 
 # -- the report -------------------------------------------------------------------------------------
 

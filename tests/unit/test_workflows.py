@@ -250,16 +250,42 @@ def test_compat_wiring() -> None:
     assert any("jaxrel matrix --format github" in step.get("run", "") for step in jobs["matrix"]["steps"])
     assert jobs["matrix"]["outputs"]["matrix"]
     cell = jobs["cell"]
-    assert _needs(cell) == {"matrix"}
+    assert _needs(cell) == {"matrix", "extension"}
+    assert cell["if"].replace(" ", "") == "${{!cancelled()&&needs.matrix.result=='success'}}", \
+        "a failed extension build does not hide the cells"
     assert cell["strategy"]["fail-fast"] is False
     assert cell["strategy"]["matrix"].replace(" ", "") == "${{fromJSON(needs.matrix.outputs.matrix)}}"
     run = next(step for step in cell["steps"] if "nox -s compat" in step.get("run", ""))
-    assert run["env"] == {"CELL": "${{ matrix.cell }}", "SHARD": "${{ matrix.shard }}"}
+    assert {key: run["env"][key] for key in ("CELL", "SHARD")} == {"CELL": "${{ matrix.cell }}",
+                                                                  "SHARD": "${{ matrix.shard }}"}
     assert '--cell "$CELL"' in run["run"] and '--shard "$SHARD"' in run["run"]
     compute = next(step for step in jobs["matrix"]["steps"] if "jaxrel matrix" in step.get("run", ""))
     assert '--shards "$SHARDS"' in compute["run"] and "inputs.shards" in compute["env"]["SHARDS"]
     upload = next(step for step in cell["steps"] if "upload-artifact" in step.get("uses", ""))
     assert upload["with"]["name"] == "compat-${{ matrix.name }}", "one artifact per cell and shard"
+
+
+
+def test_compat_cells_take_the_extension_the_release_builds() -> None:
+    """compat.yml builds the extension once, with release.yml's x86_64 command in its container, and every cell
+    installs that wheel (``--extension-wheels``) or, if that build failed, runs without it."""
+    jobs, release = _load("compat.yml")["jobs"], _load("release.yml")["jobs"]["build-compiled"]
+    extension = jobs["extension"]
+    assert extension["container"] == release["container"] == "debian:12"
+    build = next(step["run"] for step in extension["steps"] if "nox -s release -- build" in step.get("run", ""))
+    assert "--component jaxrel-rmsnorm --python /usr/bin/python3 --output build/extension" in build
+    assert "jaxrel-rmsnorm" in release["strategy"]["matrix"]["component"]
+    assert 'echo "BUILD_PYTHON=/usr/bin/python3"' in next(step["run"] for step in release["steps"]
+                                                           if "BUILD_PYTHON=" in step.get("run", ""))
+    upload = next(step for step in extension["steps"] if "upload-artifact" in step.get("uses", ""))
+    cell = jobs["cell"]
+    download = next(step for step in cell["steps"] if "download-artifact" in step.get("uses", ""))
+    assert download["with"] == {"name": upload["with"]["name"], "path": "build/extension"}
+    assert download["if"] == "needs.extension.result == 'success'"
+    run = next(step for step in cell["steps"] if "nox -s compat" in step.get("run", ""))
+    assert run["run"].endswith('"$EXTENSION"')
+    assert run["env"]["EXTENSION"] == ("${{ needs.extension.result == 'success' && "
+                                       "'--extension-wheels=build/extension' || '--no-extension' }}")
 
 
 @pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
