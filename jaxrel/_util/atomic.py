@@ -3,6 +3,7 @@ line end changed behind the caller's back, and several files all or none (standa
 
 from __future__ import annotations
 
+import functools
 import os
 import shutil
 import tempfile
@@ -12,8 +13,8 @@ from pathlib import Path
 from jaxrel._util import localfiles
 from jaxrel._util.text import redact
 
-__all__ = ["copy_atomically", "read_exactly", "unwritable", "write_all_atomically", "write_atomically", "write_reports",
-    "write_bytes_atomically"]
+__all__ = ["copy_atomically", "new_file_mode", "read_exactly", "unwritable", "write_all_atomically",
+           "write_atomically", "write_bytes_atomically", "write_reports"]
 
 
 def read_exactly(path: Path) -> str:
@@ -22,15 +23,24 @@ def read_exactly(path: Path) -> str:
     return localfiles.read_text(path)
 
 
+@functools.cache
+def new_file_mode() -> int:
+    """The permissions ``open()`` gives a new file under this process's umask (``0o644`` under ``022``), which
+    jaxrel's files get too: ``mkstemp`` makes them ``0o600``, a wheel or report no other user could read."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
 def _stage(path: Path, data: bytes) -> str:
-    """Write ``data`` to a new file beside ``path`` (same permissions as ``path`` if it exists); its name."""
+    """Write ``data`` to a new file beside ``path`` (with ``path``'s permissions if it exists, else a new file's);
+    its name."""
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
     try:
         with os.fdopen(handle, "wb") as out:
             out.write(data)
-        if path.exists():
-            os.chmod(temporary, path.stat().st_mode & 0o777)
+        os.chmod(temporary, path.stat().st_mode & 0o777 if path.exists() else new_file_mode())
     except BaseException:
         os.unlink(temporary)
         raise
@@ -60,6 +70,7 @@ def copy_atomically(source: Path, directory: Path) -> Path:
     os.close(handle)
     try:
         shutil.copyfile(source, temporary)
+        os.chmod(temporary, new_file_mode())
         os.replace(temporary, target)
     except BaseException:
         if os.path.exists(temporary):

@@ -4,6 +4,8 @@ every original back, and a file that did not exist is removed again."""
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -61,3 +63,25 @@ def test_a_failure_while_staging_changes_nothing(tmp_path: Path, monkeypatch: py
         atomic.write_all_atomically({path: "new" for path in files})
     assert {p: p.read_text() for p in files} == files
     assert sorted(p.name for p in tmp_path.iterdir()) == ["locked.py", "ok.py"], "the staged file is removed"
+
+
+def test_new_files_get_the_permissions_open_gives_them(tmp_path: Path) -> None:
+    """Not mkstemp's 0600: a wheel or a report that only its writer could read would not serve anyone else."""
+    reference = tmp_path / "plain"
+    reference.write_text("x")
+    wanted = reference.stat().st_mode & 0o777
+    source = tmp_path / "source.whl"
+    source.write_bytes(b"wheel")
+    source.chmod(0o600)
+    (tmp_path / "out").mkdir()
+    made = [atomic.copy_atomically(source, tmp_path / "out"), tmp_path / "t.txt", tmp_path / "b.bin"]
+    atomic.write_all_atomically({made[1]: "text"})
+    atomic.write_bytes_atomically(made[2], b"bytes")
+    assert {path.name: path.stat().st_mode & 0o777 for path in made} == {path.name: wanted for path in made}
+
+
+def test_new_file_mode_follows_the_umask(tmp_path: Path) -> None:
+    script = ("import os, sys; os.umask(0o027); from pathlib import Path; from jaxrel._util import atomic; "
+              "atomic.write_bytes_atomically(Path(sys.argv[1]), b'x')")
+    subprocess.run([sys.executable, "-c", script, str(tmp_path / "f")], check=True, timeout=60)
+    assert (tmp_path / "f").stat().st_mode & 0o777 == 0o640
