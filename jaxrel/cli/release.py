@@ -117,8 +117,7 @@ def run_build(args: argparse.Namespace) -> int:
         result = plan.make_plan(project, args.version, None)
         output = Path(args.output)
         manifest = builder.build_release(project, result, output, python=python_path(args.python, "--python"),
-                                         progress=say,
-                                         only=args.component or None)
+                                         progress=say, only=args.component or None)
         text = "\n".join([f"built {manifest.family} {manifest.version} into {output}/ ({len(manifest.artifacts)} "
                           "files, manifest.json):"]
                          + [f"  {a.file}  {a.sha256[:16]}…  {a.size / 1024:.1f} KiB" for a in manifest.artifacts])
