@@ -961,6 +961,8 @@ def test_extension_wheels_per_python(harness: Harness, tmp_path: Path, monkeypat
     assert "extension: not built: bazel build failed: no toolchain" in harness.progress
 
 
+HERE = next(iter(packaging_tags.platform_tags()))  # a platform tag pip accepts on this machine
+
 
 def test_extension_wheels_stable_abi_built_once(harness: Harness, tmp_path: Path,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
@@ -973,18 +975,17 @@ def test_extension_wheels_stable_abi_built_once(harness: Harness, tmp_path: Path
         if version == "3.10":
             raise bazel.BuildError("bazel build failed: Python 3.10 is older than the stable ABI's floor")
         tag = "cp311-abi3" if version == "3.11" else f"cp{version.replace('.', '')}-cp{version.replace('.', '')}"
-        return bazel.BuildResult(wheels=[output / f"rmsnorm-0.1-{tag}-linux_x86_64.whl"], seconds=1.0,
-                                 command=["bazel"])
+        return bazel.BuildResult(wheels=[output / f"rmsnorm-0.1-{tag}-{HERE}.whl"], seconds=1.0, command=["bazel"])
 
     monkeypatch.setattr(compat_run, "python_for", lambda version: Python(version, f"/usr/bin/python{version}"))
     monkeypatch.setattr(bazel, "build", build)
     found = compat_run.extension_wheels(["3.13", "3.12", "3.10", "3.11"],
                                         harness.options(extensions=True, workspace=tmp_path))
     assert asked == ["3.10", "3.11"], "3.12 and 3.13 install the cp311-abi3 wheel"
-    abi3 = [harness.workdir / "extensions" / "py3.11" / "rmsnorm-0.1-cp311-abi3-linux_x86_64.whl"]
+    abi3 = [harness.workdir / "extensions" / "py3.11" / f"rmsnorm-0.1-cp311-abi3-{HERE}.whl"]
     assert found["3.11"] == found["3.12"] == found["3.13"] == abi3
     assert str(found["3.10"]).startswith("not built: ")
-    assert ("extension: rmsnorm-0.1-cp311-abi3-linux_x86_64.whl serves Python 3.12 too (stable ABI): installed as "
+    assert (f"extension: rmsnorm-0.1-cp311-abi3-{HERE}.whl serves Python 3.12 too (stable ABI): installed as "
             "pip would, not rebuilt") in harness.progress
 
 
@@ -996,21 +997,20 @@ def test_extension_wheels_per_python_abi_rebuilt(harness: Harness, tmp_path: Pat
     def build(workspace: Path, *, python: str, output: Path, bazel_options: tuple[str, ...]) -> bazel.BuildResult:
         version = python.removeprefix("/usr/bin/python").replace(".", "")
         asked.append(version)
-        return bazel.BuildResult(wheels=[output / f"rmsnorm-0.1-cp{version}-cp{version}-linux_x86_64.whl"],
+        return bazel.BuildResult(wheels=[output / f"rmsnorm-0.1-cp{version}-cp{version}-{HERE}.whl"],
                                  seconds=1.0, command=["bazel"])
 
     monkeypatch.setattr(compat_run, "python_for", lambda version: Python(version, f"/usr/bin/python{version}"))
     monkeypatch.setattr(bazel, "build", build)
     found = compat_run.extension_wheels(["3.12", "3.11"], harness.options(extensions=True, workspace=tmp_path))
     assert asked == ["311", "312"]
-    assert found["3.12"] == [harness.workdir / "extensions" / "py3.12" / "rmsnorm-0.1-cp312-cp312-linux_x86_64.whl"]
+    assert found["3.12"] == [harness.workdir / "extensions" / "py3.12" / f"rmsnorm-0.1-cp312-cp312-{HERE}.whl"]
 
 
 def test_extension_wheels_given_install_where_pip_would(harness: Harness, tmp_path: Path) -> None:
     """``--extension-wheels DIR``: each Python gets the wheels there whose tags it accepts on this machine."""
-    here = next(iter(packaging_tags.platform_tags()))
     other = "manylinux_2_27_" + ("x86_64" if platform.machine() == "aarch64" else "aarch64")
-    names = [f"r-0.1-cp311-abi3-{here}.whl", f"r-0.1-cp311-abi3-{other}.whl", f"r-0.1-cp313-cp313-{here}.whl",
+    names = [f"r-0.1-cp311-abi3-{HERE}.whl", f"r-0.1-cp311-abi3-{other}.whl", f"r-0.1-cp313-cp313-{HERE}.whl",
              "p-0.1-py3-none-any.whl"]
     for name in names:
         (tmp_path / name).write_bytes(b"")
@@ -1025,6 +1025,7 @@ def test_extension_wheels_given_install_where_pip_would(harness: Harness, tmp_pa
     assert compat_run.extension_wheels(["3.12"], harness.options(extensions=True, extension_dir=lone)) == {
         "3.12": f"none of the 1 wheels in {lone} installs on Python 3.12 here"}
     assert f"extension: {names[1]} from {lone}, built beforehand" in harness.progress
+
 
 # -- the report -------------------------------------------------------------------------------------
 
