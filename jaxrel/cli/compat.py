@@ -18,6 +18,7 @@ from jaxrel.compat import report
 from jaxrel.compat.cell import CellResult
 from jaxrel.compat.options import Options
 from jaxrel.compat.run import run as run_matrix
+from jaxrel.distributions.archives import verify_record
 from jaxrel.distributions.bazel import find_workspace
 from jaxrel.distributions.filenames import wheel_tags
 from jaxrel.family import ConfigError, Family
@@ -85,7 +86,8 @@ def _workspace(text: str | None) -> Path | None:
 
 
 def _extension_dir(args: argparse.Namespace) -> Path | None:
-    """``--extension-wheels DIR``: a folder holding wheel files, given instead of a workspace to build."""
+    """``--extension-wheels DIR``: a folder of wheels (names, archives and RECORDs checked), given instead of a
+    workspace to build."""
     if args.extension_wheels is None:
         return None
     given = f"--extension-wheels {args.extension_wheels}"
@@ -97,8 +99,9 @@ def _extension_dir(args: argparse.Namespace) -> Path | None:
     wheels = sorted(folder.glob("*.whl")) if folder.is_dir() else []
     if not wheels:
         raise UsageError(f"{given}: no wheel files (*.whl) there; pass the folder a build wrote them to")
-    for wheel in wheels:
-        wheel_tags(wheel.name)  # a name no wheel has: one line, exit 2
+    for wheel in wheels:  # a name no wheel has, a damaged or tampered file: one line, exit 2
+        wheel_tags(wheel.name)
+        verify_record(wheel)
     return folder
 
 

@@ -7,13 +7,17 @@ The cells should test the wheels users install: this tree releases its extension
 from __future__ import annotations
 
 import argparse
+import shutil
+import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from jaxrel.cli import main
 from jaxrel.cli.compat import _extension_options
 from jaxrel.cli.compat import add as add_compat
+from jaxrel.distributions.wheels import write_wheel
 from jaxrel.release.project import open_project
 
 REPO = Path(__file__).resolve().parents[2]
@@ -100,23 +104,37 @@ def test_a_broken_release_config_is_named_and_the_build_goes_on(tmp_path: Path,
 def test_extension_wheels_given_are_a_folder_of_wheel_files(tmp_path: Path) -> None:
     from jaxrel.cli.compat import _extension_dir
 
-    (tmp_path / "jaxrel_rmsnorm-0.1-cp311-abi3-manylinux_2_27_x86_64.whl").write_bytes(b"")
-    assert _extension_dir(parsed("--extension-wheels", str(tmp_path))) == tmp_path
+    folder = write_wheel(tmp_path / "w", "jaxrel-rmsnorm", "0.1", {"jaxrel_rmsnorm/__init__.py": b""}).parent
+    assert _extension_dir(parsed("--extension-wheels", str(folder))) == folder
     assert _extension_dir(parsed()) is None
+
+
+def _tampered(folder: Path) -> None:
+    """A wheel whose module no longer matches its RECORD."""
+    wheel = write_wheel(folder / "built", "r", "0.1", {"r/__init__.py": b"x = 1\n"})
+    with zipfile.ZipFile(wheel) as source, zipfile.ZipFile(folder / wheel.name, "w") as out:
+        for member in source.infolist():
+            out.writestr(member, b"x = 2\n" if member.filename == "r/__init__.py" else source.read(member))
+    shutil.rmtree(folder / "built")
 
 
 @pytest.mark.parametrize(("files", "extra", "says"), [
     ([], [], "no wheel files (*.whl) there; pass the folder a build wrote them to"),
     (["notes.txt"], [], "no wheel files (*.whl) there"),
     (["rmsnorm.whl"], [], "'rmsnorm.whl' is not a valid wheel or sdist file name"),
+    (["r-0.1-cp311-abi3-linux_x86_64.whl"], [], "not a readable wheel (File is not a zip file)"),
+    ([_tampered], [], "member r/__init__.py does not match its RECORD hash"),
     (["r-0.1-cp311-abi3-linux_x86_64.whl"], ["--no-extension"], "the wheels are built already; drop --no-extension"),
     (["r-0.1-cp311-abi3-linux_x86_64.whl"], ["--workspace", ".", "--bazel-options="],
      "drop --workspace and --bazel-options"),
 ])
-def test_extension_wheels_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], files: list[str],
+def test_extension_wheels_refused_in_one_line(tmp_path: Path, capsys: pytest.CaptureFixture[str], files: list[Any],
                                               extra: list[str], says: str) -> None:
-    for name in files:
-        (tmp_path / name).write_bytes(b"")
+    for file in files:
+        if callable(file):
+            file(tmp_path)
+        else:
+            (tmp_path / file).write_bytes(b"")
     assert main(["compat", "--workdir", str(tmp_path / "work"), "--extension-wheels", str(tmp_path), *extra]) == 2
     err = capsys.readouterr().err
     assert says in err and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
