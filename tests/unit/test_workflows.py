@@ -292,3 +292,20 @@ def test_compat_cells_take_the_extension_the_release_builds() -> None:
 def test_nox_sessions_exist(path: Path) -> None:
     called = {m for step in _steps(_load(path.name)) for m in NOX_CALL.findall(step.get("run", ""))}
     assert called <= _nox_sessions(), f"not sessions in noxfile.py: {sorted(called - _nox_sessions())}"
+
+
+def test_the_device_check_takes_every_bazel_component_as_the_release_builds_it() -> None:
+    """compat.yml's extension-wheels job builds each Bazel component of the release (read from pyproject.toml) with
+    release.yml's x86_64 command in its container, and asks for the jax of the GPU runner's Python."""
+    jobs, release = _load("compat.yml")["jobs"], _load("release.yml")["jobs"]["build-compiled"]
+    job = jobs["extension-wheels"]
+    assert job["container"] == release["container"]
+    build = next(step["run"] for step in job["steps"] if "nox -s release -- build" in step.get("run", ""))
+    components = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["jaxrel"]["release"]["components"]
+    bazel = {name for name, component in components.items() if component.get("build") == "bazel"}
+    assert set(re.findall(r"--component (\S+)", build)) == bazel == set(release["strategy"]["matrix"]["component"])
+    assert "--python /usr/bin/python3 --output build/device/wheels" in build
+    jax = next(step["run"] for step in job["steps"] if step.get("id") == "jax")
+    assert "pip index versions jax --python-version 3.12" in jax, "Debian 12's python3 is 3.11; jax 0.12 needs 3.12"
+    assert "3.12" in next(step["with"]["python-version"] for step in jobs["device"]["steps"]
+                          if "setup-python" in step.get("uses", ""))
