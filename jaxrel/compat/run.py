@@ -13,6 +13,8 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
+from packaging.version import Version
+
 from jaxrel._util.parallel import workers
 from jaxrel.cells import suites
 from jaxrel.cells.environment import environment, jaxrel_wheel, wheel_file
@@ -29,10 +31,6 @@ from jaxrel.distributions.pythons import python_for, supported_tags
 from jaxrel.family import Family
 
 __all__ = ["cells_at_once", "extension_wheels", "prefetch", "run", "triage"]
-
-
-def _version_key(python: str) -> tuple[int, ...]:
-    return tuple(int(part) for part in python.split(".") if part.isdigit())
 
 
 def _installable(wheels: Sequence[Path], python: str) -> list[Path]:
@@ -66,7 +64,7 @@ def extension_wheels(pythons: Sequence[str], options: Options) -> dict[str, list
         return {python: "no Bazel workspace (none at or above the working directory; pass --workspace DIR)"
                 for python in pythons}
     found: dict[str, list[Path] | str] = {}
-    for python in sorted(pythons, key=_version_key):
+    for python in sorted(pythons, key=Version):
         out = options.workdir / "extensions" / f"py{python}"
         shutil.rmtree(out, ignore_errors=True)
         earlier = next((built for built in found.values()
