@@ -118,8 +118,10 @@ def run_build(args: argparse.Namespace) -> int:
         output = Path(args.output)
         manifest = builder.build_release(project, result, output, python=python_path(args.python, "--python"),
                                          progress=say, only=args.component or None)
-        text = "\n".join([f"built {manifest.family} {manifest.version} into {output}/ ({len(manifest.artifacts)} "
-                          "files, manifest.json):"]
+        built = ", ".join(dict.fromkeys(a.distribution for a in manifest.artifacts))
+        count = len(manifest.artifacts)
+        text = "\n".join([f"built {built} {manifest.version} (family {manifest.family}) into {output}/ "
+                          f"({count} file{'' if count == 1 else 's'}, manifest.json):"]
                          + [f"  {a.file}  {a.sha256[:16]}…  {a.size / 1024:.1f} KiB" for a in manifest.artifacts])
         emit(args, manifest.to_json(), text)
     return 0

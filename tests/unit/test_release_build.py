@@ -157,3 +157,17 @@ def test_an_external_component_is_refused(project: Project, plan: Plan, tmp_path
     with pytest.raises(builder.ReleaseBuildError, match=r'^splitfam-core is built outside jaxrel \(build = "ex'):
         builder.build_release(replace(project, release=release), plan, tmp_path / "dist")
     assert not (tmp_path / "dist").exists()
+
+
+def test_the_cli_names_the_distributions_built_not_only_the_family(project: Project, tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """``release build --component`` says what it built (``splitfam-core``), not the family's name alone (this
+    tree's own release is family jax: "built jax 0.1.0.dev0" read as if jax had been built)."""
+    from jaxrel.cli import main
+
+    FakeBuilds(monkeypatch)
+    assert main(["release", "build", "--project", str(project.root), "--component", "splitfam-core",
+                 "--output", str(tmp_path / "dist")]) == 0
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first == f"built splitfam-core 0.1.0 (family splitfam) into {tmp_path / 'dist'}/ (1 file, manifest.json):"
