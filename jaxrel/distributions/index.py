@@ -6,7 +6,8 @@ variables included) or from ``--index-url``/``--wheelhouse``; every URL is parse
 (:mod:`jaxrel.distributions.urls`). Pages are read by :mod:`jaxrel.distributions.transport` (deadline and size
 cap), parsed by :mod:`jaxrel.distributions.pages` (PEP 691 JSON where the server offers it, PEP 503 HTML
 otherwise; ``file://`` indexes too) and kept an hour by :mod:`jaxrel.distributions.listcache`
-(``refresh=True`` re-reads them). Downloads are cached by sha256 and verified against the
+(``refresh=True`` re-reads them); a ``file://`` index is read afresh every time, and one whose folder is
+missing is ignored with a warning, as pip and uv do. Downloads are cached by sha256 and verified against the
 index's hash: a mismatch is an error naming the file, never a silent retry.
 """
 
@@ -116,6 +117,7 @@ class Index:
     progress: Progress | None = None
     limits: Limits = field(default_factory=Limits.from_env)
     requests: int = field(default=0, compare=False)  # listing pages asked of a network index so far
+    _ignored: set[str] = field(default_factory=set, compare=False, repr=False)  # local indexes that are no folder
 
     def __post_init__(self) -> None:
         self.urls = [parse_url(url, "index URL").text for url in self.urls]
@@ -200,7 +202,10 @@ class Index:
                 )
 
     def _index_files(self, page: str, url: str, project: str) -> list[IndexFile] | None:
-        """A project's files on one index page (cached); ``None`` when the index does not have it."""
+        """A project's files on one index page (cached, unless it is a local file, read afresh each time as pip
+        and uv read it); ``None`` when the index does not have it."""
+        if page.startswith("file:"):
+            return self._fetch_page(page, url, project)
         cached = listcache.entry_path(self.cache, page, project)
         age = listcache.age(cached)
         if age is not None and age < listcache.TTL and not self.refresh:
@@ -224,11 +229,11 @@ class Index:
             folder = _file_path(page)
             html = folder / "index.html"
             if not html.exists():
-                if folder.parent.is_dir():
-                    return None
-                raise IndexClientError(f"index {source} is unreachable (directory not found); check the network "
-                                       "or pip's index configuration (pip config list), or pass --index-url / "
-                                       "--wheelhouse")
+                if not folder.parent.is_dir() and source not in self._ignored:  # pip and uv ignore it too
+                    self._ignored.add(source)
+                    self._say(f"warning: index {source} is ignored: {folder.parent} is not a directory (pip "
+                              "ignores it too); fix pip's index configuration (pip config list)")
+                return None
             try:
                 body = localfiles.read_bytes(html, what="the index page", limit=self.limits.max_page)
             except JaxrelError as error:

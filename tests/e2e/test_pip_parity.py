@@ -221,3 +221,42 @@ def test_the_ca_bundle_is_the_one_pip_uses(where: str, tmp_path: Path, monkeypat
                     index.listing("probe-shared")
         finally:
             pip_index_config.cache_clear()
+
+
+def _local_index(root: Path, wheels: list[Path]) -> str:
+    """A PEP 503 index on disk (``root/simple/probe-shared/index.html``) listing ``wheels``; its file:// URL."""
+    import hashlib
+
+    project = root / "simple" / "probe-shared"
+    project.mkdir(parents=True, exist_ok=True)
+    links = "".join(f'<a href="{w.as_uri()}#sha256={hashlib.sha256(w.read_bytes()).hexdigest()}">{w.name}</a>\n'
+                    for w in wheels)
+    (project / "index.html").write_text(f"<!DOCTYPE html><html><body>\n{links}</body></html>\n")
+    return (root / "simple").as_uri()
+
+
+def test_local_indexes_as_pip_and_uv_read_them(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``file://`` index whose folder is missing is ignored with a warning (pip: "Location … is ignored"; uv
+    says nothing) while the others answer; a wheel added to a local index is seen at once by all three (no listing
+    kept an hour for a local file)."""
+    one = make_wheel(tmp_path / "w1", "probe-shared", "1.0")
+    two = make_wheel(tmp_path / "w2", "probe-shared", "2.0")
+    missing = (tmp_path / "absent" / "simple").as_uri()
+    present = _local_index(tmp_path / "local", [one])
+    config_file = _config(tmp_path, f"[global]\nindex-url = {missing}\nextra-index-url = {present}\n")
+    env = _environment(config_file, {}, tmp_path)
+    monkeypatch.setattr(os, "environ", env)
+    said: list[str] = []
+    pip_index_config.cache_clear()
+    try:
+        config = pip_index_config()
+        for wheels, expected in (([one], "1.0"), ([one, two], "2.0")):
+            _local_index(tmp_path / "local", wheels)
+            assert _pip(env, tmp_path)[2] == expected
+            listing = Index.from_pip(cache=tmp_path / "cache", progress=said.append).listing("probe-shared")
+            assert str(listing.versions()[-1]) == expected
+            assert _uv(env, tmp_path, config) == expected
+    finally:
+        pip_index_config.cache_clear()
+    assert said == [f"warning: index {missing} is ignored: {tmp_path / 'absent' / 'simple'} is not a directory "
+                    "(pip ignores it too); fix pip's index configuration (pip config list)"] * 2

@@ -102,10 +102,17 @@ def test_file_index_download_is_verified(tmp_path):
         bad.download(bad.listing("demo").files[0])
 
 
-def test_unreachable_index_is_one_clear_error(tmp_path):
-    index = Index([(tmp_path / "missing" / "simple").as_uri()])
-    with pytest.raises(IndexClientError, match="unreachable.*pip config list.*--index-url"):
-        index.listing("demo")
+def test_a_local_index_whose_folder_is_missing_is_ignored_with_one_warning(tmp_path):
+    """As pip ("Location … is ignored: it is neither a file nor a directory") and uv do: the other sources still
+    answer (tests/e2e/test_pip_parity.py asks pip and uv themselves)."""
+    wheel = make_wheel(tmp_path)
+    missing = (tmp_path / "missing" / "simple").as_uri()
+    said: list[str] = []
+    index = Index([missing, file_index(tmp_path / "good", wheel, sha256_of(wheel))], progress=said.append)
+    assert [f.filename for f in index.listing("demo").files] == [wheel.name]
+    assert index.listing("other").files == []
+    assert said == [f"warning: index {missing} is ignored: {tmp_path / 'missing' / 'simple'} is not a directory "
+                    "(pip ignores it too); fix pip's index configuration (pip config list)"]
 
 
 def test_tampered_wheelhouse_copy_is_refused_naming_the_file(tmp_path):
@@ -123,14 +130,26 @@ def test_tampered_wheelhouse_copy_is_refused_naming_the_file(tmp_path):
         Index([url], [house]).listing("demo")
 
 
-def test_listing_cache_and_refresh(tmp_path):
+def test_listing_cache_and_refresh(server, tmp_path):
+    body = f'<a href="/f/demo-1.0.tar.gz#sha256={"0" * 64}">demo-1.0.tar.gz</a>'.encode()
+    url = server.serve_page("cached", "text/html", body)
+    cache = tmp_path / "cache"
+    assert len(Index([url], cache=cache).listing("demo").files) == 1
+    server.pages["cached"] = ("text/html", b"<html></html>")  # the index drops the file
+    assert len(Index([url], cache=cache).listing("demo").files) == 1  # cached listing, within the TTL
+    assert Index([url], cache=cache, refresh=True).listing("demo").files == []
+
+
+def test_a_local_index_is_read_afresh_every_time(tmp_path):
+    """A ``file://`` index is not kept an hour: a wheel added to it is seen at once, as pip and uv see it."""
     wheel = make_wheel(tmp_path)
     url = file_index(tmp_path / "index", wheel, sha256_of(wheel))
-    assert len(Index([url]).listing("demo").files) == 1
+    cache = tmp_path / "cache"
+    assert len(Index([url], cache=cache).listing("demo").files) == 1
     page = tmp_path / "index" / "simple" / "demo" / "index.html"
     page.write_text("<html></html>")  # the index drops the file
-    assert len(Index([url]).listing("demo").files) == 1  # cached listing, within the TTL
-    assert Index([url], refresh=True).listing("demo").files == []
+    assert Index([url], cache=cache).listing("demo").files == []
+    assert not cache.exists() or not any(cache.rglob("*.json")), "nothing of a local index is cached"
 
 
 def test_wheel_inspection_and_cache(tmp_path):
