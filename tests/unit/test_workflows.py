@@ -295,17 +295,27 @@ def test_nox_sessions_exist(path: Path) -> None:
 
 
 def test_the_device_check_takes_every_bazel_component_as_the_release_builds_it() -> None:
-    """compat.yml's extension-wheels job builds each Bazel component of the release (read from pyproject.toml) with
-    release.yml's x86_64 command in its container, and asks for the jax of the GPU runner's Python."""
+    """The device check gets each Bazel component of the release (read from pyproject.toml), built once with
+    release.yml's x86_64 command in its container: the CPU wheel the cells test (the extension job), the CUDA wheels
+    (the extension-wheels job); and it asks for the jax of the GPU runner's Python."""
     jobs, release = _load("compat.yml")["jobs"], _load("release.yml")["jobs"]["build-compiled"]
-    job = jobs["extension-wheels"]
+    job, device = jobs["extension-wheels"], jobs["device"]
     assert job["container"] == release["container"]
-    build = next(step["run"] for step in job["steps"] if "nox -s release -- build" in step.get("run", ""))
     components = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["jaxrel"]["release"]["components"]
     bazel = {name for name, component in components.items() if component.get("build") == "bazel"}
-    assert set(re.findall(r"--component (\S+)", build)) == bazel == set(release["strategy"]["matrix"]["component"])
-    assert "--python /usr/bin/python3 --output build/device/wheels" in build
+    built = []
+    for name in _needs(device):
+        uploaded = next(step["with"] for step in jobs[name]["steps"] if "upload-artifact" in step.get("uses", ""))
+        downloaded = [step["with"] for step in device["steps"] if "download-artifact" in step.get("uses", "")
+                      and step["with"]["name"] == uploaded["name"]]
+        assert downloaded == [{"name": uploaded["name"], "path": "build/device/wheels"}], name
+        build = next(step["run"] for step in jobs[name]["steps"] if "nox -s release -- build" in step.get("run", ""))
+        assert "--python /usr/bin/python3 --output" in build
+        built += re.findall(r"--component (\S+)", build)
+    assert sorted(built) == sorted(bazel) == sorted(release["strategy"]["matrix"]["component"]), "each built once"
+    assert "--output build/device/wheels" in next(step["run"] for step in job["steps"]
+                                                  if "nox -s release -- build" in step.get("run", ""))
     jax = next(step["run"] for step in job["steps"] if step.get("id") == "jax")
     assert "pip index versions jax --python-version 3.12" in jax, "Debian 12's python3 is 3.11; jax 0.12 needs 3.12"
-    assert "3.12" in next(step["with"]["python-version"] for step in jobs["device"]["steps"]
+    assert "3.12" in next(step["with"]["python-version"] for step in device["steps"]
                           if "setup-python" in step.get("uses", ""))
