@@ -193,7 +193,8 @@ def run(args: argparse.Namespace) -> int:
     matrix, front = found.matrix, found.frontend
     own, notes = owntests.plan(found.family, front.source_tree, request, workdir / "frontend" / "tests")
     matrix.notes.extend(notes)
-    say(f"compat: {front.spec.name} {front.spec.version} ({front.spec.source}), {len(matrix.cells)} cells"
+    cells = f"{len(matrix.cells)} cell{'' if len(matrix.cells) == 1 else 's'}"
+    say(f"compat: {front.spec.name} {front.spec.version} ({front.spec.source}), {cells}"
         + (f", own tests {' '.join(own.suite.paths)}" if own else ", no own tests")
         + (f", shard {shard}" if shard else ""))
 

@@ -217,6 +217,7 @@ def test_a_run_killed_midway_leaves_no_green_report(
     workdir = tmp_path / "work"
     first = compat(repo, releases, tmp_path, workdir, "--plugins", "none", "--cell", OLD)
     assert first.returncode == 0 and json.loads((workdir / "report.json").read_text())["ok"] is True
+    assert ", 1 cell, " in first.stderr, "one cell, not '1 cells'"
     (workdir / "junit" / "stale.xml").write_text("<testsuites/>")
     process = subprocess.Popen(command(repo, workdir, "--plugins", "none"), stderr=subprocess.PIPE, text=True,
                                env=environment(releases), cwd=tmp_path)
