@@ -223,11 +223,11 @@ def test_the_ca_bundle_is_the_one_pip_uses(where: str, tmp_path: Path, monkeypat
             pip_index_config.cache_clear()
 
 
-def _local_index(root: Path, wheels: list[Path]) -> str:
-    """A PEP 503 index on disk (``root/simple/probe-shared/index.html``) listing ``wheels``; its file:// URL."""
+def _local_index(root: Path, wheels: list[Path], name: str = "probe-shared") -> str:
+    """A PEP 503 index on disk (``root/simple/<name>/index.html``) listing ``wheels``; its file:// URL."""
     import hashlib
 
-    project = root / "simple" / "probe-shared"
+    project = root / "simple" / name
     project.mkdir(parents=True, exist_ok=True)
     links = "".join(f'<a href="{w.as_uri()}#sha256={hashlib.sha256(w.read_bytes()).hexdigest()}">{w.name}</a>\n'
                     for w in wheels)
@@ -260,3 +260,29 @@ def test_local_indexes_as_pip_and_uv_read_them(tmp_path: Path, monkeypatch: pyte
         pip_index_config.cache_clear()
     assert said == [f"warning: index {missing} is ignored: {tmp_path / 'absent' / 'simple'} is not a directory "
                     "(pip ignores it too); fix pip's index configuration (pip config list)"] * 2
+
+
+def test_one_file_name_with_two_hashes_is_refused_where_pip_picks_one(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two indexes list ``probe-shared-1.0-py3-none-any.whl`` with different bytes: pip installs one of them without
+    a word (measured with pip 23.2: the extra index's); jaxrel refuses, naming both sources, since which build a
+    user gets would hang on index order (docs/pip.md, where jaxrel differs on purpose)."""
+    first = make_wheel(tmp_path / "w1", "probe-shared", "1.0")
+    second = make_wheel(tmp_path / "w2", "probe-shared", "1.0", padding=64)
+    assert first.name == second.name and first.read_bytes() != second.read_bytes()
+    one, two = _local_index(tmp_path / "one", [first]), _local_index(tmp_path / "two", [second])
+    env = _environment(_config(tmp_path, f"[global]\nindex-url = {one}\nextra-index-url = {two}\n"), {}, tmp_path)
+    report = tmp_path / "report.json"
+    done = subprocess.run([*pip_command(), "install", "--dry-run", "--ignore-installed", "--no-deps", "--report",
+                           str(report), "probe-shared"], capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stderr
+    picked = json.loads(report.read_text())["install"][0]["download_info"]["url"]
+    assert picked in (first.as_uri(), second.as_uri())
+    monkeypatch.setattr(os, "environ", env)
+    pip_index_config.cache_clear()
+    try:
+        with pytest.raises(IndexClientError, match=rf"{first.name}: {one} and {two} list different sha256 hashes; "
+                                                   "one of them serves another build: pass --index-url"):
+            Index.from_pip(cache=tmp_path / "cache").listing("probe-shared")
+    finally:
+        pip_index_config.cache_clear()
