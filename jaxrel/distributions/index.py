@@ -39,7 +39,13 @@ from jaxrel.distributions.pages import (
     parse_json,
     parse_page,
 )
-from jaxrel.distributions.pipconfig import PipConfigError, PipIndexConfig, pip_command, pip_index_config
+from jaxrel.distributions.pipconfig import (
+    PipConfigError,
+    PipIndexConfig,
+    local_link_path,
+    pip_command,
+    pip_index_config,
+)
 from jaxrel.distributions.transport import IndexClientError, Limits, fetch, request_for
 from jaxrel.distributions.urls import parse_url
 from jaxrel.errors import BadInput, JaxrelError
@@ -143,10 +149,9 @@ class Index:
             raise BadInput(f"--wheelhouse {missing[0]}: no such directory; pass a directory of wheels")
         flat = []
         for link in config.find_links:  # as pip reads them: a directory, a file:// directory, or an http(s) page
-            if "://" not in link:
-                houses.append(Path(os.path.expanduser(link)))
-            elif link.startswith("file:"):
-                houses.append(_file_path(parse_url(link, config.origin("find_links")).text))
+            local = local_link_path(link if "://" not in link else parse_url(link, config.origin("find_links")).text)
+            if local is not None:
+                houses.append(local)
             else:
                 flat.append(parse_url(link, config.origin("find_links")).text)
         return cls(urls, houses, flat, cafile=config.ca_bundle, **options)  # type: ignore[arg-type]
@@ -156,7 +161,7 @@ class Index:
         first URL as the index, the others as extra indexes, the wheelhouses as find-links, no URL: no index."""
         return PipIndexConfig(
             index_url=self.urls[0] if self.urls else None, extra_index_urls=tuple(self.urls[1:]),
-            find_links=(*(str(house.absolute()) for house in self.wheelhouses), *self.flat_pages),
+            find_links=(*(str(house.absolute()) for house in self.wheelhouses if house.is_dir()), *self.flat_pages),
             no_index=not self.urls,
             cert=self.cafile, ca_bundle=self.cafile,
         )
@@ -179,6 +184,9 @@ class Index:
         for page in self.flat_pages:
             self._merge(merged, self._index_files(page, page, name) or [])
         for house in self.wheelhouses:
+            if not house.is_dir():
+                self._ignore(f"find-links {house}", "not a directory")
+                continue
             self._merge(merged, [f for f in scan_wheelhouse(house) if name_and_version(f.filename)[0] == name],
                         wheelhouse=True)
         return Listing(name, sorted(merged.values(), key=lambda f: (f.version, f.filename)))
@@ -229,10 +237,8 @@ class Index:
             folder = _file_path(page)
             html = folder / "index.html"
             if not html.exists():
-                if not folder.parent.is_dir() and source not in self._ignored:  # pip and uv ignore it too
-                    self._ignored.add(source)
-                    self._say(f"warning: index {source} is ignored: {folder.parent} is not a directory (pip "
-                              "ignores it too); fix pip's index configuration (pip config list)")
+                if not folder.parent.is_dir():  # pip and uv ignore it too
+                    self._ignore(f"index {source}", f"{folder.parent} is not a directory")
                 return None
             try:
                 body = localfiles.read_bytes(html, what="the index page", limit=self.limits.max_page)
@@ -244,6 +250,14 @@ class Index:
         if response.status == 404:
             return None
         return parse_page(response.body, response.content_type, response.charset, response.url, source, project)
+
+    def _ignore(self, source: str, why: str) -> None:
+        """Say once that a local source pip is configured with is skipped, as pip skips it ("Location … is
+        ignored"); uv stops on a missing find-links directory, so :meth:`pip_config` leaves it out."""
+        if source not in self._ignored:
+            self._ignored.add(source)
+            self._say(f"warning: {source} is ignored: {why} (pip ignores it too); fix pip's index configuration "
+                      "(pip config list)")
 
     def _say(self, message: str) -> None:
         if self.progress:

@@ -32,17 +32,20 @@ from __future__ import annotations
 import ast
 import os
 import sys
+import urllib.parse
+import urllib.request
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 
 from jaxrel._util import procs
 from jaxrel._util.text import redact, shorten
 from jaxrel.distributions.urls import parse_url
 from jaxrel.errors import BadInput, EnvironmentFailure
 
-__all__ = ["COMMAND", "PipConfigError", "PipIndexConfig", "decode_config_list", "parse_config_list", "pip_command",
-           "pip_index_config"]
+__all__ = ["COMMAND", "PipConfigError", "PipIndexConfig", "decode_config_list", "local_link_path", "parse_config_list",
+           "pip_command", "pip_index_config"]
 
 COMMAND = "install"  # the pip command whose section applies: jaxrel reads indexes to install what it finds
 _ENV = ":env:"
@@ -86,8 +89,9 @@ class PipIndexConfig:
             env["UV_INDEX_URL"] = self.index_url
         if self.extra_index_urls and not self.no_index:
             env["UV_EXTRA_INDEX_URL"] = " ".join(self.extra_index_urls)
-        if self.find_links:
-            env["UV_FIND_LINKS"] = ",".join(self.find_links)
+        links = self.present_find_links()
+        if links:
+            env["UV_FIND_LINKS"] = ",".join(links)
         if self.no_index:
             env["UV_NO_INDEX"] = "1"
         if self.ca_bundle or self.cert:
@@ -95,6 +99,11 @@ class PipIndexConfig:
         if self.trusted_hosts:
             env["UV_INSECURE_HOST"] = " ".join(self.trusted_hosts)
         return env
+
+    def present_find_links(self) -> list[str]:
+        """The ``find-links`` pip reads: http(s) pages, and local paths or ``file://`` URLs that exist. pip ignores a
+        missing one with a warning ("Location … is ignored"); uv stops on it, so it is not handed to uv."""
+        return [link for link in self.find_links if (path := local_link_path(link)) is None or path.exists()]
 
     def pip_arguments(self) -> list[str]:
         """The same sources as ``pip install`` options (for environments made without uv)."""
@@ -105,6 +114,16 @@ class PipIndexConfig:
         args += [arg for host in self.trusted_hosts for arg in ("--trusted-host", host)]
         args += ["--client-cert", self.client_cert] if self.client_cert else []
         return args + (["--cert", self.cert] if self.cert else [])
+
+
+def local_link_path(link: str) -> Path | None:
+    """The local path a ``find-links`` value names (a path, ``~`` expanded, or a ``file://`` URL); ``None`` for a
+    page on a server."""
+    if "://" not in link:
+        return Path(os.path.expanduser(link))
+    if link.startswith("file:"):
+        return Path(urllib.request.url2pathname(urllib.parse.urlsplit(link).path))
+    return None
 
 
 def decode_config_list(text: str) -> list[tuple[str, str, str]]:

@@ -286,3 +286,33 @@ def test_one_file_name_with_two_hashes_is_refused_where_pip_picks_one(tmp_path: 
             Index.from_pip(cache=tmp_path / "cache").listing("probe-shared")
     finally:
         pip_index_config.cache_clear()
+
+
+def test_a_missing_find_links_folder_as_pip_and_uv_read_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pip ignores a configured find-links folder that does not exist ("Location … is ignored"); uv stops on one
+    ("Failed to read `--find-links` directory"), so the environment jaxrel derives for uv leaves it out and uv
+    installs what pip installs."""
+    one = make_wheel(tmp_path / "w1", "probe-shared", "1.0")
+    present = _local_index(tmp_path / "local", [one])
+    absent = tmp_path / "absent-wheels"
+    env = _environment(_config(tmp_path, f"[global]\nindex-url = {present}\nfind-links = {absent}\n"), {}, tmp_path)
+    assert _pip(env, tmp_path)[2] == "1.0"
+    monkeypatch.setattr(os, "environ", env)
+    said: list[str] = []
+    pip_index_config.cache_clear()
+    try:
+        config = pip_index_config()
+        index = Index.from_pip(cache=tmp_path / "cache", progress=said.append)
+        assert str(index.listing("probe-shared").versions()[-1]) == "1.0"
+        assert said == [f"warning: find-links {absent} is ignored: not a directory (pip ignores it too); fix pip's "
+                        "index configuration (pip config list)"]
+        assert config.find_links == (str(absent),) and "UV_FIND_LINKS" not in config.uv_environment()
+        assert _uv(env, tmp_path, config) == "1.0"
+        assert _uv(env, tmp_path, index.pip_config()) == "1.0"
+        handed = {**config.uv_environment(), "UV_FIND_LINKS": str(absent)}  # as uv got it before: it stops
+        done = subprocess.run([UV, "pip", "install", "--no-config", "--no-cache", "--dry-run", "--no-deps", "--python",
+                               str(tmp_path / "venv" / "bin" / "python"), "probe-shared"], capture_output=True,
+                              text=True, env={**env, **handed}, timeout=120)
+        assert done.returncode != 0 and "find-links" in done.stderr
+    finally:
+        pip_index_config.cache_clear()

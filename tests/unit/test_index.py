@@ -130,6 +130,20 @@ def test_tampered_wheelhouse_copy_is_refused_naming_the_file(tmp_path):
         Index([url], [house]).listing("demo")
 
 
+def test_a_missing_find_links_folder_is_ignored_with_one_warning_and_kept_from_uv(tmp_path):
+    wheel = make_wheel(tmp_path)
+    house = tmp_path / "house"
+    house.mkdir()
+    (house / wheel.name).write_bytes(wheel.read_bytes())
+    said: list[str] = []
+    index = Index([], [tmp_path / "absent", house], progress=said.append)
+    assert [f.filename for f in index.listing("demo").files] == [wheel.name]
+    assert index.listing("demo").files and said == [
+        f"warning: find-links {tmp_path / 'absent'} is ignored: not a directory (pip ignores it too); fix pip's "
+        "index configuration (pip config list)"]
+    assert index.pip_config().find_links == (str(house),)
+
+
 def test_listing_cache_and_refresh(server, tmp_path):
     body = f'<a href="/f/demo-1.0.tar.gz#sha256={"0" * 64}">demo-1.0.tar.gz</a>'.encode()
     url = server.serve_page("cached", "text/html", body)
