@@ -136,6 +136,9 @@ class Index:
         """Sources as pip would use them; ``index_url`` replaces pip's indexes (like ``--index-url``)."""
         if index_url is not None:
             urls = [parse_url(index_url, "--index-url").text]
+            if urls[0].startswith("file:") and not _file_path(urls[0]).is_dir():  # named on purpose: not skipped
+                raise BadInput(f"--index-url {index_url}: {_file_path(urls[0])} is not a directory; pass the folder "
+                               "of a PEP 503 index (the one holding a folder per project)")
             try:  # --index-url replaces pip's sources, not its CA bundle (as on pip's command line)
                 config = PipIndexConfig(ca_bundle=pip_index_config().ca_bundle)
             except PipConfigError:

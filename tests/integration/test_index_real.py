@@ -126,12 +126,13 @@ def test_matrix_command_formats(index_reachable, capsys):
     assert "jax 9.9.9 is not on the index" in capsys.readouterr().err
 
 
-def test_cli_refuses_an_unreachable_index(tmp_path, capsys):
+def test_cli_refuses_an_index_url_folder_that_is_not_there(tmp_path, capsys):
     from jaxrel.cli import main
 
     code = main(["matrix", "--frontend", "jax==0.10.2", "--index-url", (tmp_path / "nowhere").as_uri(),
                  "--workdir", str(tmp_path / "w")])
-    assert code == 3  # an external service failed (the exit-code table); bad input is 2
+    assert code == 2  # a folder named on the command line that is not there is bad input, refused before anything
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "unreachable" in err[0] and "--index-url" in err[0]
+    assert err == [f"jaxrel matrix: error: --index-url {(tmp_path / 'nowhere').as_uri()}: {tmp_path / 'nowhere'} is "
+                   "not a directory; pass the folder of a PEP 503 index (the one holding a folder per project)"]
     assert not (tmp_path / "w" / "frontend").exists()
