@@ -123,7 +123,7 @@ class Index:
     progress: Progress | None = None
     limits: Limits = field(default_factory=Limits.from_env)
     requests: int = field(default=0, compare=False)  # listing pages asked of a network index so far
-    _ignored: set[str] = field(default_factory=set, compare=False, repr=False)  # local indexes that are no folder
+    _ignored: set[str] = field(default_factory=set, compare=False, repr=False)  # local sources skipped, said once
 
     def __post_init__(self) -> None:
         self.urls = [parse_url(url, "index URL").text for url in self.urls]
@@ -152,11 +152,12 @@ class Index:
             raise BadInput(f"--wheelhouse {missing[0]}: no such directory; pass a directory of wheels")
         flat = []
         for link in config.find_links:  # as pip reads them: a directory, a file:// directory, or an http(s) page
-            local = local_link_path(link if "://" not in link else parse_url(link, config.origin("find_links")).text)
+            link = parse_url(link, config.origin("find_links")).text if "://" in link else link
+            local = local_link_path(link)
             if local is not None:
                 houses.append(local)
             else:
-                flat.append(parse_url(link, config.origin("find_links")).text)
+                flat.append(link)
         return cls(urls, houses, flat, cafile=config.ca_bundle, **options)  # type: ignore[arg-type]
 
     def pip_config(self) -> PipIndexConfig:
