@@ -17,7 +17,6 @@ import json
 import os
 import re
 import urllib.parse
-import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,7 +46,7 @@ from jaxrel.distributions.pipconfig import (
     pip_index_config,
 )
 from jaxrel.distributions.transport import IndexClientError, Limits, fetch, request_for
-from jaxrel.distributions.urls import parse_url
+from jaxrel.distributions.urls import file_url_path, parse_url
 from jaxrel.errors import BadInput, JaxrelError
 
 __all__ = ["Index", "IndexClientError", "IndexFile", "Limits", "Listing", "parse_html", "parse_json",
@@ -101,10 +100,6 @@ def pip_default_index(python: str | None = None) -> str:
     return parse_url(done.stdout.strip(), "pip's default index", error=IndexClientError).text
 
 
-def _file_path(url: str) -> Path:
-    return Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
-
-
 @dataclass
 class Index:
     """The sources one listing is read from: index URLs (in pip's order) and wheelhouse directories.
@@ -136,9 +131,10 @@ class Index:
         """Sources as pip would use them; ``index_url`` replaces pip's indexes (like ``--index-url``)."""
         if index_url is not None:
             urls = [parse_url(index_url, "--index-url").text]
-            if urls[0].startswith("file:") and not _file_path(urls[0]).is_dir():  # named on purpose: not skipped
-                raise BadInput(f"--index-url {index_url}: {_file_path(urls[0])} is not a directory; pass the folder "
-                               "of a PEP 503 index (the one holding a folder per project)")
+            folder = file_url_path(urls[0]) if urls[0].startswith("file:") else None
+            if folder is not None and not folder.is_dir():  # named on purpose: refused, not skipped
+                raise BadInput(f"--index-url {index_url}: {folder} is not a directory; pass the folder of a PEP 503 "
+                               "index (the one holding a folder per project)")
             try:  # --index-url replaces pip's sources, not its CA bundle (as on pip's command line)
                 config = PipIndexConfig(ca_bundle=pip_index_config().ca_bundle)
             except PipConfigError:
@@ -238,7 +234,7 @@ class Index:
 
     def _fetch_page(self, page: str, source: str, project: str) -> list[IndexFile] | None:
         if page.startswith("file:"):
-            folder = _file_path(page)
+            folder = file_url_path(page)
             html = folder / "index.html"
             if not html.exists():
                 if not folder.parent.is_dir():  # pip and uv ignore it too
@@ -271,7 +267,7 @@ class Index:
 
     def has(self, file: IndexFile) -> bool:
         """Whether ``file`` is here without downloading (a wheelhouse's, or in the cache), not yet verified."""
-        return _file_path(file.url).is_file() if file.url.startswith("file:") else self._cached(file).is_file()
+        return file_url_path(file.url).is_file() if file.url.startswith("file:") else self._cached(file).is_file()
 
     def _cached(self, file: IndexFile) -> Path:
         """Where the cache keeps ``file`` (by sha256)."""
@@ -287,7 +283,7 @@ class Index:
     def download(self, file: IndexFile) -> Path:
         """The verified local copy of ``file`` (cached by sha256); a hash mismatch raises, naming the file."""
         if file.url.startswith("file:"):
-            local = _file_path(file.url)
+            local = file_url_path(file.url)
             if not local.is_file():  # absent, or a FIFO or device that hashing would wait on
                 raise IndexClientError(f"{local}: listed by {file.source} but missing or not a regular file; "
                                        "refresh the listing")

@@ -32,8 +32,6 @@ from __future__ import annotations
 import ast
 import os
 import sys
-import urllib.parse
-import urllib.request
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
@@ -41,7 +39,7 @@ from pathlib import Path
 
 from jaxrel._util import procs
 from jaxrel._util.text import redact, shorten
-from jaxrel.distributions.urls import parse_url
+from jaxrel.distributions.urls import file_url_path, parse_url
 from jaxrel.errors import BadInput, EnvironmentFailure
 
 __all__ = ["COMMAND", "PipConfigError", "PipIndexConfig", "decode_config_list", "local_link_path", "parse_config_list",
@@ -122,7 +120,7 @@ def local_link_path(link: str) -> Path | None:
     if "://" not in link:
         return Path(os.path.expanduser(link))
     if link.startswith("file:"):
-        return Path(urllib.request.url2pathname(urllib.parse.urlsplit(link).path))
+        return file_url_path(link)
     return None
 
 

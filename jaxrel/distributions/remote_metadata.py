@@ -30,8 +30,6 @@ import stat
 import struct
 import tempfile
 import time
-import urllib.parse
-import urllib.request
 import zipfile
 import zlib
 from collections.abc import Callable
@@ -49,6 +47,7 @@ from jaxrel.distributions.filenames import name_and_version
 from jaxrel.distributions.metadata import MAX_METADATA, CoreMetadata, parse_core_metadata
 from jaxrel.distributions.pages import IndexFile
 from jaxrel.distributions.transport import IndexClientError
+from jaxrel.distributions.urls import file_url_path
 from jaxrel.errors import JaxrelError
 
 __all__ = ["MAX_READS", "TAIL", "MetadataReader", "RangeFile", "RemoteMetadataError", "metadata_of_local",
@@ -200,7 +199,7 @@ class MetadataReader:
 
     def _fetch(self, file: IndexFile) -> bytes:
         if file.url.startswith("file:"):  # a wheelhouse or find-links directory: read the file where it is
-            path = Path(urllib.request.url2pathname(urllib.parse.urlsplit(file.url).path))
+            path = file_url_path(file.url)
             try:
                 with path.open("rb") as stream:
                     return read_wheel_metadata(stream, file.filename)

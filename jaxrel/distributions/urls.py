@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import ipaddress
 import urllib.parse
+import urllib.request
 from dataclasses import dataclass
+from pathlib import Path
 
 from jaxrel._util.text import redact, remember_secret
 from jaxrel.errors import BadInput, JaxrelError
 
-__all__ = ["INDEX_SCHEMES", "Url", "WEB", "parse_url"]
+__all__ = ["INDEX_SCHEMES", "Url", "WEB", "file_url_path", "parse_url"]
 
 WEB = frozenset({"http", "https"})
 INDEX_SCHEMES = frozenset({"http", "https", "file"})
@@ -117,3 +119,8 @@ def parse_url(text: object, origin: str, schemes: frozenset[str] = INDEX_SCHEMES
         raise bad("a file:// URL names no host (file:///path)")
     remember_secret(parts.password)  # an index password written into the URL is never printed, echoed or not
     return Url(text, scheme, host, port, parts.path)
+
+
+def file_url_path(url: str) -> Path:
+    """The local path a ``file:`` URL names (percent-escapes decoded, as pip and urllib read it)."""
+    return Path(urllib.request.url2pathname(urllib.parse.urlsplit(url).path))
