@@ -40,6 +40,14 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[SimpleIndexServ
         yield served
 
 
+@pytest.fixture(autouse=True)
+def _pip_asked_afresh() -> Iterator[None]:
+    """Each test asks pip under its own configuration; none is left cached for the tests after it."""
+    pip_index_config.cache_clear()
+    yield
+    pip_index_config.cache_clear()
+
+
 def _config(tmp_path: Path, text: str) -> Path:
     path = tmp_path / "pip.conf"
     path.write_text(text)
@@ -119,11 +127,7 @@ def test_jaxrel_pip_and_uv_use_the_same_sources(scenario: str, server: SimpleInd
     indexes, links, pip_picked = _pip(env, tmp_path)
     server.reset_log()
     monkeypatch.setattr(os, "environ", env)
-    pip_index_config.cache_clear()
-    try:
-        config = pip_index_config()
-    finally:
-        pip_index_config.cache_clear()
+    config = pip_index_config()
     ours = [*([] if config.no_index else [config.index_url or ""]), *([] if config.no_index
                                                                         else config.extra_index_urls)]
     assert ours == indexes or (not indexes and config.no_index), (ours, indexes)
@@ -169,14 +173,10 @@ def test_pip_refusing_its_configuration_is_refused_not_a_fallback(tmp_path: Path
                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
     config_file = _config(tmp_path, "this is not an ini file\nindex-url = http://127.0.0.1:1/private/simple/\n")
     monkeypatch.setattr(os, "environ", _environment(config_file, {}, tmp_path))
-    pip_index_config.cache_clear()
-    try:
-        with pytest.raises(PipConfigError, match=r"pip cannot read its own configuration .*pass --index-url"):
-            pip_index_config()
-        with pytest.raises(PipConfigError):
-            Index.from_pip(cache=tmp_path / "cache")
-    finally:
-        pip_index_config.cache_clear()
+    with pytest.raises(PipConfigError, match=r"pip cannot read its own configuration .*pass --index-url"):
+        pip_index_config()
+    with pytest.raises(PipConfigError):
+        Index.from_pip(cache=tmp_path / "cache")
 
 
 @pytest.mark.parametrize("line", ["global.index-url=http://unquoted/simple", "garbage", "global.index-url='open"])
@@ -207,20 +207,16 @@ def test_the_ca_bundle_is_the_one_pip_uses(where: str, tmp_path: Path, monkeypat
                            tmp_path)
         _, _, pip_picked = _pip(env, tmp_path)
         monkeypatch.setattr(os, "environ", env)
-        pip_index_config.cache_clear()
-        try:
-            config = pip_index_config()
-            index = Index.from_pip(cache=tmp_path / "cache", refresh=True)
-            if where == "install":
-                assert pip_picked == "7.0" and config.ca_bundle == str(cert)
-                assert [str(v) for v in index.listing("probe-shared").versions()] == ["7.0"]
-                assert _uv(env, tmp_path, config) == "7.0"
-            else:
-                assert pip_picked is None and config.ca_bundle == str(wrong)
-                with pytest.raises(IndexClientError, match="CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
-                    index.listing("probe-shared")
-        finally:
-            pip_index_config.cache_clear()
+        config = pip_index_config()
+        index = Index.from_pip(cache=tmp_path / "cache", refresh=True)
+        if where == "install":
+            assert pip_picked == "7.0" and config.ca_bundle == str(cert)
+            assert [str(v) for v in index.listing("probe-shared").versions()] == ["7.0"]
+            assert _uv(env, tmp_path, config) == "7.0"
+        else:
+            assert pip_picked is None and config.ca_bundle == str(wrong)
+            with pytest.raises(IndexClientError, match="CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
+                index.listing("probe-shared")
 
 
 def _local_index(root: Path, wheels: list[Path], name: str = "probe-shared") -> str:
@@ -247,17 +243,13 @@ def test_local_indexes_as_pip_and_uv_read_them(tmp_path: Path, monkeypatch: pyte
     env = _environment(config_file, {}, tmp_path)
     monkeypatch.setattr(os, "environ", env)
     said: list[str] = []
-    pip_index_config.cache_clear()
-    try:
-        config = pip_index_config()
-        for wheels, expected in (([one], "1.0"), ([one, two], "2.0")):
-            _local_index(tmp_path / "local", wheels)
-            assert _pip(env, tmp_path)[2] == expected
-            listing = Index.from_pip(cache=tmp_path / "cache", progress=said.append).listing("probe-shared")
-            assert str(listing.versions()[-1]) == expected
-            assert _uv(env, tmp_path, config) == expected
-    finally:
-        pip_index_config.cache_clear()
+    config = pip_index_config()
+    for wheels, expected in (([one], "1.0"), ([one, two], "2.0")):
+        _local_index(tmp_path / "local", wheels)
+        assert _pip(env, tmp_path)[2] == expected
+        listing = Index.from_pip(cache=tmp_path / "cache", progress=said.append).listing("probe-shared")
+        assert str(listing.versions()[-1]) == expected
+        assert _uv(env, tmp_path, config) == expected
     assert said == [f"warning: index {missing} is ignored: {tmp_path / 'absent' / 'simple'} is not a directory "
                     "(pip ignores it too); fix pip's index configuration (pip config list)"] * 2
 
@@ -279,13 +271,9 @@ def test_one_file_name_with_two_hashes_is_refused_where_pip_picks_one(tmp_path: 
     picked = json.loads(report.read_text())["install"][0]["download_info"]["url"]
     assert picked in (first.as_uri(), second.as_uri())
     monkeypatch.setattr(os, "environ", env)
-    pip_index_config.cache_clear()
-    try:
-        with pytest.raises(IndexClientError, match=rf"{first.name}: {one} and {two} list different sha256 hashes; "
-                                                   "one of them serves another build: pass --index-url"):
-            Index.from_pip(cache=tmp_path / "cache").listing("probe-shared")
-    finally:
-        pip_index_config.cache_clear()
+    with pytest.raises(IndexClientError, match=rf"{first.name}: {one} and {two} list different sha256 hashes; "
+                                               "one of them serves another build: pass --index-url"):
+        Index.from_pip(cache=tmp_path / "cache").listing("probe-shared")
 
 
 def test_a_missing_find_links_folder_as_pip_and_uv_read_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -299,20 +287,16 @@ def test_a_missing_find_links_folder_as_pip_and_uv_read_it(tmp_path: Path, monke
     assert _pip(env, tmp_path)[2] == "1.0"
     monkeypatch.setattr(os, "environ", env)
     said: list[str] = []
-    pip_index_config.cache_clear()
-    try:
-        config = pip_index_config()
-        index = Index.from_pip(cache=tmp_path / "cache", progress=said.append)
-        assert str(index.listing("probe-shared").versions()[-1]) == "1.0"
-        assert said == [f"warning: find-links {absent} is ignored: not a directory (pip ignores it too); fix pip's "
-                        "index configuration (pip config list)"]
-        assert config.find_links == (str(absent),) and "UV_FIND_LINKS" not in config.uv_environment()
-        assert _uv(env, tmp_path, config) == "1.0"
-        assert _uv(env, tmp_path, index.pip_config()) == "1.0"
-        handed = {**config.uv_environment(), "UV_FIND_LINKS": str(absent)}  # as uv got it before: it stops
-        done = subprocess.run([UV, "pip", "install", "--no-config", "--no-cache", "--dry-run", "--no-deps", "--python",
-                               str(tmp_path / "venv" / "bin" / "python"), "probe-shared"], capture_output=True,
-                              text=True, env={**env, **handed}, timeout=120)
-        assert done.returncode != 0 and "find-links" in done.stderr
-    finally:
-        pip_index_config.cache_clear()
+    config = pip_index_config()
+    index = Index.from_pip(cache=tmp_path / "cache", progress=said.append)
+    assert str(index.listing("probe-shared").versions()[-1]) == "1.0"
+    assert said == [f"warning: find-links {absent} is ignored: not a directory (pip ignores it too); fix pip's "
+                    "index configuration (pip config list)"]
+    assert config.find_links == (str(absent),) and "UV_FIND_LINKS" not in config.uv_environment()
+    assert _uv(env, tmp_path, config) == "1.0"
+    assert _uv(env, tmp_path, index.pip_config()) == "1.0"
+    handed = {**config.uv_environment(), "UV_FIND_LINKS": str(absent)}  # as uv got it before: it stops
+    done = subprocess.run([UV, "pip", "install", "--no-config", "--no-cache", "--dry-run", "--no-deps", "--python",
+                           str(tmp_path / "venv" / "bin" / "python"), "probe-shared"], capture_output=True,
+                          text=True, env={**env, **handed}, timeout=120)
+    assert done.returncode != 0 and "find-links" in done.stderr
