@@ -29,9 +29,10 @@ from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
 from jaxrel.errors import Refused
-from jaxrel.guard import _read_text, backend_version, canonical_name, installed_distributions, release_of
+from jaxrel.guard import _PEP440, _read_text, backend_version, canonical_name, installed_distributions, release_of
 
-__all__ = ["API_GATES", "ApiGate", "ApiVersionError", "installed_version", "read_api_number", "unmet"]
+__all__ = ["API_GATES", "ApiGate", "ApiVersionError", "installed_version", "pre_release_of", "read_api_number",
+           "unmet"]
 
 T = TypeVar("T")
 Releases = Mapping[str, int]
@@ -204,6 +205,19 @@ def installed_version(distribution: str) -> str | None:
     """
     found = backend_version(distribution.replace("-", "_"), "version")
     return found if found is not None else installed_distributions().get(canonical_name(distribution))
+
+
+def pre_release_of(version: str, release: str) -> bool:
+    """Whether ``version`` is a pre-release or development build of ``release``: the same release number, ordered
+    before it by PEP 440 (``0.7.0.dev20250625+g85193bd``, ``0.7.0rc1`` of ``0.7.0``; not ``0.7.0.post1.dev2``, which
+    follows it). A release declared "from X on" (an API added or removed in X) is due there, not yet required:
+    the frontend changes during X's cycle, not at its start. A malformed version is a ``ValueError``."""
+    match = re.match(_PEP440, version, re.IGNORECASE | re.VERBOSE)
+    if match is None:
+        raise ValueError(f"version {version!r} is not a PEP 440 version (expected e.g. 0.7.0.dev20250625)")
+    if release_of(version).key != release_of(release, what="release").key:
+        return False
+    return match["pre"] is not None or (match["dev"] is not None and match["post"] is None)
 
 
 def unmet(releases: Mapping[str, str] | None = None, api: Mapping[str, int] | None = None) -> str | None:

@@ -121,6 +121,8 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
             first = SuiteRun(driven.returncode if driven.returncode is not None else driven.exit_code, outcomes,
                              files, driven.output, suite_seconds if driven.returncode is not None else ran - built,
                              recorded and driven.returncode is not None)
+            result.notes = sorted({str(p["note"]) for p in driven.properties.values()
+                                   if isinstance(p, dict) and p.get("note")})
         _run_suites(env, cell, family, front, result, options, first)
     result.settle()
     result.seconds = time.perf_counter() - start
@@ -221,6 +223,7 @@ def cell_line(result: CellResult) -> str:
             + (f" · own tests {own.passed} passed, {own.skipped} skipped, {own.failed + own.errors} failed" if own
                else f" · own tests not run: {result.own_tests_not_run}" if result.own_tests_not_run else "")
             + f" · {result.seconds:.1f} s · ")
+    noted = f" · {len(result.notes)} note{'s' if len(result.notes) != 1 else ''}" if result.notes else ""
     if result.ok:
-        return line + "ok" + (f" ({summary(result.failures)})" if result.failures else "")
+        return line + "ok" + (f" ({summary(result.failures)})" if result.failures else "") + noted
     return line + "FAILED: " + "; ".join([*result.problems, *([summary(result.failures)] if result.failures else [])])

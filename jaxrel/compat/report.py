@@ -173,6 +173,10 @@ def markdown(matrix: Matrix, results: Sequence[CellResult], *, complete: bool = 
     problems = [r for r in results if r.problems]
     if problems:
         lines += ["", "## Problems", "", *(f"- `{r.cell.id}`: {'; '.join(r.problems)}" for r in problems)]
+    noted = [(r, note) for r in results for note in r.notes]
+    if noted:
+        lines += ["", "## Notes on cells", "", "What the compat suite found due but not required (a pre-release of the "
+                  "release that documents it): not a failure.", "", *(f"- `{r.cell.id}`: {note}" for r, note in noted)]
     if bisect:
         lines += ["", "## Bisect", "", "The first commit that broke each regressed cell:", "",
                   *(f"    {command}" for command in bisect)]

@@ -37,6 +37,7 @@ class CellResult:
     plugin_install: str | None = None  # how a plugin cell installed its plugins (full, light or local), and why
     backend_api: dict[str, Any] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)  # what failed the cell besides its failed tests
+    notes: list[str] = field(default_factory=list)  # what the compat suite noted without failing (a due removal)
     wheels: dict[str, str] = field(default_factory=dict)  # every family wheel installed (file name -> sha256)
     environment: str | None = None  # the cell's environment directory
     # environment, probes, compat suite, own tests, triage; and parts of probes: interpreter start, guard, import jax
