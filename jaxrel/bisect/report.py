@@ -49,6 +49,7 @@ def to_json(result: Result) -> dict[str, Any]:
         "commits_in_range": result.commits_in_range,
         "steps_taken": result.bisect_steps,
         "first_bad": _commit(result.first_bad),
+        "version_only": result.version_only,
         "merge_brings": [_commit(c) for c in result.merge_brings],
         "candidates": [_commit(c) for c in result.candidates],
         "at_first_bad": _step(result.at_culprit),
@@ -103,6 +104,9 @@ def text(result: Result) -> str:
     lines = [f"{HEADLINE.get(result.status, result.status)} · cell {result.cell}"]
     if result.first_bad is not None:
         lines += _commit_lines(result.first_bad)
+        if result.version_only:
+            lines.append("  it changes only the version files: what turned red judged the version string "
+                         "(an expectation, not a regression)")
         if result.first_bad.merge:
             lines.append(f"  a merge: it brings in {len(result.merge_brings)} commits:")
             lines += [f"    {c.short} {c.subject}" for c in result.merge_brings]

@@ -98,6 +98,7 @@ class Result:
     seconds: float = 0.0
     deps_as_of: str | None = None
     notes: list[str] = field(default_factory=list)
+    version_files: tuple[str, ...] = ()  # the family's version files, from the repository's top
     tests: list[str] = field(default_factory=list)  # the selection bisected (paths and node ids)
     keyword: str | None = None  # -k
     message: str = ""
@@ -105,6 +106,13 @@ class Result:
     @property
     def bisect_steps(self) -> int:
         return sum(1 for step in self.steps if step.role == "step")
+
+    @property
+    def version_only(self) -> bool:
+        """The first bad commit changes nothing but the family's version files: what turned red judged the version
+        string, not a change of the code (the history files it as an ``expectation``, not a regression)."""
+        files = self.first_bad.files if self.first_bad is not None else ()
+        return bool(files) and bool(self.version_files) and set(files) <= set(self.version_files)
 
 
 # -- checking the input ------------------------------------------------------------------------------
@@ -302,6 +310,7 @@ def run(request: Request, family: Family, progress: Progress) -> Result:
         _endpoints(request, family, repo, config, result, {bad: bad_built, newest_good.hash: good_built}, progress)
         outcome = _bisect(repo, bad, goods, config_path, progress)
         result.steps = step.read_records(config.records)
+        result.version_files = tuple(source.path(part.version_file) for part in (family.frontend, family.backend))
         _conclude(result, outcome, config, family, repo)
         repo.reset()
     finally:

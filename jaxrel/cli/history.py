@@ -1,7 +1,7 @@
 """``jaxrel history``: keep every run's results and answer questions about sets of wheels.
 
 ``ingest REPORT|DIR…`` (compat's report.json; a directory: every report.json below it) ·
-``query NAME==VERSION…`` (exit 0 known good, 1 known bad / flaky / untested, 2 bad input) ·
+``query NAME==VERSION…`` (exit 0 known good, 1 known bad / tests fail / flaky / untested, 2 bad input) ·
 ``publish --output DIR`` (the static HUD and its JSON API).
 """
 
@@ -142,7 +142,8 @@ def run_query(args: argparse.Namespace) -> int:
         answer = query.query(store, pins, args.python, args.passes)
     finally:
         store.close()
-    lines = [f"{', '.join(f'{n}=={v}' for n, v in pins.items())}: {answer.verdict.upper()}"]
+    lines = [f"{', '.join(f'{n}=={v}' for n, v in pins.items())}: {answer.verdict.upper()}"
+             + (f" ({answer.why})" if answer.why else "")]
     lines += [f"  {n['night']} {n['cell']} at {n['commit'][:12] or '?'}: {n['verdict']}"
               + (f" ({', '.join(n['failing'][:3])})" if n["failing"] else "") for n in answer.nights[-10:]]
     lines += [f"  culprit in {c['cell']}: {c['culprit'] or 'not converged'} (last good {c['last_good'][:12]}, "

@@ -20,7 +20,7 @@ from jaxrel._util.files import cache_root
 from jaxrel.distributions.transport import IndexClientError, Limits, fetch, request_for
 from jaxrel.distributions.urls import parse_url
 from jaxrel.errors import JaxrelError
-from jaxrel.history.query import KNOWN_GOOD, UNTESTED, query
+from jaxrel.history.query import UNTESTED, WORST_FIRST, query
 from jaxrel.history.store import HistoryError, open_store
 
 __all__ = ["evidence_line"]
@@ -42,14 +42,14 @@ def evidence_line(source: str, pins: dict[str, str], python: str | None = None) 
             return f"history: {UNTESTED} in {source}{nearest}"
         last = answer.nights[-1]
         return (f"history: {answer.verdict} ({len(answer.nights)} nights, last {last['night']} in {last['cell']}: "
-                f"{last['verdict']}) in {source}")
+                f"{last['verdict']}{'; ' + answer.why if answer.why else ''}) in {source}")
     combos, note = _feed(source)
     wanted = set(f"{name}=={version}" for name, version in pins.items())
     matching = [c for c in combos if wanted <= set(c.get("pins", [])) and (python is None or c.get("python") == python)]
     if not matching:
         return f"history: {UNTESTED} in {source}{note}"
     verdicts = {str(c.get("verdict")) for c in matching}
-    verdict = next((v for v in ("known bad", "flaky", KNOWN_GOOD) if v in verdicts), UNTESTED)
+    verdict = next((v for v in WORST_FIRST if v in verdicts), UNTESTED)
     nights = sum(int(c.get("nights", 0)) for c in matching)
     newest = max(str(c.get("last_night", "")) for c in matching)
     return f"history: {verdict} ({nights} nights over {len(matching)} sets, last {newest}) in {source}{note}"

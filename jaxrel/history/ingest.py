@@ -117,11 +117,12 @@ def _culprit(store: Store, found: BisectRecord, path: Path, night: str, source: 
             "frontend_version, frontend_commit) VALUES (?, 'bisect', ?, ?, ?, ?, ?, '', '', ?) RETURNING id",
             (found.sha256, source or f"local:{path.resolve()}", night, recorded, machine or platform.node(),
              jaxrel.__version__, found.first_bad))
-        db.execute("INSERT INTO culprits (cell, last_good, first_bad, culprit, log, tests, night) VALUES (?, ?, ?, ?, "
-                   "?, ?, ?) ON CONFLICT (cell, last_good, first_bad) DO UPDATE SET culprit = excluded.culprit, "
-                   "log = excluded.log, tests = excluded.tests, night = excluded.night",
+        db.execute("INSERT INTO culprits (cell, last_good, first_bad, culprit, log, tests, night, version_only) VALUES "
+                   "(?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (cell, last_good, first_bad) DO UPDATE SET culprit = "
+                   "excluded.culprit, log = excluded.log, tests = excluded.tests, night = excluded.night, "
+                   "version_only = excluded.version_only",
                    (found.cell, found.last_good, found.first_bad, found.culprit, found.log, "\n".join(found.tests),
-                    night))
+                    night, int(found.version_only)))
     return Ingested(str(path), int(run), 1, 0, [])
 
 

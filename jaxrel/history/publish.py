@@ -31,7 +31,7 @@ from jaxrel._util.atomic import write_all_atomically
 from jaxrel.bisect.command import command as bisect_command
 from jaxrel.history.bisect_new import MAX_TESTS, bisect_files
 from jaxrel.history.query import combo_summaries, stale_cells
-from jaxrel.history.regressions import Regression, regressions
+from jaxrel.history.regressions import EXPECTATION, REGRESSION, Regression, regressions
 from jaxrel.history.reports import CELL_TEST
 from jaxrel.history.store import Store
 
@@ -42,7 +42,8 @@ WORST = ("new-regression", "still-failing", "failing", "flaky")  # a test's verd
 
 COMMIT_URL = "https://github.com/jax-ml/jax/commit/{commit}"
 COLOURS = {"passed": "#2da44e", "fixed": "#1a7f37", "new-regression": "#cf222e", "still-failing": "#a40e26",
-           "failing": "#cf222e", "flaky": "#bf8700", "infra": "#8c959f", "refused": "#6639ba"}
+           "failing": "#cf222e", "flaky": "#bf8700", "infra": "#8c959f", "refused": "#6639ba",
+           "expectation": "#0969da"}  # expectation: red only because the frontend's version string moved
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -78,6 +79,10 @@ def site_data(store: Store) -> dict[str, Any]:
     culprits = [{"cell": c, "last_good": g, "first_bad": b, "culprit": k, "log": log} for c, g, b, k, log in
                 store.rows("SELECT cell, last_good, first_bad, culprit, log FROM culprits ORDER BY cell")]
     found = [{**r.to_json(), "commands": commands(r)} for r in regressions(store)]
+    for expected in (r for r in found if r["kind"] == EXPECTATION):  # its first red square says so, not "regression"
+        entry = grid.get(expected["night"], {}).get(expected["cell"])
+        if entry is not None and entry["verdict"] == "new-regression":
+            entry["verdict"] = EXPECTATION
     return {"api": 1, "nights": sorted(grid, reverse=True), "cells": cells, "grid": grid, "culprits": culprits,
             "stale": stale_cells(store), "regressions": found}
 
@@ -213,19 +218,26 @@ def _regression(found: dict[str, Any], commit_url: str, title: str) -> str:
             ("last good", f"{_commit_link(found['last_good'], commit_url)} "
                           f"({found['last_good_night'] or 'none kept'})"),
             ("first bad", _commit_link(found["first_bad"], commit_url)), ("culprit", culprit),
-            ("state", html.escape(state)), ("error", f"<code>{html.escape(found['signature'] or '–')}</code>")]
+            ("state", html.escape(state)), ("error", f"<code>{html.escape(found['signature'] or '–')}</code>"),
+            ("kind", html.escape(found["kind"] + (f": {found['why']}" if found["why"] else "")))]
     table = "".join(f"<tr><th class=left>{name}</th><td class=left>{value}</td></tr>" for name, value in rows)
-    return (_head(f"{found['key']} · {title}", 1) + f"<h1>Regression {html.escape(found['key'])}</h1>"
+    heading = "Expectation" if found["kind"] == EXPECTATION else "Regression"
+    return (_head(f"{found['key']} · {title}", 1) + f"<h1>{heading} {html.escape(found['key'])}</h1>"
             f"<table id=regression>{table}</table><h2>Failing tests ({len(found['tests'])})</h2><ul>{tests}</ul>"
             f"<h2>Reproduce</h2>{run}{log}</body></html>")
 
 
 def _regression_list(data: dict[str, Any]) -> str:
-    items = "".join(f"<li><a href=\"regressions/{r['page']}\">{html.escape(r['key'])}</a>: {r['night']}, "
-                    f"{len(r['tests'])} tests, {html.escape(r['state'])}"
-                    + (f", culprit {html.escape(r['culprit'][:12])}" if r["culprit"] else "") + "</li>"
-                    for r in reversed(data["regressions"]))
-    return f"<h2>Regressions</h2><ul id=regressions>{items}</ul>" if items else ""
+    def items(kind: str) -> str:
+        return "".join(f"<li><a href=\"regressions/{r['page']}\">{html.escape(r['key'])}</a>: {r['night']}, "
+                       f"{len(r['tests'])} tests, {html.escape(r['state'])}"
+                       + (f", culprit {html.escape(r['culprit'][:12])}" if r["culprit"] else "")
+                       + (f" ({html.escape(r['why'])})" if r["why"] else "") + "</li>"
+                       for r in reversed(data["regressions"]) if r["kind"] == kind)
+    found, expected = items(REGRESSION), items(EXPECTATION)
+    return ((f"<h2>Regressions</h2><ul id=regressions>{found}</ul>" if found else "")
+            + (f"<h2>Expectations</h2><p>Red only because the frontend's version string moved: no code change "
+               f"broke them, no issue is opened.</p><ul id=expectations>{expected}</ul>" if expected else ""))
 
 
 def _flaky(data: dict[str, Any], title: str) -> str:
@@ -246,7 +258,7 @@ def _flaky(data: dict[str, Any], title: str) -> str:
 
 def _atom(data: dict[str, Any], commit_url: str, title: str) -> str:
     entries = []
-    for found in reversed(data["regressions"]):
+    for found in reversed([r for r in data["regressions"] if r["kind"] == REGRESSION]):
         tests = ", ".join(found["tests"])[:500]
         culprit = f" culprit {found['culprit'][:12]}" if found["culprit"] else ""
         entries.append(f"<entry><id>urn:jaxrel:regression:{html.escape(found['key'])}</id><title>"

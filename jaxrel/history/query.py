@@ -7,8 +7,12 @@ own outcomes night by night:
 - ``known bad``: a night failed for a reason the history did not explain away (not flaky, not infra,
   not annotated), or the guard refused the set (the rules say it does not work); the evidence names the
   nights, the failing tests and the culprit bisect named;
+- ``tests fail``: the guard accepts the set and its cells ran, but tests failed on it (not flaky, not
+  annotated): someone about to install it would hit them, whatever the cause. ``why`` says which kind:
+  the frontend's own tests (a frontend failure: the wheels fit, the compat suite passed) or jaxrel's
+  compat suite (an API of the frontend fails with this backend);
 - ``flaky``: results disagree on the same wheels and commit, or passed only on rerun;
-- ``known good``: at least ``passes`` nights passed and nothing failed unexplained;
+- ``known good``: at least ``passes`` nights passed, no test failed, nothing failed unexplained;
 - ``untested``: no combo holds this set; the nearest tested sets are named (most pins in common).
 """
 
@@ -21,13 +25,16 @@ from typing import Any
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from jaxrel.history.reports import CELL_TEST
+from jaxrel.history.reports import CELL_TEST, OWN_TESTS
 from jaxrel.history.store import HistoryError, Store
 
-__all__ = ["Answer", "MAX_PINS", "combo_summaries", "judge", "parse_pins", "query", "stale_cells"]
+__all__ = ["FLAKY", "KNOWN_BAD", "KNOWN_GOOD", "TESTS_FAIL", "UNTESTED", "WORST_FIRST", "Answer", "MAX_PINS",
+           "combo_summaries", "failure_kind", "judge", "parse_pins", "query", "stale_cells"]
 
 MAX_PINS = 64
-KNOWN_GOOD, KNOWN_BAD, FLAKY, UNTESTED = "known good", "known bad", "flaky", "untested"
+KNOWN_GOOD, KNOWN_BAD, TESTS_FAIL, FLAKY, UNTESTED = "known good", "known bad", "tests fail", "flaky", "untested"
+WORST_FIRST = (KNOWN_BAD, TESTS_FAIL, FLAKY, KNOWN_GOOD)  # several answers about one set: the worst is the answer
+FAILED = "('new-regression', 'still-failing', 'failing')"  # the verdicts of a test that failed unexplained
 
 
 @dataclass
@@ -35,6 +42,7 @@ class Answer:
     pins: dict[str, str]
     python: str | None
     verdict: str
+    why: str = ""  # what kind of failure makes it not good ("" when it is)
     nights: list[dict[str, Any]] = field(default_factory=list)  # night, cell, commit, outcome, verdict, failing
     culprits: list[dict[str, Any]] = field(default_factory=list)
     nearest: list[dict[str, Any]] = field(default_factory=list)
@@ -103,28 +111,38 @@ def query(store: Store, pins: dict[str, str], python: str | None = None, passes:
     runs = sorted({int(row[5]) for row in rows})
     matched = {(int(row[5]), str(row[1])) for row in rows}
     run_marks = ",".join("?" for _ in runs)
+    explained = {(str(c), str(t)) for c, t in store.rows(
+        "SELECT cell, test FROM annotations WHERE kind IN ('flaky', 'expected', 'infra')")}
     failing: dict[tuple[int, str], list[str]] = {}
+    suites: dict[tuple[int, str], set[str]] = {}
     flaky_tests = 0
     if runs:  # through the index on (verdict, run, cell): the few results that mean something, not every test
-        for run, cell, test, meaning in store.rows(
-                f"SELECT run, cell, test, verdict FROM verdicts WHERE verdict IN ('new-regression', 'still-failing', "
-                f"'failing', 'flaky') AND run IN ({run_marks}) AND test <> ? ORDER BY test", (*runs, CELL_TEST)):
-            if (int(run), str(cell)) not in matched:
-                continue  # another cell of the same night
+        for run, cell, test, meaning, suite in store.rows(
+                "SELECT verdicts.run, verdicts.cell, verdicts.test, verdicts.verdict, results.suite FROM verdicts "
+                "JOIN combos ON combos.cell = verdicts.cell JOIN results ON results.run = verdicts.run AND "
+                "results.combo = combos.id AND results.test = verdicts.test WHERE verdicts.verdict IN "
+                f"('new-regression', 'still-failing', 'failing', 'flaky') AND verdicts.run IN ({run_marks}) AND "
+                f"verdicts.test NOT IN (?, ?) ORDER BY verdicts.test", (*runs, CELL_TEST, OWN_TESTS)):
+            if (int(run), str(cell)) not in matched or {(str(cell), str(test)), (str(cell), CELL_TEST)} & explained:
+                continue  # another cell of the same night, or a test (or its whole cell) annotated flaky / expected
             if meaning == "flaky":
                 flaky_tests += 1
             else:
                 failing.setdefault((int(run), str(cell)), []).append(str(test))
+                suites.setdefault((int(run), str(cell)), set()).add(str(suite))
     wanted = set(pins.items())
     for night, cell, commit, outcome, meaning, run, combo in rows:
         exact = combos[int(combo)] == wanted  # the set asked about, nothing beside it
+        failed = failing.get((int(run), str(cell)), [])
         answer.nights.append({"night": night, "cell": cell, "commit": commit, "outcome": outcome, "verdict": meaning,
-                              "failing": failing.get((int(run), str(cell)), [])[:10], "exact": exact})
+                              "failing": failed[:10], "failed_tests": len(failed),
+                              "failed_suites": sorted(suites.get((int(run), str(cell)), set())), "exact": exact})
     cells = {entry["cell"] for entry in answer.nights}
     answer.culprits = [{"cell": c, "last_good": g, "first_bad": b, "culprit": k} for c, g, b, k in store.rows(
         f"SELECT cell, last_good, first_bad, culprit FROM culprits WHERE cell IN ({','.join('?' for _ in cells)})",
         tuple(cells))] if cells else []
     answer.verdict = judge(answer.nights, flaky_tests, annotated, passes)
+    answer.why = failure_kind(answer.nights) if answer.verdict == TESTS_FAIL else ""
     if answer.verdict == UNTESTED:
         answer.nearest = _nearest(store, pins, python)
     return answer
@@ -137,11 +155,27 @@ def judge(nights: list[dict[str, Any]], flaky_tests: int, annotated: set[tuple[s
                    and (n["cell"], "flaky") not in annotated and (n["cell"], "expected") not in annotated]
     if unexplained or any(n["outcome"] == "refused" and n.get("exact", True) for n in nights):
         return KNOWN_BAD  # a refusal condemns the set refused, not a smaller one inside it (a wrong plugin beside)
+    if any(n.get("failed_tests") for n in nights):
+        return TESTS_FAIL  # the cell passed (the failures did not fail the run), but tests failed on this set
     if flaky_tests or any(n["verdict"] == "flaky" for n in nights):
         return FLAKY
     if sum(1 for n in nights if n["outcome"] == "passed") >= passes:
         return KNOWN_GOOD
     return UNTESTED
+
+
+def failure_kind(nights: list[dict[str, Any]]) -> str:
+    """Which tests failed on a set, in words: whose tests they are and what that says."""
+    suites = {suite for n in nights for suite in n.get("failed_suites", [])}
+    failed = [n for n in nights if n.get("failed_tests")]
+    count = sum(int(n["failed_tests"]) for n in failed)
+    where = f"{count} test{'s' if count != 1 else ''} failed on {len(failed)} night{'s' if len(failed) != 1 else ''}"
+    if suites <= {"own"}:
+        return (f"{where}: the frontend's own tests (a frontend failure: the wheels fit together, the compat suite "
+                "passed)")
+    if "own" not in suites:
+        return f"{where}: jaxrel's compat suite (an API of the frontend fails with these wheels)"
+    return f"{where}: the frontend's own tests and jaxrel's compat suite"
 
 
 def combo_summaries(store: Store) -> list[dict[str, Any]]:
@@ -164,6 +198,13 @@ def combo_summaries(store: Store) -> list[dict[str, Any]]:
                                            "verdict": str(meaning)})
     flaky = {(str(run), str(cell)) for run, cell in store.rows(
         "SELECT DISTINCT run, cell FROM verdicts WHERE verdict = 'flaky'")}
+    explained = {(str(c), str(t)) for c, t in store.rows(
+        "SELECT cell, test FROM annotations WHERE kind IN ('flaky', 'expected', 'infra')")}
+    failed: dict[tuple[str, str], int] = {}
+    for run, cell, test in store.rows(f"SELECT run, cell, test FROM verdicts WHERE verdict IN {FAILED} AND test NOT IN "
+                                      "(?, ?)", (CELL_TEST, OWN_TESTS)):
+        if not {(str(cell), str(test)), (str(cell), CELL_TEST)} & explained:
+            failed[(str(run), str(cell))] = failed.get((str(run), str(cell)), 0) + 1
     runs_of = {(int(c), str(n)): str(r) for c, n, r in store.rows(
         "SELECT results.combo, runs.night, results.run FROM results JOIN runs ON runs.id = results.run "
         "WHERE results.test = ?", (CELL_TEST,))}
@@ -171,6 +212,8 @@ def combo_summaries(store: Store) -> list[dict[str, Any]]:
     for combo, seen in sorted(nights.items()):
         cell, python = meta[combo]
         flaky_tests = sum(1 for n in seen if (runs_of.get((combo, n["night"]), ""), cell) in flaky)
+        for n in seen:
+            n["failed_tests"] = failed.get((runs_of.get((combo, n["night"]), ""), cell), 0)
         summaries.append({"pins": sorted(pins.get(combo, [])), "python": python, "cell": cell,
                           "verdict": judge(seen, flaky_tests, set(), 1), "nights": len(seen),
                           "last_night": seen[-1]["night"]})

@@ -6,6 +6,12 @@ and the commit of the red night (the first bad); its culprit is what ``jaxrel bi
 range (:mod:`jaxrel.history.ingest` keeps it). It stays open until its tests have passed on
 ``close_after`` nights in a row; the nightly opens one issue per regression once it is bisected (or
 cannot be: only compat-suite tests, no good night kept), edits it later, and closes it with the state.
+
+A test whose outcome changed only because the frontend's version string moved is not a regression: its
+``kind`` is ``expectation`` (its own colour on the HUD, no issue) when the culprit bisect named changes
+nothing but the family's version files, or when the frontend's version moved between the last good and the
+first bad night and the failure's error names the new version (the test judged the version string, as
+"still works in jax 0.7.0.dev…, documented as removed in 0.7.0" did). Every other one is a ``regression``.
 """
 
 from __future__ import annotations
@@ -17,9 +23,10 @@ from typing import Any
 from jaxrel.history.reports import CELL_TEST, OWN_TESTS
 from jaxrel.history.store import Store
 
-__all__ = ["CLOSE_AFTER", "Regression", "regressions"]
+__all__ = ["CLOSE_AFTER", "EXPECTATION", "REGRESSION", "Regression", "regressions"]
 
 CLOSE_AFTER = 3  # green nights in a row that close a regression
+REGRESSION, EXPECTATION = "regression", "expectation"  # a code change broke it / only the version string moved
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
 
 
@@ -41,6 +48,11 @@ class Regression:
     state: str = "open"  # open | closed
     last_red: str = ""  # the newest night any of its tests failed
     green_nights: int = 0  # nights in a row since then on which they passed
+    kind: str = REGRESSION  # or EXPECTATION: only the version string moved
+    why: str = ""  # what made it an expectation
+    frontend: str = ""  # the frontend's name
+    version: str = ""  # its version on the first bad night
+    last_good_version: str = ""  # and on the last good night
 
     @property
     def key(self) -> str:
@@ -58,8 +70,9 @@ class Regression:
 
     @property
     def ready(self) -> bool:
-        """Worth an issue: bisected (converged or not), or nothing for bisect to do."""
-        return self.bisected or not self.bisectable
+        """Worth an issue: a regression (not an expectation), bisected (converged or not), or nothing for bisect to
+        do."""
+        return self.kind == REGRESSION and (self.bisected or not self.bisectable)
 
     def to_json(self) -> dict[str, Any]:
         return {**asdict(self), "key": self.key, "page": self.page, "ready": self.ready}
@@ -68,12 +81,14 @@ class Regression:
 def regressions(store: Store, close_after: int = CLOSE_AFTER) -> list[Regression]:
     """Every regression the store holds, oldest first."""
     found: dict[tuple[int, str], Regression] = {}
-    for run, cell, test, night, commit, suite, signature in store.rows(
-            "SELECT verdicts.run, verdicts.cell, verdicts.test, runs.night, runs.frontend_commit, results.suite, "
-            "results.signature FROM verdicts JOIN runs ON runs.id = verdicts.run JOIN results ON results.run = "
-            "verdicts.run AND results.test = verdicts.test JOIN combos ON combos.id = results.combo AND combos.cell = "
-            "verdicts.cell WHERE verdicts.verdict = 'new-regression' ORDER BY runs.night, runs.id, verdicts.test"):
-        regression = found.setdefault((int(run), str(cell)), Regression(str(cell), str(night), int(run), str(commit)))
+    for run, cell, test, night, commit, frontend, version, suite, signature in store.rows(
+            "SELECT verdicts.run, verdicts.cell, verdicts.test, runs.night, runs.frontend_commit, runs.frontend, "
+            "runs.frontend_version, results.suite, results.signature FROM verdicts JOIN runs ON runs.id = "
+            "verdicts.run JOIN results ON results.run = verdicts.run AND results.test = verdicts.test JOIN combos ON "
+            "combos.id = results.combo AND combos.cell = verdicts.cell WHERE verdicts.verdict = 'new-regression' "
+            "ORDER BY runs.night, runs.id, verdicts.test"):
+        regression = found.setdefault((int(run), str(cell)), Regression(str(cell), str(night), int(run), str(commit),
+                                                                       frontend=str(frontend), version=str(version)))
         if test == OWN_TESTS:
             continue
         regression.tests.append(str(test))
@@ -94,8 +109,38 @@ def regressions(store: Store, close_after: int = CLOSE_AFTER) -> list[Regression
         for regression in theirs:
             _range(regression, [n for n in reversed(nights) if n[0] < regression.night])
             _culprit(store, regression)
+            _kind(store, regression)
             _state(regression, [n for n in nights if n[0] > regression.night], close_after)
     return list(found.values())
+
+
+def _kind(store: Store, regression: Regression) -> None:
+    """An expectation when only the version string moved (see the module doc); else a regression."""
+    if regression.culprit is not None and store.rows(
+            "SELECT 1 FROM culprits WHERE cell = ? AND culprit = ? AND version_only = 1 LIMIT 1",
+            (regression.cell, regression.culprit)):
+        regression.kind = EXPECTATION
+        regression.why = f"its culprit {regression.culprit[:12]} changes only the version files"
+        return
+    if regression.last_good_night:
+        rows = store.rows("SELECT runs.frontend_version FROM runs WHERE runs.night = ? AND runs.frontend_commit = ? "
+                          "AND runs.kind <> 'bisect' ORDER BY runs.id DESC LIMIT 1",
+                          (regression.last_good_night, regression.last_good))
+        regression.last_good_version = str(rows[0][0]) if rows else ""
+    moved = regression.version and regression.last_good_version and regression.version != regression.last_good_version
+    if moved and _names_version(regression.signature, regression.frontend, regression.version):
+        regression.kind = EXPECTATION
+        regression.why = (f"the version moved from {regression.last_good_version} to {regression.version} and the "
+                          "failure judges the version string")
+
+
+def _names_version(signature: str, frontend: str, version: str) -> bool:
+    """Whether a failure's signature names the frontend at its version ("… in jax 0.7.0.dev20250626+g85…"), as the
+    signature folds it: numbers as ``N``, hashes as ``#``; the local part aside."""
+    if not (signature and frontend and version):
+        return False
+    folded = re.sub(r"\d+", "N", version.split("+", 1)[0])
+    return re.search(rf"\b{re.escape(frontend)} {re.escape(folded)}(?![\w.])", signature) is not None
 
 
 def _nights(store: Store, cell: str, tests: list[str]) -> list[tuple[str, str, dict[str, str]]]:

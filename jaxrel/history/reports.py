@@ -86,6 +86,7 @@ class BisectRecord:
     culprit: str | None
     log: str
     tests: tuple[str, ...] = ()  # the selection bisected
+    version_only: bool = False  # the culprit changes only the family's version files
 
 
 def read_any(path: Path) -> ReportRecord | BisectRecord:
@@ -223,7 +224,10 @@ def _bisect(data: dict[str, Any], path: Path, sha256: str) -> BisectRecord:
     tests = data.get("tests", [])
     _need(isinstance(tests, list) and all(isinstance(t, str) and t.isprintable() for t in tests), path, "tests",
           "a list of test ids")
-    return BisectRecord(sha256, cell, str(goods[-1]), str(bad), culprit, log, tuple(t[:500] for t in tests[:200]))
+    version_only = data.get("version_only", False)
+    _need(isinstance(version_only, bool), path, "version_only", "true or false")
+    return BisectRecord(sha256, cell, str(goods[-1]), str(bad), culprit, log, tuple(t[:500] for t in tests[:200]),
+                        culprit is not None and bool(version_only))
 
 
 def _other_cuda_wheels(others: object, path: Path) -> list[TestRecord]:

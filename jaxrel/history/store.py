@@ -86,6 +86,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "ALTER TABLE culprits ADD COLUMN tests TEXT NOT NULL DEFAULT ''",
         "ALTER TABLE culprits ADD COLUMN night TEXT NOT NULL DEFAULT ''",
     ),
+    (  # 4: whether the culprit changes only the family's version files (the regression is an expectation)
+        "ALTER TABLE culprits ADD COLUMN version_only INTEGER NOT NULL DEFAULT 0",
+    ),
 )
 SCHEMA = len(MIGRATIONS)
 
