@@ -25,7 +25,7 @@ from jaxrel.cells.suites import Suite
 from jaxrel.errors import BadInput
 from jaxrel.family import Family
 
-__all__ = ["CONFIG_FILES", "OwnTests", "Request", "check_test_paths", "plan", "stage"]
+__all__ = ["CONFIG_FILES", "OwnTests", "Request", "check_test_paths", "plan", "stage", "test_path"]
 
 CONFIG_FILES = ("conftest.py", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini", "setup.cfg")
 
@@ -60,7 +60,7 @@ def check_test_paths(paths: Sequence[str], package: str | None = None,
     runs."""
     top = package.split(".")[0] if package else ""
     for test in paths:
-        path = test.split("::", 1)[0].rstrip("/")
+        path = test_path(test).rstrip("/")
         if not is_relative_path(path) or (top and path.split("/")[0] == top):
             outside = f" and outside the {package} package (tests there import it from the tree)" if package else ""
             raise BadInput(f"{option} {shorten(test)!r}: give a path or node id inside the frontend's source tree "
@@ -68,12 +68,19 @@ def check_test_paths(paths: Sequence[str], package: str | None = None,
     return tuple(paths)
 
 
+def test_path(test: str) -> str:
+    """The file or directory part of a test selection: a pytest node id (``tests/a_test.py::Case::test_x``) names
+    its file; the rest of it goes to pytest as it is."""
+    return test.split("::", 1)[0]
+
+
 def _selection(family: Family, tree: Path, request: Request, notes: list[str]) -> list[str]:
     if request.paths:
         check_test_paths(request.paths)
-        missing = [p for p in request.paths if not (tree / p).exists()]
+        missing = [p for p in request.paths if not (tree / test_path(p)).exists()]
         if missing:
-            raise BadInput(f"--frontend-tests {missing[0]}: not in the frontend's source tree {tree}")
+            raise BadInput(f"--frontend-tests {missing[0]}: {test_path(missing[0])} is not in the frontend's source "
+                           f"tree {tree}")
         return list(request.paths)
     declared = list(family.frontend.tests) or (["tests"] if (tree / "tests").is_dir() else [])
     present = [p for p in declared if (tree / p).exists()]
@@ -101,6 +108,7 @@ def _requirements(family: Family, tree: Path, request: Request, notes: list[str]
 
 
 def _test_files(path: Path) -> int:
+    path = Path(test_path(str(path)))
     if path.is_file():
         return 1
     return sum(1 for p in path.rglob("*.py") if p.name.startswith("test_") or p.name.endswith("_test.py"))
@@ -111,7 +119,7 @@ def stage(tree: Path, paths: Sequence[str], dest: Path, package: str) -> Path:
     top_package = package.split(".")[0]
     tops = []
     for path in paths:
-        parts = PurePosixPath(path).parts
+        parts = PurePosixPath(test_path(path)).parts
         if not parts or parts[0] in ("..", "/") or Path(path).is_absolute():
             raise BadInput(f"--frontend-tests {path}: give a path inside the frontend's source tree")
         if parts[0] == top_package:

@@ -31,8 +31,9 @@ def add(verbs: Any) -> None:
     sub = add_common(verbs.add_parser("compat", help=HELP, description=HELP))
     _matrix.add_options(sub)
     sub.add_argument("--cell", action="append", metavar="ID", help="run only cells matching ID (* wildcards)")
-    sub.add_argument("--frontend-tests", action="extend", nargs="+", default=[], metavar="PATH",
-                     help="the frontend's own tests to run, relative to its source tree (default: the family's "
+    sub.add_argument("--frontend-tests", action="extend", nargs="+", default=[], metavar="PATH|NODEID",
+                     help="the frontend's own tests to run: files, directories or pytest node ids, relative to its "
+                          "source tree (default: the family's "
                           "selection, e.g. a few minutes of jax's fast tests; else tests/)")
     sub.add_argument("-k", metavar="EXPR", help="narrow the frontend's own tests (pytest -k)")
     add_env_option(sub)

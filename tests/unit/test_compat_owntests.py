@@ -50,6 +50,21 @@ def test_explicit_paths_are_staged_with_the_pytest_configuration(tree: Path, tmp
     assert not (own.suite.root / "jax").exists(), "never the package: `import jax` must find the cell's wheel"
 
 
+def test_a_node_id_is_checked_by_its_file_and_handed_to_pytest_whole(tree: Path, tmp_path: Path) -> None:
+    """A test id copied from a failure (as bisect and history replay take it) selects that test alone."""
+    (tree / "tests" / "tree_util_test.py").write_text("class TestTree:\n    def test_a(self):\n        pass\n\n"
+                                                      "    def test_b(self):\n        assert False\n")
+    node = "tests/tree_util_test.py::TestTree::test_a"
+    own, notes = owntests.plan(PLAIN, tree, owntests.Request((node,)), tmp_path / "stage")
+    assert own is not None and notes == [] and own.suite.paths == (node,) and own.suite.test_files == 1
+    assert (own.suite.root / "tests" / "tree_util_test.py").is_file()
+    done = suites.run_suite(ThisPython(tmp_path / "env"), own.suite, tmp_path / "work", package="jax")
+    assert {test: o.outcome for test, o in done.outcomes.items()} == {node: "passed"}, done.output
+    with pytest.raises(BadInput, match="--frontend-tests tests/gone_test.py::T::test_x: tests/gone_test.py is not in "
+                                       "the frontend's source tree"):
+        owntests.plan(PLAIN, tree, owntests.Request(("tests/gone_test.py::T::test_x",)), tmp_path / "stage")
+
+
 def test_the_default_selection_is_the_familys(tree: Path, tmp_path: Path) -> None:
     own, notes = owntests.plan(JAX, tree, owntests.Request(), tmp_path / "stage")
     assert own is not None and own.suite.paths == ("tests/tree_util_test.py",), "-k alone narrows the default"
@@ -82,7 +97,8 @@ def test_the_requirements_override_and_a_missing_declared_file(tree: Path, tmp_p
 
 
 @pytest.mark.parametrize(("request_", "message"), [
-    (owntests.Request(("tests/nope_test.py",)), "--frontend-tests tests/nope_test.py: not in the frontend's source"),
+    (owntests.Request(("tests/nope_test.py",)),
+     "--frontend-tests tests/nope_test.py: tests/nope_test.py is not in the frontend's source"),
     (owntests.Request(("jax/__init__.py",)), "tests inside the jax package would be imported with it"),
     (owntests.Request(requirements=Path("/nonexistent/reqs.txt")), "--test-requirements /nonexistent/reqs.txt: no"),
 ])
