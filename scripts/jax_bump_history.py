@@ -5,16 +5,19 @@ Usage: ``python scripts/jax_bump_history.py --jax JAX_GIT [--since 2025-01-01]``
 its history). Each commit of ``git log -- jax/version.py`` whose subject says it prepares a release or
 follows one ("Prepare for JAX release", "Update version numbers after", "Postrelease", "Updates after
 JAX release", "Release JAX v…") is replayed: its parent's ``jax/version.py``, ``setup.py`` and
-``CHANGELOG.md`` are written to a scratch directory, the bump the commit corresponds to is run there
-(post-release: ``bump NEXT --release-date D`` with NEXT and D read from the commit; prepare: ``bump R
---minimum-backend M``), and the version values and the changelog's release headings are compared
-with the commit's. Prints one row per commit and the totals; nothing of jax is kept.
+``CHANGELOG.md`` are written to a scratch directory (no git: no tags, as CI's tagless clone), the bump
+the commit corresponds to is run there with the index (pip's) asked as of the commit (post-release:
+``bump NEXT --release-date D`` with NEXT and D read from the commit, or ``bump NEXT`` alone with
+``--from-index``; prepare: ``bump R --minimum-backend M``), and the version values and the changelog's
+release headings are compared with the commit's. Prints one row per commit and the totals; nothing of
+jax is kept.
 """
 
 from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import re
 import subprocess
 import sys
@@ -57,9 +60,12 @@ def _day(text: str) -> str | None:
     return None
 
 
-def replay(repo: Path, commit: str, subject: str) -> tuple[str, str, str]:
-    """(the bump's arguments, 'same' or what differs, the commit's subject)."""
+def replay(repo: Path, commit: str, subject: str, from_index: bool = False) -> tuple[str, str, str]:
+    """(the bump's arguments, 'same' or what differs, the commit's subject). The index is asked as of the commit
+    (was the declared version released when the maintainers bumped it?); ``from_index``: the post-release bump
+    without ``--release-date``, the release date taken from the index's first upload."""
     before = {path: show(repo, f"{commit}^1", path) for path in FILES}
+    when = git(repo, "show", "-s", "--format=%cI", commit).strip()
     after = {path: show(repo, commit, path) for path in FILES}
     old, new = values(before), values(after)
     if PREPARE.search(subject):
@@ -68,7 +74,7 @@ def replay(repo: Path, commit: str, subject: str) -> tuple[str, str, str]:
         dated = next((h for h in headings(after["CHANGELOG.md"]) if old.get("_version", "?") in h), "")
         found = re.search(r"\(([A-Z][a-z]+ \d{1,2}, \d{4})\)", dated)
         day = _day(found.group(1)) if found else None
-        argv = [new.get("_version", ""), *(["--release-date", day] if day else [])]
+        argv = [new.get("_version", ""), *(["--release-date", day] if day and not from_index else [])]
         if old.get("_minimum_jaxlib_version") != new.get("_minimum_jaxlib_version"):  # a merge of the release branch
             argv += ["--minimum-backend", new.get("_minimum_jaxlib_version", "")]
     if old.get("_libtpu_version") != new.get("_libtpu_version") and new.get("_libtpu_version"):
@@ -79,8 +85,9 @@ def replay(repo: Path, commit: str, subject: str) -> tuple[str, str, str]:
             if text is not None:
                 (root / path).parent.mkdir(parents=True, exist_ok=True)
                 (root / path).write_text(text)
-        done = subprocess.run([sys.executable, "-m", "jaxrel", "release", "bump", "--family", "jax", *argv], cwd=root,
-                              capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+        done = subprocess.run([sys.executable, "-m", "jaxrel", "release", "bump", "--family", "jax", *argv,
+                               "--as-of", when], cwd=root, capture_output=True, text=True,
+                              env={**os.environ, "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
         if done.returncode != 0:
             return " ".join(argv), f"exit {done.returncode}: {done.stderr.strip()[-120:]}", subject
         ours = {path: (root / path).read_text() if (root / path).exists() else None for path in FILES}
@@ -94,13 +101,16 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--jax", type=Path, required=True, help="a jax git repository with its history")
     parser.add_argument("--since", default="2025-01-01", help="commits from this date on (default 2025-01-01)")
+    parser.add_argument("--from-index", action="store_true",
+                        help="post-release bumps without --release-date: the index says the version was released "
+                             "and when (as in a tagless checkout)")
     args = parser.parse_args()
     log = git(args.jax, "log", f"--since={args.since}", "--format=%h%x09%s", "--", "jax/version.py")
     rows = []
     for line in log.splitlines():
         commit, subject = line.split("\t", 1)
         if POST.search(subject) or PREPARE.search(subject):
-            rows.append((commit, *replay(args.jax, commit, subject)))
+            rows.append((commit, *replay(args.jax, commit, subject, args.from_index)))
     width = max((len(r[1]) for r in rows), default=10)
     for commit, argv, result, subject in rows:
         print(f"{commit}  {argv:<{width}}  {result}  ({subject[:50]})")

@@ -26,7 +26,7 @@ from jaxrel.distributions.pages import parse_time
 from jaxrel.distributions.remote_metadata import MetadataReader
 from jaxrel.errors import ExitCode
 from jaxrel.family import resolve_family
-from jaxrel.release import attest, audit, auth, builder, bump, check, collect, plan, publish, verify
+from jaxrel.release import attest, audit, auth, builder, bump, check, collect, plan, publish, released, verify
 from jaxrel.release.config import BUILTIN
 from jaxrel.release.project import Project, open_project
 
@@ -37,30 +37,22 @@ def _index(args: argparse.Namespace) -> Index:
     return Index.from_pip(args.index_url, refresh=True, progress=say)
 
 
-def _as_of(args: argparse.Namespace, project: Project, version: str | None) -> datetime.datetime | None:
-    """``--as-of``: a date or time, ``now``, or by default the release tag's date when HEAD is the tag (a
-    historical release is judged by what the index held then, not by today's releases)."""
+def _as_of(args: argparse.Namespace, project: Project, version: str | None, index: Index) -> datetime.datetime | None:
+    """``--as-of``: a date or time, ``now``, or by default the moment of the release HEAD is, with or without its
+    tag (a historical release is judged by what the index held then, not by today's releases)."""
     given = getattr(args, "as_of", None)
-    if given == "now":
-        return None
     if given:
-        try:
-            moment = parse_time(given if "T" in given else f"{given}T23:59:59Z")
-        except ValueError:
-            raise UsageError(f"--as-of {shorten(given)!r}: expected a date (2026-07-16), a time "
-                             "(2026-07-16T20:00:00Z) or now") from None
-        return moment
-    target = version or project.version_of(project.release.lead())
-    tagged = project.tag_time(project.release.tag_for(target))
-    if tagged is not None:
-        say(f"release: HEAD is the tag {project.release.tag_for(target)}: the index as of the tag (the earlier of "
-            f"its date and its commit's), {tagged:%Y-%m-%dT%H:%M:%SZ} (--as-of now for today's)")
-    return tagged
+        return _parse_as_of(given)
+    moment, why = released.judged_as_of(project, version or project.version_of(project.release.lead()), index)
+    if moment is not None:
+        say(f"release: {why}, {moment:%Y-%m-%dT%H:%M:%SZ} (--as-of now for today's)")
+    return moment
 
 
 def run_plan(args: argparse.Namespace) -> int:
     with open_project(Path(args.project), args.family) as project:
-        result = plan.make_plan(project, args.version, _index(args), as_of=_as_of(args, project, args.version))
+        index = _index(args)
+        result = plan.make_plan(project, args.version, index, as_of=_as_of(args, project, args.version, index))
         emit(args, result.to_json(), plan.render(result))
     if result.index_error:  # the plan is printed, but what is on the index is unknown: the index failed
         raise IndexClientError(f"the plan is incomplete: {result.index_error}")
@@ -70,7 +62,7 @@ def run_plan(args: argparse.Namespace) -> int:
 def run_check(args: argparse.Namespace) -> int:
     with open_project(Path(args.source), args.family) as project:
         index = _index(args)
-        result = plan.make_plan(project, args.version, index, as_of=_as_of(args, project, args.version))
+        result = plan.make_plan(project, args.version, index, as_of=_as_of(args, project, args.version, index))
         checks = check.run_checks(project, result, index)
         emit(args, check.to_json(checks, result), check.render(checks, result))
     if result.index_error:  # the checks that need the index could not be made: the index failed
@@ -92,6 +84,17 @@ def _pins(items: list[str]) -> dict[str, str]:
     return pins
 
 
+def _parse_as_of(given: str) -> datetime.datetime | None:
+    """``--as-of``: a date (its end, UTC), a time, or ``now`` (``None``)."""
+    if given == "now":
+        return None
+    try:
+        return parse_time(given if "T" in given else f"{given}T23:59:59Z")
+    except ValueError:
+        raise UsageError(f"--as-of {shorten(given)!r}: expected a date (2026-07-16), a time "
+                         "(2026-07-16T20:00:00Z) or now") from None
+
+
 def run_bump(args: argparse.Namespace) -> int:
     kind = "rc" if args.rc else "nightly" if args.nightly else "release"
     if kind == "release" and args.version is None and args.minimum_backend is None and not args.pin:
@@ -99,9 +102,14 @@ def run_bump(args: argparse.Namespace) -> int:
     with open_project(Path(args.project), args.family) as project:
         if project.sdist is not None:
             raise bump.BumpError("cannot bump an sdist; bump the checkout it was built from")
+        if args.released == released.NOT_RELEASED and args.release_date:
+            raise UsageError("--released none says the declared version was never released; --release-date says "
+                             "when it was: give one")
         changes = bump.plan_bump(project, args.version, kind=kind, components=args.component or None,
                                  minimum_backend=args.minimum_backend, allow_older=args.allow_older,
-                                 released_on=_day(args.release_date), pins=_pins(args.pin))
+                                 released_on=_day(args.release_date), pins=_pins(args.pin), index=_index(args),
+                                 released_given=args.released,
+                                 as_of=_parse_as_of(args.as_of) if args.as_of else None)
         if not args.dry_run:
             bump.apply(project, changes)
         verb = "would change" if args.dry_run else "changed"
@@ -272,6 +280,12 @@ def add(verbs: Any) -> None:
                           "(default: today, UTC)")
     sub.add_argument("--pin", action="append", default=[], metavar="NAME=V",
                      help="move a component on its own numbering to V (jax: --pin libtpu=0.0.44.*); repeatable")
+    sub.add_argument("--released", metavar="V|none",
+                     help="the declared version V was released (or 'none': it was not, it is renumbered); default: "
+                          "asked of the index and the release tags, which must agree")
+    sub.add_argument("--index-url", metavar="URL", help="the index asked whether the declared version was released "
+                                                        "(default: pip's)")
+    sub.add_argument("--as-of", metavar="DATE|TIME|now", help="ask the index as it was then (default: now)")
     sub.add_argument("--dry-run", action="store_true", help="print the diff, write nothing")
 
     sub = action("build", "Build every component of the release into one directory with manifest.json.", run_build)

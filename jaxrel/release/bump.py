@@ -26,6 +26,7 @@ from __future__ import annotations
 import datetime
 import difflib
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -33,12 +34,14 @@ from packaging.version import Version
 
 from jaxrel import policy
 from jaxrel._util.atomic import read_exactly, write_all_atomically
+from jaxrel.distributions.index import Index
 from jaxrel.errors import BadInput
 from jaxrel.release import locations
 from jaxrel.release.changelog import date_heading, precedent_heading
 from jaxrel.release.config import Component, Location
 from jaxrel.release.pins import frontend_range
 from jaxrel.release.project import Project
+from jaxrel.release.released import Released, was_released
 
 __all__ = ["Bump", "BumpError", "Change", "apply", "commit_date", "next_version", "plan_bump"]
 
@@ -155,9 +158,13 @@ def _set_requirement(bump: Bump, project: Project, component: Component, backend
 
 def plan_bump(project: Project, version: str | None, *, kind: str = "release", components: list[str] | None = None,
               minimum_backend: str | None = None, allow_older: bool = False,
-              released_on: datetime.date | None = None, pins: dict[str, str] | None = None) -> Bump:
+              released_on: datetime.date | None = None, pins: dict[str, str] | None = None,
+              index: Index | None = None, released_given: str | None = None,
+              as_of: datetime.datetime | None = None) -> Bump:
     """Compute every file change of a bump (nothing is written). ``released_on``: the release date a
-    post-release bump writes into the changelog heading (default: today, UTC)."""
+    post-release bump writes into the changelog heading (default: the release's first upload on the index, UTC).
+    Whether the declared version was released (a family that keeps the next release's version) is asked of
+    ``index`` and the tags, or said by ``released_given`` (:mod:`jaxrel.release.released`)."""
     release = project.release
     for given, option in ((version, "version"), (minimum_backend, "--minimum-backend"),
                           *((value, f"--pin {name}") for name, value in (pins or {}).items())):
@@ -167,7 +174,8 @@ def plan_bump(project: Project, version: str | None, *, kind: str = "release", c
         _pin(bump, project, pins)
         return bump
     if release.versioning == "next" and not components:
-        bump = _bump_next(project, version, kind, minimum_backend, released_on)
+        bump = _bump_next(project, version, kind, minimum_backend, released_on,
+                          lambda current: was_released(project, current, index, given=released_given, as_of=as_of))
         _pin(bump, project, pins or {})
         return bump
     chosen = [release.component(name) for name in components] if components else [
@@ -191,7 +199,7 @@ def plan_bump(project: Project, version: str | None, *, kind: str = "release", c
 
 
 def _bump_next(project: Project, version: str | None, kind: str, minimum_backend: str | None,
-               released_on: datetime.date | None) -> Bump:
+               released_on: datetime.date | None, ask: Callable[[str], Released]) -> Bump:
     """A bump of a family whose tree holds the next release's version (see the module doc)."""
     release = project.release
     lead = release.lead()
@@ -212,8 +220,12 @@ def _bump_next(project: Project, version: str | None, kind: str, minimum_backend
     if new < now:
         raise BumpError(f"{version} is older than the declared {current}; give the next release, or {current}")
     released = current if new > now else None  # None: preparing the declared release
-    if released is not None and released_on is None and not _tagged(project, current):
-        released = None  # the declared version was never released (no tag): it is renumbered, as jax's 0.8.3 → 0.9.0
+    if released is not None and released_on is None:  # a release date says it was released; else ask
+        answer = ask(current)
+        if not answer.released:
+            released = None  # the declared version was never released: it is renumbered
+        elif answer.first_upload is not None:
+            released_on = answer.first_upload.date()  # the first upload's UTC date
     for location in lead.versions:
         _set(bump, project, location, version)
     for component in release.released_with():
@@ -228,14 +240,6 @@ def _bump_next(project: Project, version: str | None, kind: str, minimum_backend
         _date_changelog(bump, project, released, released_on or datetime.datetime.now(datetime.UTC).date())
     return bump
 
-
-
-def _tagged(project: Project, version: str) -> bool:
-    """Whether ``version`` was released: its tag is in the checkout (outside git, ``--release-date`` says so)."""
-    if not project.is_git:
-        return False
-    tag = project.release.tag_for(version)
-    return project.git("rev-parse", "--verify", "--quiet", f"refs/tags/{tag}").returncode == 0
 
 
 def _date_changelog(bump: Bump, project: Project, released: str, day: datetime.date) -> None:

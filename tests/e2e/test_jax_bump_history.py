@@ -12,13 +12,17 @@ git checkout itself (see docs/release.md for the measured run).
 
 from __future__ import annotations
 
+import datetime
 import re
+import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from recorded_index import LISTINGS, Recorded
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -157,3 +161,121 @@ def test_the_libtpu_pin_moves_when_given_and_only_then(tmp_path: Path) -> None:
         assert refused.returncode == 2 and says in refused.stderr and len(refused.stderr.strip().splitlines()) == 1, \
             refused.stderr
     assert (tmp_path / "setup.py").read_text() == setup
+
+
+POST_RELEASE = [c for c in COMMITS if "--release-date" in c.argv]
+
+
+@pytest.fixture(scope="module")
+def recorded() -> Iterator[Recorded]:
+    server = Recorded()
+    yield server
+    server.close()
+
+
+def _tagless(root: Path, commit: Commit, *tags: str) -> None:
+    """The replica of ``commit``'s parent as a git checkout, as CI's default depth-1 clone has it: no tags (or
+    ``tags``, made on its one commit)."""
+    _replica(root, commit.before, commit.changelog_before)
+    env = {"PATH": "/usr/bin:/bin", "GIT_AUTHOR_DATE": "2026-07-01T12:00:00Z",
+           "GIT_COMMITTER_DATE": "2026-07-01T12:00:00Z"}
+    for argv in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"],
+                 *(["tag", tag] for tag in tags)):
+        subprocess.run(["git", *argv], cwd=root, check=True, env=env)
+
+
+def _bump(root: Path, *argv: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "jaxrel", "release", "bump", "--family", "jax", *argv], cwd=root,
+                          capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin", "JAXREL_CACHE_DIR": str(root / ".c")})
+
+
+def _first_upload(version: str) -> datetime.date:
+    names = (f"jax-{version}.tar.gz", f"jax-{version}-py3-none-any.whl")
+    files = [f for f in LISTINGS["jax"] if f["filename"] in names and f["upload-time"]]
+    return min(datetime.datetime.fromisoformat(f["upload-time"].replace("Z", "+00:00")) for f in files).date()
+
+
+@pytest.mark.parametrize("commit", POST_RELEASE, ids=[c.commit for c in POST_RELEASE])
+def test_a_tagless_checkout_asks_the_index_and_writes_the_maintainers_values(commit: Commit, tmp_path: Path,
+                                                                            recorded: Recorded) -> None:
+    """Without tags and without --release-date, the recorded index says the declared version was released (and
+    when): the post-release bump, as with the tag. Before, a tagless tree took the "renumbered" path silently."""
+    _tagless(tmp_path, commit)
+    done = _bump(tmp_path, commit.argv[0], "--index-url", recorded.url)
+    assert done.returncode == 0, done.stderr
+    values, headings = _read(tmp_path)
+    assert values == commit.after, done.stdout
+    released = commit.before["_version"]
+    day = _first_upload(released)
+    dated = f"JAX {released} ({day:%B} {day.day}, {day.year})"
+    assert headings[:3] == ("Unreleased", dated, *commit.changelog_after[2:3]), headings
+    # the index's first upload is the maintainers' date for all but 0.6.0, uploaded at 00:00 UTC on April 17
+    assert (dated == commit.changelog_after[1]) is (released != "0.6.0"), (dated, commit.changelog_after[1])
+
+
+def test_whether_it_was_released_is_never_chosen_silently(tmp_path: Path, recorded: Recorded) -> None:
+    commit = POST_RELEASE[0]  # the declared version 0.10.2, released
+    unreachable = "http://127.0.0.1:9/simple/"
+    _tagless(tmp_path / "offline", commit)  # no tags, no index: refused with the fix, nothing written
+    before = _read(tmp_path / "offline")
+    done = _bump(tmp_path / "offline", "0.11.0", "--index-url", unreachable)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1, done.stderr
+    assert "cannot tell whether jax 0.10.2 was released: the checkout has no release tags" in done.stderr
+    assert "git fetch --tags" in done.stderr and "--released 0.10.2" in done.stderr
+    assert _read(tmp_path / "offline") == before
+    said = _bump(tmp_path / "offline", "0.11.0", "--index-url", unreachable, "--released", "0.10.2")
+    assert said.returncode == 0, said.stderr
+    assert _read(tmp_path / "offline")[0] == commit.after
+
+    _tagless(tmp_path / "stale", commit, "jax-v0.10.1")  # release tags, but not the newest: the index disagrees
+    done = _bump(tmp_path / "stale", "0.11.0", "--index-url", recorded.url)
+    assert done.returncode == 2 and "the tag jax-v0.10.2 is not among this checkout's release tags; the index holds " \
+                                   "jax 0.10.2" in done.stderr and "git fetch --tags" in done.stderr, done.stderr
+    _tagless(tmp_path / "tagged", commit, "jax-v0.10.2")  # the tag alone answers when the index cannot
+    assert _bump(tmp_path / "tagged", "0.11.0", "--index-url", unreachable).returncode == 0
+    assert _read(tmp_path / "tagged")[0] == commit.after
+
+    _tagless(tmp_path / "renumbered", commit)
+    done = _bump(tmp_path / "renumbered", "0.11.0", "--index-url", unreachable, "--released", "none")
+    assert done.returncode == 0, done.stderr
+    values = _read(tmp_path / "renumbered")[0]
+    assert values["_version"] == "0.11.0" and values["_latest_jaxlib_version_on_pypi"] == "0.10.1", values
+    for bad, says in ((["--released", "0.10.1"], "the tree declares 0.10.2"), (["--released", "latest"],
+                      "expected the declared version 0.10.2 or 'none'"),
+                      (["--released", "none", "--release-date", "2026-06-17"], "give one")):
+        _tagless(tmp_path / "bad", commit)
+        refused = _bump(tmp_path / "bad", "0.11.0", "--index-url", unreachable, *bad)
+        assert refused.returncode == 2 and says in refused.stderr, refused.stderr
+        shutil.rmtree(tmp_path / "bad")
+
+
+def test_plan_and_check_judge_a_release_commit_the_same_with_or_without_its_tag(tmp_path: Path,
+                                                                               recorded: Recorded) -> None:
+    """``release plan``/``check`` on the commit of a release judge the index as of that commit: told by the tag where
+    the checkout has it, by the index's first upload of the version where it has none (CI's tagless clone)."""
+    from jaxrel.distributions.index import Index
+    from jaxrel.release.project import open_project
+    from jaxrel.release.released import ReleasedError, judged_as_of
+
+    commit = next(c for c in COMMITS if c.commit == "feab6f4b7b")  # its parent declares 0.6.2, uploaded 23:10 UTC
+    index = Index.from_pip(recorded.url)
+    moments = {}
+    release_day, next_day = "2025-06-17T20:00:00Z", "2025-06-18T09:00:00Z"
+    for name, tags, when in (("tagless", (), release_day), ("tagged", ("jax-v0.6.2",), release_day),
+                             ("later", (), next_day), ("stale", ("jax-v0.6.1",), release_day)):
+        root = tmp_path / name
+        _replica(root, commit.before, commit.changelog_before)
+        env = {"PATH": "/usr/bin:/bin", "GIT_AUTHOR_DATE": when, "GIT_COMMITTER_DATE": when}
+        for argv in (["init", "-q"], ["add", "-A"], ["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "x"],
+                     *(["tag", tag] for tag in tags)):
+            subprocess.run(["git", *argv], cwd=root, check=True, env=env)
+        with open_project(root, "jax") as project:
+            if name == "stale":
+                with pytest.raises(ReleasedError, match="git fetch --tags"):
+                    judged_as_of(project, "0.6.2", index)
+                continue
+            moments[name] = judged_as_of(project, "0.6.2", index)
+    assert moments["tagless"][0] == moments["tagged"][0] == datetime.datetime(2025, 6, 17, 20, tzinfo=datetime.UTC)
+    assert "first upload (2025-06-17T23:10:25Z)" in moments["tagless"][1] and "HEAD is the tag" in moments["tagged"][1]
+    assert moments["later"] == (None, ""), "a tree past the release is judged by today's index"

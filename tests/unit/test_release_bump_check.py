@@ -376,6 +376,9 @@ def test_an_untagged_declared_version_is_renumbered_not_released(repo: Path) -> 
     """jax 0.8.3 was never released: "Prepare for JAX release 0.9.0" renumbered it; nothing gets dated."""
     changelog = "# Change log\n\n## Unreleased\n\n- notes\n"
     _next_family(repo, changelog)
-    assert main(["release", "bump", "0.2.0", "--project", str(repo), "--minimum-backend", "0.2.0"]) == 0
+    empty = repo.parent / "empty-index"  # an index without splitfam: 0.1.0 has no files there
+    empty.mkdir()
+    assert main(["release", "bump", "0.2.0", "--project", str(repo), "--minimum-backend", "0.2.0", "--index-url",
+                 empty.as_uri()]) == 0
     assert (repo / "CHANGELOG.md").read_text() == changelog
     assert '_version = "0.2.0"' in (repo / "frontend" / "splitfam" / "version.py").read_text()
