@@ -29,16 +29,33 @@ GRACE = 3.0  # seconds between SIGINT and SIGKILL
 DRAIN = 5.0  # seconds to read what a finished child left in its pipes (a daemon it started may hold them open)
 
 
+HELD = (signal.SIGINT, signal.SIGTERM)
+
+
 def popen(args: Sequence[str | Path], **options: Any) -> subprocess.Popen[Any]:
     """:class:`subprocess.Popen` in a new session (its own process group); stop it with :func:`stop`.
 
-    SIGINT and SIGTERM wait while the child starts, so an interrupt never leaves one running unseen.
+    An interrupt (SIGINT, SIGTERM) that comes while the child starts is held until :class:`subprocess.Popen`
+    has returned it, then delivered as it would have been, the child stopped first: an interrupt never leaves
+    one running unseen. It is held by a handler of the main thread (where Python delivers signals), not by
+    blocking it: a blocked mask is inherited through ``exec``, and every child, and theirs, would start deaf
+    to SIGINT and SIGTERM (a step of ``git bisect run`` could not clean up; only SIGKILL would end it).
     """
-    blocked = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGINT, signal.SIGTERM})
+    command = [str(a) for a in args]
+    if threading.current_thread() is not threading.main_thread() or None in map(signal.getsignal, HELD):
+        return subprocess.Popen(command, start_new_session=True, **options)  # no Python handler runs here
+    caught: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum)) for sig in HELD}
     try:
-        return subprocess.Popen([str(a) for a in args], start_new_session=True, **options)
+        process = subprocess.Popen(command, start_new_session=True, **options)
     finally:
-        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    if any(previous[sig] != signal.SIG_IGN for sig in caught):
+        stop(process)
+        for sig in caught:  # as it would have been delivered: KeyboardInterrupt, Terminated, or the default
+            signal.raise_signal(sig)
+    return process
 
 
 class Terminated(KeyboardInterrupt):

@@ -15,6 +15,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -43,9 +44,30 @@ def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return wheels
 
 
+BLOCKER = """
+import os, pathlib, time
+
+def pytest_sessionstart(session):
+    if not os.environ.get("BLOCKER_DIR"):
+        return
+    here = pathlib.Path(os.environ["BLOCKER_DIR"])
+    with open(here / "sessions", "a") as log:
+        log.write(f"{os.getpid()}\\n")
+    if len((here / "sessions").read_text().split()) == 3:  # the first bisection step, after the two endpoints
+        (here / "blocked").write_text(str(os.getpid()))
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline:  # until Ctrl-C reaches it (the test never releases it)
+            time.sleep(0.05)
+"""
+
+
 @pytest.fixture(scope="module")
 def history(tmp_path_factory: pytest.TempPathFactory) -> History:
-    return make_history(make_splitfam(tmp_path_factory, "bisect-splitfam"))
+    """The bisect history, its frontend tests with a conftest that holds one test run when ``BLOCKER_DIR`` is set
+    (the Ctrl-C test's way to be inside a step when it interrupts)."""
+    repo = make_splitfam(tmp_path_factory, "bisect-splitfam")
+    (repo / "frontend" / "tests" / "conftest.py").write_text(BLOCKER)
+    return make_history(repo)
 
 
 def environment(wheelhouse: Path) -> dict[str, str]:
@@ -199,27 +221,29 @@ def test_a_cell_the_frontend_never_admits_is_refused(
 
 def test_ctrl_c_in_the_middle_exits_130_and_stops_every_step(
         index_reachable: None, wheelhouse: Path, history: History, tmp_path: Path) -> None:
+    """Ctrl-C while a bisection step's tests run, every time: the tests' conftest holds the first step's test run
+    until it is interrupted (it tells the test when it is there), so the signal cannot come between steps or after
+    the last one. Before, every child started with SIGINT blocked: the step and its tests outlived the run."""
     before = snapshot(history.repo)
-    workdir = tmp_path / "work"
-    process = subprocess.Popen(command(history, workdir), stderr=subprocess.PIPE, stdout=subprocess.PIPE,
-                               text=True, env=environment(wheelhouse), cwd=tmp_path)
-    assert process.stderr is not None
-    seen, bisecting = [], False
-    for line in process.stderr:
-        seen.append(line)
-        if line.startswith("bisect: Bisecting:"):
-            bisecting = True
-        elif bisecting and not line.startswith("bisect: endpoint"):  # git bisect run's first step is done
-            process.send_signal(signal.SIGINT)
-            break
-    rest = process.stderr.read()
-    process.wait(timeout=300)
-    assert process.returncode == 130, "".join(seen) + rest
-    assert rest.strip().splitlines()[-1] == "jaxrel bisect: interrupted", rest
-    assert "Traceback" not in rest
+    workdir, blocker = tmp_path / "work", tmp_path / "blocker"
+    blocker.mkdir()
+    process = subprocess.Popen(command(history, workdir, "--env", f"BLOCKER_DIR={blocker}"), stderr=subprocess.PIPE,
+                               stdout=subprocess.PIPE, text=True, env=environment(wheelhouse), cwd=tmp_path)
+    deadline = time.monotonic() + 600
+    while not (blocker / "blocked").exists() and process.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (blocker / "blocked").exists(), process.communicate()[1][-3000:]
+    held = int((blocker / "blocked").read_text())
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=300)
+    assert process.returncode == 130, err[-3000:]
+    assert err.strip().splitlines()[-1] == "jaxrel bisect: interrupted", err[-3000:]
+    assert "Traceback" not in err
     config = str(workdir / "step.json")
     left = [p for p in Path("/proc").iterdir() if p.name.isdigit() and _cmdline(p).count(config)]
     assert left == [], "a step outlived the interrupted run"
+    assert not Path(f"/proc/{held}").exists() or _cmdline(Path(f"/proc/{held}")) == "", \
+        "the step's test run outlived the interrupted run"
     assert snapshot(history.repo) == before
 
 

@@ -190,3 +190,50 @@ def test_device_detection_answers_despite_such_a_daemon(tmp_path: Path, monkeypa
         hardware.nvidia_gpus.cache_clear()
         for line in (tmp_path / "pids").read_text().split() if (tmp_path / "pids").exists() else []:
             os.kill(int(line), signal.SIGKILL)
+
+
+def _blocked(status: str) -> int:
+    return int(next(line.split()[1] for line in status.splitlines() if line.startswith("SigBlk:")), 16)
+
+
+def test_children_start_with_sigint_and_sigterm_deliverable() -> None:
+    """Before, popen blocked both while the child started and the child inherited the mask through exec: every
+    child (git bisect run, its steps, uv, pytest) ignored SIGINT and SIGTERM until SIGKILL."""
+    for done in (procs.run(["cat", "/proc/self/status"]),):
+        mask = _blocked(done.stdout)
+        assert not mask & (1 << (signal.SIGINT - 1)) and not mask & (1 << (signal.SIGTERM - 1)), hex(mask)
+    process = procs.popen(["cat", "/proc/self/status"], stdout=subprocess.PIPE, text=True)
+    assert not _blocked(process.communicate()[0]) & (1 << (signal.SIGINT - 1))
+
+
+class _InterruptedWhileStarting(subprocess.Popen):  # type: ignore[type-arg]
+    """A Popen that gets Ctrl-C right after the child is forked, before Popen returns it."""
+
+    started: list[subprocess.Popen] = []  # type: ignore[type-arg]
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        _InterruptedWhileStarting.started.append(self)
+        signal.raise_signal(signal.SIGINT)
+
+
+def test_ctrl_c_while_a_child_starts_stops_it_and_is_not_lost(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(procs.subprocess, "Popen", _InterruptedWhileStarting)
+    _InterruptedWhileStarting.started.clear()
+    with pytest.raises(KeyboardInterrupt):
+        procs.popen(["sleep", "60"])
+    (child,) = _InterruptedWhileStarting.started
+    assert child.poll() is not None, "the child went with the interrupt"
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_an_ignored_sigint_stays_ignored_while_a_child_starts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(procs.subprocess, "Popen", _InterruptedWhileStarting)
+    _InterruptedWhileStarting.started.clear()
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        process = procs.popen(["sleep", "60"])
+        assert process.poll() is None
+        procs.stop(process)
+    finally:
+        signal.signal(signal.SIGINT, previous)
