@@ -44,8 +44,8 @@ def popen(args: Sequence[str | Path], **options: Any) -> subprocess.Popen[Any]:
     command = [str(a) for a in args]
     if threading.current_thread() is not threading.main_thread() or None in map(signal.getsignal, HELD):
         return subprocess.Popen(command, start_new_session=True, **options)  # no Python handler runs here
-    caught: list[int] = []
-    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum)) for sig in HELD}
+    caught: list[signal.Signals] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signal.Signals(signum))) for sig in HELD}
     try:
         process = subprocess.Popen(command, start_new_session=True, **options)
     finally:
