@@ -24,7 +24,7 @@ from typing import Any
 from jaxrel.errors import BadInput, EnvironmentFailure, JaxrelError
 
 __all__ = ["LIMIT", "decode", "inside", "is_regular", "load_cached_json", "load_ini", "load_json", "load_toml",
-           "loads_json", "loads_toml", "read_bytes", "read_text"]
+           "loads_json", "loads_toml", "not_regular", "read_bytes", "read_text"]
 
 LIMIT = 64 << 20  # bytes: no configuration, manifest or source file jaxrel reads is near this
 
@@ -34,6 +34,18 @@ _NOT_REGULAR = {stat.S_IFIFO: "a FIFO", stat.S_IFCHR: "a character device", stat
 
 def _kind(mode: int) -> str:
     return _NOT_REGULAR.get(stat.S_IFMT(mode), "not a regular file")
+
+
+def not_regular(path: str | Path) -> str | None:
+    """What ``path`` is when it is not a regular file ("a FIFO", "a dangling symlink", "missing", …), ``None`` when it
+    is one (symlinks followed); never opens it, so a FIFO cannot block."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return "a dangling symlink" if os.path.islink(path) else "missing"
+    except (OSError, ValueError) as error:
+        return f"unreadable ({getattr(error, 'strerror', None) or error})"
+    return None if stat.S_ISREG(mode) else _kind(mode)
 
 
 def is_regular(path: str | Path) -> bool:

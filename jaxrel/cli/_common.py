@@ -9,6 +9,8 @@ import shlex
 import shutil
 from typing import Any
 
+from packaging.version import InvalidVersion, Version
+
 from jaxrel._util.progress import say
 from jaxrel._util.text import shorten
 from jaxrel.distributions.pythons import python_for
@@ -35,11 +37,18 @@ def add_common(sub: argparse.ArgumentParser) -> argparse.ArgumentParser:
     return sub
 
 
-def parse_pin(text: str) -> tuple[str, str]:
-    """``NAME==VERSION`` → ``(NAME, VERSION)``."""
+def parse_pin(text: str, option: str = "") -> tuple[str, str]:
+    """``NAME==VERSION`` → ``(NAME, VERSION)``; a word where the version goes (``latest``, ``head``) is a
+    :class:`UsageError` naming ``option``."""
     name, sep, version = text.partition("==")
+    where = f"{option} " if option else ""
     if not sep or not name.strip() or not version.strip():
-        raise UsageError(f"expected NAME==VERSION, got {shorten(text)!r} (e.g. jax==0.12.0)")
+        raise UsageError(f"{where}expected NAME==VERSION, got {shorten(text)!r} (e.g. jax==0.12.0)")
+    try:
+        Version(version.strip())
+    except InvalidVersion:
+        raise UsageError(f"{where}{shorten(text)!r}: {shorten(version.strip())!r} is not a PEP 440 version; give "
+                         f"NAME==VERSION (e.g. {name.strip()}==0.12.0)") from None
     return name.strip(), version.strip()
 
 

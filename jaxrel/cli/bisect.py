@@ -71,13 +71,14 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--reruns {args.reruns}: expected 0 or more")
     if args.cell and (args.backend or args.python or args.plugins):
         raise UsageError("pass --cell ID or --backend/--python/--plugins, not both")
+    pinned = parse_pin(args.backend, "--backend") if args.backend else None
     goods = list(args.good) + ([good_from_report(args.good_report)] if args.good_report else [])
     if not goods:
         raise UsageError("give --good REV (a revision where the cell passes) or --good-report REPORT_JSON")
     family = resolve_family(args.family)
     backend = None
-    if args.backend:
-        name, backend = parse_pin(args.backend)
+    if pinned is not None:
+        name, backend = pinned
         if name != family.backend.distribution:
             raise UsageError(f"--backend {args.backend}: the backend of {family.name} is {family.backend.distribution}")
     request = search.Request(

@@ -204,7 +204,7 @@ def run_replay(args: argparse.Namespace) -> int:
     env_pairs(args.env)
     cells = [*(["--python", args.python] if args.python else []), "--plugins", args.plugins]
     if args.backend:
-        cells += ["--backends", parse_pin(args.backend)[1]]
+        cells += ["--backends", parse_pin(args.backend, "--backend")[1]]
     for pattern in args.cell:
         cells += ["--cell", pattern]
     cells += ["--frontend-tests", *args.frontend_tests] if args.frontend_tests else []

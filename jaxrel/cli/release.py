@@ -97,6 +97,8 @@ def _parse_as_of(given: str) -> datetime.datetime | None:
 
 def run_bump(args: argparse.Namespace) -> int:
     kind = "rc" if args.rc else "nightly" if args.nightly else "release"
+    if args.released not in (None, released.NOT_RELEASED):
+        policy.parse_version(args.released, "--released")
     if kind == "release" and args.version is None and args.minimum_backend is None and not args.pin:
         raise bump.BumpError("give a VERSION, --rc, --nightly, --minimum-backend or --pin")
     with open_project(Path(args.project), args.family) as project:
@@ -170,6 +172,9 @@ def run_collect(args: argparse.Namespace) -> int:
 def run_audit(args: argparse.Namespace) -> int:
     if args.version and args.since:
         raise UsageError("pass --version V or --since V, not both")
+    for given, option in ((args.version, "--version"), (args.since, "--since")):
+        if given is not None:
+            policy.parse_version(given, option)  # a word (latest, head) is refused before the index is asked
     if args.family in BUILTIN:  # a built-in profile needs no tree: the index is what is audited
         family, release_config = resolve_family(args.family), BUILTIN[args.family]()
     else:

@@ -250,9 +250,10 @@ def _date_changelog(bump: Bump, project: Project, released: str, day: datetime.d
     path = project.root / release.changelog
     if not path.exists() and not path.is_symlink():
         return  # no changelog kept yet: nothing to date
-    if path.is_symlink() or not path.is_file():  # a FIFO would block, a directory fail half-way: neither is written
-        raise BumpError(f"{release.changelog}: not a regular file (a directory, a FIFO or a link); the post-release "
-                        "bump dates the release's heading there: make it the changelog file")
+    if not path.is_file():  # a FIFO would block, a directory fail half-way: neither is written
+        raise BumpError(f"{release.changelog}: not a regular file (a directory, a FIFO or a dangling link); the "
+                        "post-release bump dates the release's heading there: make it the changelog file")
+    write_target(project.root, release.changelog)  # a link out of the tree is refused before anything is read
     text = bump.text(project.root, release.changelog)
     lines = text.split("\n")
     named_any = re.compile(rf"#{{1,3}} (Unreleased\s*$|.*(?<![\w.]){re.escape(released)}(?![\w]|\.\d))")
@@ -320,6 +321,21 @@ def _repin_plugins(bump: Bump, project: Project, moved: dict[str, str]) -> None:
                              f"=={moved[backend.distribution]}")
 
 
+def write_target(root: Path, file: str) -> Path:
+    """Where a bump writes ``file``: the file itself, or, for a symbolic link, its target when that lies inside the
+    tree (the link stays a link); a link out of the tree is a :class:`BumpError` (a bump edits this tree only)."""
+    path = root / file
+    if not path.is_symlink():
+        return path
+    target = path.resolve()
+    if not target.is_relative_to(root.resolve()):
+        raise BumpError(f"{file}: a symbolic link to {target}, outside the tree; a bump writes this tree only: "
+                        "make it a regular file, or point it inside the tree")
+    return target
+
+
 def apply(project: Project, bump: Bump) -> None:
-    """Write every changed file at once."""
-    write_all_atomically({project.root / f: t for f, t in bump.texts.items() if t != bump.originals[f]})
+    """Write every changed file at once (through an in-tree symbolic link; one leading out is refused before
+    anything is written)."""
+    changed = {write_target(project.root, f): t for f, t in bump.texts.items() if t != bump.originals[f]}
+    write_all_atomically(changed)

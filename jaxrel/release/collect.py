@@ -36,6 +36,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from jaxrel import policy
+from jaxrel._util import localfiles
 from jaxrel._util.files import sha256_of
 from jaxrel._util.parallel import in_background, workers
 from jaxrel._util.progress import Progress, silent
@@ -106,6 +107,10 @@ def _walk(directory: Path) -> list[Path]:
                     stack.append((Path(entry.path), depth + 1))
                 elif entry.is_file(follow_symlinks=False):
                     found.append(Path(entry.path))
+                elif entry.name.endswith(SUFFIXES):  # a FIFO, socket, device or symlink named as a wheel or sdist
+                    kind = localfiles.not_regular(entry.path) or "a symbolic link"
+                    raise BadInput(f"{entry.path}: {kind}, not a built artifact; remove it (the build jobs' "
+                                   "artifacts are regular files)")
     return sorted(found)
 
 

@@ -26,7 +26,7 @@ from packaging.tags import parse_tag
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from jaxrel._util import procs
+from jaxrel._util import localfiles, procs
 from jaxrel._util.files import sha256_of
 from jaxrel._util.parallel import workers
 from jaxrel._util.text import tail
@@ -36,7 +36,7 @@ from jaxrel.distributions.wheels import ArtifactInfo, WheelError, inspect, verif
 from jaxrel.family import Family
 from jaxrel.release import attest
 from jaxrel.release.config import Component, ReleaseConfig
-from jaxrel.release.manifest import Artifact, Manifest, read
+from jaxrel.release.manifest import Artifact, Manifest, ManifestError, read
 from jaxrel.release.pins import frontend_range, is_frontend_range, pins_exactly
 
 __all__ = ["ARTIFACT_SUFFIXES", "LINT_ONLY", "FileReport", "Verification", "filename_problems", "metadata_only",
@@ -324,6 +324,10 @@ def verify_dist(directory: Path, family: Family, run_twine: bool = True,
     manifest = read(directory)
     listed = {a.file: a for a in manifest.artifacts}
     present = sorted(p for p in directory.iterdir() if p.name.endswith(ARTIFACT_SUFFIXES))
+    for path in present:  # a FIFO would block the first read, a directory fail half-way: nothing is read first
+        if (kind := localfiles.not_regular(path)) is not None:
+            raise ManifestError(f"{path}: {kind}, not a release file; remove it (a release folder holds what "
+                                "`jaxrel release build` wrote)")
     backend = next((a for a in manifest.artifacts if a.role == "backend"), None)
     backend_version = Version(backend.version) if backend else None
     released = {str(canonicalize_name(a.distribution)): a.version for a in manifest.artifacts if a.role == "plugin"}

@@ -299,8 +299,22 @@ rocm = ["splitfam-rocm-plugin==0.1.0.*"]
     assert "warning(s)" in check.render(list(found.values()), made)
 
 
+def test_a_version_file_linked_inside_the_tree_is_written_through_the_link(repo: Path) -> None:
+    """Before, the bump replaced the link with a regular file: the file it pointed to kept the old version."""
+    link = repo / "frontend" / "splitfam" / "version.py"
+    shared = repo / "shared_version.py"
+    shared.write_text(link.read_text())
+    link.unlink()
+    link.symlink_to(Path("..") / ".." / "shared_version.py")
+    assert main(["release", "bump", "0.2.0", "--project", str(repo)]) == 0
+    assert link.is_symlink() and link.resolve() == shared.resolve()
+    assert '"0.2.0"' in shared.read_text()
+
+
 @pytest.mark.parametrize(("hostile", "says", "code"), [
     ("symlink-out", "leads outside", 2),
+    ("version-fifo", "version.py: a FIFO, not a regular file", 2),
+    ("version-dangling", "version.py", 2),
     ("changelog-fifo", "CHANGELOG.md: not a regular file", 2),
     ("changelog-dir", "CHANGELOG.md: not a regular file", 2),
     ("newline", "'0.2.0\\n'", 2),
@@ -316,6 +330,10 @@ def test_hostile_bumps_write_every_file_right_or_nothing(repo: Path, tmp_path: P
         outside.write_text(target.read_text())
         target.unlink()
         target.symlink_to(outside)
+    elif hostile in ("version-fifo", "version-dangling"):
+        target = repo / "frontend" / "splitfam" / "version.py"
+        target.unlink()
+        os.mkfifo(target) if hostile == "version-fifo" else target.symlink_to(tmp_path / "gone.py")
     elif hostile == "changelog-fifo":
         (repo / "CHANGELOG.md").unlink()
         os.mkfifo(repo / "CHANGELOG.md")
