@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ from jaxrel.history.store import DEFAULT, HistoryError, open_store
 
 KINDS = ("flaky", "infra", "expected", "fixed-by")
 REPORT_NAMES = ("report.json", "bisect.json", "atlas.json", "device.json")
+DEFAULT_JOBS = max(1, min(os.cpu_count() or 1, 4))  # history replay --jobs
 HELP = "Every run kept: ingest reports, ask whether a set of wheels is known good, publish the HUD."
 
 
@@ -64,6 +66,9 @@ def add(verbs: Any) -> None:
     again.add_argument("--until", metavar="YYYY-MM-DD", help="the last night (default: today, UTC)")
     again.add_argument("--every", default="1d", metavar="Nd", help="days between nights (default 1d)")
     again.add_argument("--branch", default="HEAD", metavar="REV", help="the main line (default HEAD)")
+    again.add_argument("--jobs", type=int, default=DEFAULT_JOBS, metavar="N",
+                       help=f"nights whose compat runs go at once (default {DEFAULT_JOBS}: the cores, at most 4); "
+                            "ingest and bisect stay one at a time, in night order")
     again.add_argument("--workdir", default="build/history/replay", metavar="DIR",
                        help="compat's and bisect's work, each night's report and log")
     again.add_argument("--python", metavar="3.N", help="the cells' interpreter (compat --python)")
@@ -209,9 +214,11 @@ def run_replay(args: argparse.Namespace) -> int:
         cells += ["--cell", pattern]
     cells += ["--frontend-tests", *args.frontend_tests] if args.frontend_tests else []
     cells += ["-k", args.k] if args.k else []
+    if not 1 <= args.jobs <= 64:
+        raise UsageError(f"--jobs {args.jobs}: expected 1 to 64")
     request = ReplayRequest(Path(args.frontend_src), since, until, int(every), args.branch,
                             Path(args.workdir).resolve(), tuple(cells), tuple(args.env), _shared_args(args),
-                            bisect=not args.no_bisect)
+                            bisect=not args.no_bisect, jobs=args.jobs)
     store = open_store(args.db)
     try:
         done = replay(store, request, progress=say)

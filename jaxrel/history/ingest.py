@@ -37,8 +37,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import jaxrel
-from jaxrel.history.reports import OWN_TESTS, Artifact, BisectRecord, CellRecord, ReportRecord, TestRecord, read_any
-from jaxrel.history.store import Db, HistoryError, Store
+from jaxrel.history import selections
+from jaxrel.history.reports import Artifact, BisectRecord, CellRecord, ReportRecord, TestRecord, read_any
+from jaxrel.history.store import OWN_TESTS, Db, HistoryError, Store
 
 __all__ = ["Ingested", "ingest", "verdict"]
 
@@ -90,8 +91,10 @@ def ingest(store: Store, path: Path, *, night: str | None = None, source: str | 
             results, verdicts, latest = [], [], []
             for test in tests:
                 meaning = verdict(test.outcome, _outcome_before(test, before), same.get(test.test, set()))
-                results.append((run, combo, test.test, test.outcome, test.duration, test.signature, test.suite))
-                verdicts.append((run, cell.cell, test.test, meaning))
+                if not selections.routine(test):  # a routine result is kept in the run's selection
+                    results.append((run, combo, test.test, test.outcome, test.duration, test.signature, test.suite))
+                if selections.kept(test.test, meaning):
+                    verdicts.append((run, cell.cell, test.test, meaning))
                 if test.outcome != "infra":
                     latest.append((cell.cell, test.test, night, test.outcome, test.suite))
                 if meaning == "new-regression":
@@ -100,8 +103,9 @@ def ingest(store: Store, path: Path, *, night: str | None = None, source: str | 
                            "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run, combo, test) DO NOTHING", results)
             db.executemany("INSERT INTO verdicts (run, cell, test, verdict) VALUES (?, ?, ?, ?) ON CONFLICT (run, "
                            "cell, test) DO UPDATE SET verdict = excluded.verdict", verdicts)
+            selections.record(db, run, combo, tests)
             _remember(db, latest)
-            count += len(results)
+            count += len(tests)
     return Ingested(str(path), run, len(report.cells), count, regressions)
 
 
@@ -187,10 +191,14 @@ def _before(db: Db, cell: str, night: str) -> Before:
             stale = True
     if not stale:
         return found
-    return {str(test): (str(when), str(outcome), str(suite)) for test, when, outcome, suite in db.execute(
-        "SELECT results.test, runs.night, results.outcome, results.suite FROM results JOIN runs ON runs.id = "
-        "results.run JOIN combos ON combos.id = results.combo WHERE combos.cell = ? AND runs.night < ? AND "
-        "results.outcome <> 'infra' ORDER BY runs.night, runs.id", (cell, night))}
+    nights = {int(run): str(when) for run, when in db.execute("SELECT id, night FROM runs WHERE night < ?", (night,))}
+    earlier: Before = {}
+    for (run, _), tests in sorted(selections.outcomes(db, "combos.cell = ? AND runs.night < ?", (cell, night)).items(),
+                                  key=lambda item: (nights.get(item[0][0], ""), item[0][0])):
+        for test, (outcome, suite) in tests.items():
+            if outcome != "infra":
+                earlier[test] = (nights.get(run, ""), outcome, suite)
+    return earlier
 
 
 def _outcome_before(test: TestRecord, before: Before) -> str | None:
@@ -233,6 +241,7 @@ def _same(db: Db, combo: int, run: int) -> dict[str, set[str]]:
     """Test → outcomes of the same combo in other runs: the same wheels and the same frontend commit (a combo's
     digest holds the commit), a rerun or another job of the same night."""
     found: dict[str, set[str]] = {}
-    for test, outcome in db.execute("SELECT test, outcome FROM results WHERE combo = ? AND run <> ?", (combo, run)):
-        found.setdefault(str(test), set()).add(str(outcome))
+    for tests in selections.outcomes(db, "combos.id = ? AND runs.id <> ?", (combo, run)).values():
+        for test, (outcome, _) in tests.items():
+            found.setdefault(test, set()).add(outcome)
     return found

@@ -32,8 +32,7 @@ from jaxrel.bisect.command import command as bisect_command
 from jaxrel.history.bisect_new import MAX_TESTS, bisect_files
 from jaxrel.history.query import combo_summaries, stale_cells
 from jaxrel.history.regressions import EXPECTATION, REGRESSION, Regression, regressions
-from jaxrel.history.reports import CELL_TEST
-from jaxrel.history.store import Store
+from jaxrel.history.store import CELL_TEST, Store
 
 __all__ = ["COMMIT_URL", "COLOURS", "SOURCE", "commands", "publish", "site_data"]
 

@@ -25,8 +25,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from jaxrel.history.reports import CELL_TEST, OWN_TESTS
-from jaxrel.history.store import HistoryError, Store
+from jaxrel.history.store import CELL_TEST, OWN_TESTS, HistoryError, Store
 
 __all__ = ["FLAKY", "KNOWN_BAD", "KNOWN_GOOD", "TESTS_FAIL", "UNTESTED", "WORST_FIRST", "Answer", "MAX_PINS",
            "combo_summaries", "failure_kind", "judge", "parse_pins", "query", "stale_cells"]

@@ -20,8 +20,8 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from jaxrel.history.reports import CELL_TEST, OWN_TESTS
-from jaxrel.history.store import Store
+from jaxrel.history import selections
+from jaxrel.history.store import CELL_TEST, OWN_TESTS, Store
 
 __all__ = ["CLOSE_AFTER", "EXPECTATION", "REGRESSION", "Regression", "regressions"]
 
@@ -146,15 +146,15 @@ def _names_version(signature: str, frontend: str, version: str) -> bool:
 def _nights(store: Store, cell: str, tests: list[str]) -> list[tuple[str, str, dict[str, str]]]:
     """(night, commit, test → outcome) of every run of ``cell``, oldest first, for ``tests``, the cell's own outcome
     and its own-tests selection."""
-    watched = [*tests, CELL_TEST, OWN_TESTS]
-    marks = ", ".join("?" for _ in watched)
+    watched = {*tests, CELL_TEST, OWN_TESTS}
+    runs = {int(run): (str(night), str(commit)) for run, night, commit in store.rows(
+        "SELECT DISTINCT runs.id, runs.night, runs.frontend_commit FROM runs JOIN results ON results.run = runs.id "
+        "JOIN combos ON combos.id = results.combo WHERE combos.cell = ?", (cell,))}
     nights: dict[int, tuple[str, str, dict[str, str]]] = {}
-    for run, night, commit, test, outcome in store.rows(
-            "SELECT runs.id, runs.night, runs.frontend_commit, results.test, results.outcome FROM results JOIN runs "
-            "ON runs.id = results.run JOIN combos ON combos.id = results.combo WHERE combos.cell = ? AND "
-            f"results.test IN ({marks}) ORDER BY runs.night, runs.id", (cell, *watched)):
-        nights.setdefault(int(run), (str(night), str(commit), {}))[2][str(test)] = str(outcome)
-    return list(nights.values())
+    for (run, _), found in selections.outcomes(store, "combos.cell = ?", (cell,), watched).items():
+        if run in runs:
+            nights.setdefault(run, (*runs[run], {}))[2].update({test: o for test, (o, _) in found.items()})
+    return [nights[run] for run in sorted(nights, key=lambda r: (runs[r][0], r))]
 
 
 def _green(regression: Regression, outcomes: dict[str, str]) -> bool | None:

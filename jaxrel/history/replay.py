@@ -6,6 +6,10 @@ with the index as it stood then (``--as-of``: backend and plugin releases upload
 the test requirements resolved as of then), so each night tests the backends that night admitted and
 had, ingests the report as that night, and bisects the new regressions it brought (``bisect-new``).
 
+With ``jobs`` above 1, that many nights' compat runs go at once (each in a work directory of its own,
+reused night after night); the store is still written by one writer, this process, in night order, and a
+night's new regressions are bisected before the next night is ingested.
+
 A night already in the store for the same commit is not run again: an interrupted replay resumes
 where it stopped. A night whose compat run cannot start (the commit does not build, no cell) is said
 in one line and the next night runs; bad options (exit 2 on the first night) stop the replay.
@@ -15,14 +19,17 @@ from __future__ import annotations
 
 import datetime
 import shutil
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from jaxrel._util import procs
 from jaxrel.bisect import git
 from jaxrel.errors import BadInput
-from jaxrel.history.bisect_new import bisect_new, last_error, run_jaxrel
+from jaxrel.history.bisect_new import bisect_new, last_error
 from jaxrel.history.ingest import ingest
 from jaxrel.history.regressions import Regression
 from jaxrel.history.store import Store
@@ -44,6 +51,7 @@ class ReplayRequest:
     env: tuple[str, ...] = ()  # --env KEY=VALUE, for compat and bisect alike
     shared_args: tuple[str, ...] = ()  # --family, --index-url, --wheelhouse: for compat and bisect alike
     bisect: bool = True
+    jobs: int = 1  # nights whose compat runs at once (ingest and bisect stay one at a time, in night order)
 
 
 @dataclass
@@ -91,57 +99,101 @@ def _kept(store: Store, night: str, commit: str) -> bool:
 
 
 def replay(store: Store, request: ReplayRequest, progress: Callable[[str], None] = print) -> list[Night]:
-    """Run, ingest and bisect each night (see the module doc)."""
+    """Run, ingest and bisect each night (see the module doc). Up to ``request.jobs`` nights' compat runs go at
+    once, each in a work directory of its own (a slot, reused night after night); their reports are ingested one at
+    a time in night order, and each night's new regressions are bisected before the next night is ingested."""
     dates = nights(request.since, request.until, request.every)
     line = main_line(request.source, request.branch, dates)
     done: list[Night] = []
-    for number, day in enumerate(dates, 1):
-        night, commit = day.isoformat(), line[day]
-        where = request.workdir / "nights" / night
-        if not commit:
-            done.append(Night(night, "", "not run", said=f"no commit on {request.branch} by then"))
-        elif _kept(store, night, commit):
-            done.append(Night(night, commit, "skipped", said="kept already"))
-        else:
-            done.append(_night(store, request, night, commit, where))
-        shown = done[-1]
-        progress(f"[{number}/{len(dates)}] {night} {shown.commit[:12] or '-'}: {shown.outcome}"
-                 + (f" ({shown.seconds:.0f} s)" if shown.seconds else "") + (f"; {shown.said}" if shown.said else ""))
-        if request.bisect and shown.regressions:
-            def tonight(regression: Regression, night: str = night) -> bool:
-                return regression.night == night
+    waiting = list(enumerate(dates, 1))
+    running: list[_Running] = []
+    slots = [request.workdir / ("compat" if slot == 0 else f"compat-{slot}") for slot in range(max(1, request.jobs))]
+    try:
+        while waiting or running:
+            while waiting and len(running) < len(slots):  # start the next nights, in night order
+                number, day = waiting.pop(0)
+                night, commit = day.isoformat(), line[day]
+                if not commit or _kept(store, night, commit):
+                    running.append(_Running(number, night, commit, None))
+                    continue
+                free = next(slot for slot in slots if all(r.slot != slot for r in running))
+                running.append(_start(request, number, night, commit, free))
+            first = running.pop(0)
+            shown = _finish(store, request, first)
+            done.append(shown)
+            progress(f"[{first.number}/{len(dates)}] {shown.night} {shown.commit[:12] or '-'}: {shown.outcome}"
+                     + (f" ({shown.seconds:.0f} s)" if shown.seconds else "")
+                     + (f"; {shown.said}" if shown.said else ""))
+            if request.bisect and shown.regressions:
+                def tonight(regression: Regression, night: str = shown.night) -> bool:
+                    return regression.night == night
 
-            bisected = bisect_new(store, request.source, request.workdir / "bisect", env=request.env,
-                                  shared_args=request.shared_args, progress=progress, only=tonight)
-            shown.said += "".join(f"; {b.key}: {b.said}" for b in bisected)
+                bisected = bisect_new(store, request.source, request.workdir / "bisect", env=request.env,
+                                      shared_args=request.shared_args, progress=progress, only=tonight)
+                shown.said += "".join(f"; {b.key}: {b.said}" for b in bisected)
+    finally:  # an interrupt, a refused first night or a bug: no compat run outlives the replay
+        for left in running:
+            left.stop()
     return done
 
 
-def _night(store: Store, request: ReplayRequest, night: str, commit: str, where: Path) -> Night:
-    start = time.perf_counter()
-    compat = request.workdir / "compat"
-    (compat / "report.json").unlink(missing_ok=True)
+@dataclass
+class _Running:
+    """One night's compat run, started (``process``) or with nothing to run (no commit, kept already)."""
+
+    number: int
+    night: str
+    commit: str
+    process: subprocess.Popen[bytes] | None
+    slot: Path | None = None
+    log: Path | None = None
+    started: float = 0.0
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.poll() is None:
+            procs.stop(self.process)
+
+
+def _start(request: ReplayRequest, number: int, night: str, commit: str, slot: Path) -> _Running:
+    """``jaxrel compat`` on ``commit`` as of ``night``, in ``slot``, its output in the night's ``compat.log``."""
+    (slot / "report.json").unlink(missing_ok=True)
     arguments = ["compat", "--frontend-src", str(request.source), "--ref", commit, "--as-of", night,
-                 "--workdir", str(compat), "--no-extension", *request.compat_args,
+                 "--workdir", str(slot), "--no-extension", *request.compat_args,
                  *(part for pair in request.env for part in ("--env", pair)), *request.shared_args]
-    code = run_jaxrel(arguments, where / "compat.log")
+    log = request.workdir / "nights" / night / "compat.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text(f"$ jaxrel {' '.join(arguments)}\n")
+    with log.open("ab") as out:
+        process = procs.popen([sys.executable, "-m", "jaxrel", *arguments], stdout=out, stderr=subprocess.STDOUT,
+                              stdin=subprocess.DEVNULL)
+    return _Running(number, night, commit, process, slot, log, time.perf_counter())
+
+
+def _finish(store: Store, request: ReplayRequest, running: _Running) -> Night:
+    """Wait for the night's compat run and ingest its report (or say why there is none)."""
+    night, commit = running.night, running.commit
+    if running.process is None:
+        return (Night(night, "", "not run", said=f"no commit on {request.branch} by then") if not commit
+                else Night(night, commit, "skipped", said="kept already"))
+    assert running.slot is not None and running.log is not None
+    code = running.process.wait()
+    with running.log.open("a") as out:
+        out.write(f"\n(exit {code})\n")
     if code in (130, -2):
         raise KeyboardInterrupt
-    seconds = time.perf_counter() - start
-    report = compat / "report.json"
+    seconds = time.perf_counter() - running.started
+    where, report = running.log.parent, running.slot / "report.json"
     if code not in (0, 1) or not report.is_file():
-        said = f"exit {code}: {last_error(where / 'compat.log')}"
+        said = f"exit {code}: {last_error(running.log)}"
         if code == 2 and not store.rows("SELECT 1 FROM runs WHERE kind = 'compat' LIMIT 1"):
             raise BadInput(f"jaxrel compat refused the first night's options: {said}")
         return Night(night, commit, "not run", seconds, said=said)
-    where.mkdir(parents=True, exist_ok=True)
     kept = where / "report.json"
     shutil.copyfile(report, kept)
-    if (compat / "report.md").is_file():
-        shutil.copyfile(compat / "report.md", where / "report.md")
+    if (running.slot / "report.md").is_file():
+        shutil.copyfile(running.slot / "report.md", where / "report.md")
     done = ingest(store, kept, night=night, source=f"replay of {commit}")
     return Night(night, commit, "ok" if code == 0 else "failed", seconds, done.regressions,
                  f"{done.cells} cells, {done.results} results"
                  + (f", new regressions in {len({cell for cell, _ in done.regressions})} cells" if done.regressions
                     else ""))
-

@@ -23,12 +23,10 @@ from packaging.utils import canonicalize_name
 from jaxrel._util import localfiles
 from jaxrel.distributions.filenames import name_and_version, wheel_tags
 from jaxrel.errors import JaxrelError
-from jaxrel.history.store import HistoryError
+from jaxrel.history.store import CELL_TEST, OWN_TESTS, HistoryError
 
 __all__ = ["Artifact", "BisectRecord", "CellRecord", "ReportRecord", "TestRecord", "read_any", "read_report"]
 
-CELL_TEST = "cell"  # the test id under which a cell's own outcome is kept
-OWN_TESTS = "own tests"  # the test id under which the frontend's own tests are kept as one (passed: none failed)
 SUITES = ("", "compat", "own")  # a result's suite: the cell itself, the compat suite, the frontend's own tests
 _COMMIT = re.compile(r"[0-9a-f]{7,64}")
 MAX_REPORT = 256 << 20

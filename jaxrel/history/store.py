@@ -21,17 +21,20 @@ named, its log); annotations (flaky / infra / expected / fixed-by, with a reason
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import sqlite3
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from jaxrel.errors import BadInput, ExitCode
 
-__all__ = ["DEFAULT", "SCHEMA", "Db", "HistoryError", "Store", "open_store"]
+__all__ = ["ALWAYS", "CELL_TEST", "DEFAULT", "OWN_TESTS", "SCHEMA", "Db", "HistoryError", "Store", "keep_selection",
+           "open_store", "selection_text"]
 
 DEFAULT = Path("build") / "history" / "history.sqlite"
 MARKER = "jaxrel_history"
@@ -89,7 +92,17 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 4: whether the culprit changes only the family's version files (the regression is an expectation)
         "ALTER TABLE culprits ADD COLUMN version_only INTEGER NOT NULL DEFAULT 0",
     ),
+    (  # 5: what changes, not every repetition (jaxrel.history.selections): a run's routine results (passed,
+       # skipped) in a selection kept once per distinct text; rows only for the rest (the rows moved by _selections)
+        "CREATE TABLE selections ({ID}, digest TEXT NOT NULL UNIQUE, tests TEXT NOT NULL)",
+        "CREATE TABLE run_selections (run INTEGER NOT NULL REFERENCES runs (id), combo INTEGER NOT NULL REFERENCES "
+        "combos (id), selection INTEGER NOT NULL REFERENCES selections (id), PRIMARY KEY (run, combo))",
+        "CREATE INDEX run_selections_by_combo ON run_selections (combo, run)",
+    ),
 )
+CELL_TEST = "cell"  # the test id under which a cell's own outcome is kept
+OWN_TESTS = "own tests"  # the test id under which the frontend's own tests are kept as one (passed: none failed)
+ALWAYS = (CELL_TEST, OWN_TESTS)  # rows and verdicts kept for every run, routine or not
 SCHEMA = len(MIGRATIONS)
 
 
@@ -258,11 +271,42 @@ def _check(store: Store, tables: set[str], version: int) -> None:
         _migrate(store, version)
 
 
+def selection_text(ran: Iterable[tuple[str, int, str]]) -> str:
+    """A run's selection as stored: ``[[test, skipped (0/1), suite], …]``, sorted, one JSON text."""
+    return json.dumps([list(entry) for entry in sorted(set(ran))], separators=(",", ":"))
+
+
+def keep_selection(db: Db, run: int, combo: int, text: str) -> None:
+    """Keep ``text`` as the selection of ``run`` on ``combo`` (stored once per distinct text)."""
+    digest = hashlib.sha256(text.encode()).hexdigest()
+    db.execute("INSERT INTO selections (digest, tests) VALUES (?, ?) ON CONFLICT (digest) DO NOTHING", (digest, text))
+    (selection,), = db.execute("SELECT id FROM selections WHERE digest = ?", (digest,))
+    db.execute("INSERT INTO run_selections (run, combo, selection) VALUES (?, ?, ?) ON CONFLICT (run, combo) DO "
+               "NOTHING", (run, combo, int(selection)))
+
+
+def _selections(db: Db) -> None:
+    """Schema 5's move: each run's routine results into its selection, their rows and plain ``passed`` verdicts
+    dropped (in the migration's one transaction: all or nothing)."""
+    marks = ", ".join("?" for _ in ALWAYS)
+    ran: dict[tuple[int, int], list[tuple[str, int, str]]] = {}
+    for run, combo, test, outcome, suite in db.execute(
+            f"SELECT run, combo, test, outcome, suite FROM results WHERE test NOT IN ({marks}) AND outcome <> "
+            "'infra'", ALWAYS):
+        ran.setdefault((int(run), int(combo)), []).append((str(test), int(outcome == "skipped"), str(suite)))
+    for (run, combo), tests in ran.items():
+        keep_selection(db, run, combo, selection_text(tests))
+    db.execute(f"DELETE FROM results WHERE outcome IN ('passed', 'skipped') AND test NOT IN ({marks})", ALWAYS)
+    db.execute(f"DELETE FROM verdicts WHERE verdict = 'passed' AND test NOT IN ({marks})", ALWAYS)
+
+
 def _migrate(store: Store, version: int) -> None:
     with store.transaction() as db:
         for number in range(version, SCHEMA):
             for statement in MIGRATIONS[number]:
                 db.execute(statement.replace("{ID}", IDENTITY[store.dialect]))
+            if number == 4:
+                _selections(db)
         if version == 0:
             db.execute(f"INSERT INTO {MARKER} (key, value) VALUES ('created-by', ?)", (f"jaxrel (pid {os.getpid()})",))
         if store.dialect == "sqlite":

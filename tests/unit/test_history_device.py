@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from boundary_cli import run
 
+from jaxrel.history import selections
 from jaxrel.history.store import open_store
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "history" / "device-h100-every-cuda-wheel-2026-11-27.json"
@@ -21,8 +22,9 @@ OTHER = "device: jaxrel_rmsnorm_cuda12 (another CUDA major)"
 def _results(db: str) -> dict[str, tuple[str, str]]:
     store = open_store(db)
     try:
-        return {test: (outcome, signature) for test, outcome, signature in
-                store.rows("SELECT test, outcome, signature FROM results")}
+        signatures = {str(t): str(s) for t, s in store.rows("SELECT test, signature FROM results")}
+        return {test: (outcome, signatures.get(test, "")) for tests in selections.outcomes(store, "1 = 1").values()
+                for test, (outcome, _) in tests.items()}
     finally:
         store.close()
 
@@ -103,8 +105,9 @@ def test_atlas_and_device_reports_are_kept_as_cells_of_their_own(tmp_path: Path,
     store = open_store(db)
     try:
         kinds = {k for (k,) in store.rows("SELECT kind FROM runs")}
-        rows = {(c, t): o for c, t, o in store.rows(
-            "SELECT combos.cell, results.test, results.outcome FROM results JOIN combos ON combos.id = results.combo")}
+        cells = {int(i): str(c) for i, c in store.rows("SELECT id, cell FROM combos")}
+        rows = {(cells[combo], t): o for (_, combo), tests in selections.outcomes(store, "1 = 1").items()
+                for t, (o, _) in tests.items()}
     finally:
         store.close()
     assert kinds == {"atlas", "device"}
@@ -134,7 +137,7 @@ def test_a_real_device_check_report_is_kept_as_its_gpu_cell(tmp_path: Path, caps
     assert answer["nights"][0]["cell"] == "device-py3.12-jaxlib0.11.2-cuda13-NVIDIA-H100-80GB-HBM3"
     store = open_store(db)
     try:
-        tests = {t: o for t, o in store.rows("SELECT test, outcome FROM results")}
+        tests = {t: o for found in selections.outcomes(store, "1 = 1").values() for t, (o, _) in found.items()}
     finally:
         store.close()
     assert tests == {"cell": "passed", "device: compat suite": "passed", "device: jax tests": "passed",

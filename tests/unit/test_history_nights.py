@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -107,3 +108,87 @@ def test_compat_as_of_needs_uv(capsys: pytest.CaptureFixture[str], tmp_path: Pat
 def test_bisect_runs_the_files_of_the_failing_tests() -> None:
     assert bisect_files(["tests/a_test.py::A::test_x", "tests/a_test.py::A::test_y", "tests/b_test.py::test_z"]) == [
         "tests/a_test.py", "tests/b_test.py"]
+
+
+# -- --jobs: nights' compat runs at once, one writer in night order ------------------------------------------------
+
+
+def _fake_start(reports: list[Path], log: Path):
+    """replay's ``_start`` with a stand-in for ``jaxrel compat``: a child that logs when it runs, sleeps (the later
+    nights less, so they finish first) and leaves the night's report in its slot."""
+    from jaxrel._util import procs
+    from jaxrel.history import replay as module
+
+    def start(request, number, night, commit, slot):
+        slot.mkdir(parents=True, exist_ok=True)
+        (slot / "report.json").unlink(missing_ok=True)
+        night_log = request.workdir / "nights" / night / "compat.log"
+        night_log.parent.mkdir(parents=True, exist_ok=True)
+        night_log.write_text("$ jaxrel compat\n")
+        script = ("import pathlib, shutil, sys, time; path = pathlib.Path(sys.argv[1]); log = path.open('a'); "
+                  "log.write(f'start {sys.argv[2]}\\n'); log.flush(); deadline = time.monotonic() + 60\n"
+                  "while sys.argv[2] == '1' and 'start 3' not in path.read_text() and time.monotonic() < deadline:\n"
+                  "    time.sleep(0.02)\n"
+                  "shutil.copyfile(sys.argv[3], sys.argv[4]); log.write(f'end {sys.argv[2]}\\n')")
+        process = procs.popen([sys.executable, "-c", script, str(log), str(number), str(reports[number - 1]),
+                               str(slot / "report.json")])
+        return module._Running(number, night, commit, process, slot, night_log, 0.0)
+
+    return start
+
+
+def test_jobs_run_nights_at_once_and_ingest_them_in_night_order(tmp_path: Path,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from history_support import write_nights
+
+    from jaxrel.history import replay as module
+    from jaxrel.history.store import open_store
+
+    repo, _ = _repo(tmp_path)
+    reports = write_nights(tmp_path / "reports", nights=3)
+    log = tmp_path / "order.log"
+    monkeypatch.setattr(module, "_start", _fake_start(reports, log))
+    store = open_store(tmp_path / "history.sqlite")
+    request = module.ReplayRequest(repo, DAY, DAY + datetime.timedelta(days=2), workdir=tmp_path / "work",
+                                   bisect=False, jobs=3)
+    try:
+        done = module.replay(store, request, progress=lambda line: None)
+        ingested = [str(n) for (n,) in store.rows("SELECT night FROM runs ORDER BY id")]
+    finally:
+        store.close()
+    assert [n.outcome for n in done] == ["ok", "ok", "ok"]
+    assert ingested == ["2026-07-01", "2026-07-02", "2026-07-03"], "one writer, in night order"
+    events = log.read_text().split("\n")
+    # the first night's run waits for the third's to start: with one night at a time it would wait in vain
+    assert events.index("start 3") < events.index("end 1"), events
+
+
+def test_an_interrupt_stops_every_night_in_flight(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from history_support import write_nights
+
+    from jaxrel.history import replay as module
+    from jaxrel.history.store import open_store
+
+    repo, _ = _repo(tmp_path)
+    reports = write_nights(tmp_path / "reports", nights=3)
+    started: list[object] = []
+    fake = _fake_start(reports, tmp_path / "order.log")
+
+    def slow(request, number, night, commit, slot):
+        running = fake(request, number, night, commit, slot)
+        started.append(running)
+        return running
+
+    def interrupt(line: str) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(module, "_start", slow)
+    store = open_store(tmp_path / "history.sqlite")
+    request = module.ReplayRequest(repo, DAY, DAY + datetime.timedelta(days=2), workdir=tmp_path / "work",
+                                   bisect=False, jobs=3)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            module.replay(store, request, progress=interrupt)
+    finally:
+        store.close()
+    assert len(started) == 3 and all(r.process.poll() is not None for r in started), "no compat run outlives it"

@@ -148,3 +148,43 @@ def test_bisect_says_whether_its_culprit_changes_only_the_version_files(files, v
     assert result.version_only is version_only
     assert report.to_json(result)["version_only"] is version_only
     assert ("it changes only the version files" in report.text(result)) is version_only
+
+
+SCHEMA3 = Path(__file__).resolve().parents[1] / "data" / "history" / "replay-jax-2025-06-schema3.sqlite.gz"
+
+
+def test_a_store_of_the_released_schema_migrates_in_place_losing_nothing(tmp_path: Path) -> None:
+    """A store written by the released jaxrel (schema 3): 8 real nights of jax's main line (2025-06-22 to 06-29) in
+    py3.12-jaxlib0.6.2, the night of the false alarm included. After the migration every result reads as it was
+    (rows and selections together), the routine ones are no longer rows, and the false alarm is an expectation."""
+    import gzip
+    import sqlite3
+
+    from jaxrel.history import selections
+    from jaxrel.history.store import SCHEMA
+
+    db = tmp_path / "history.sqlite"
+    db.write_bytes(gzip.decompress(SCHEMA3.read_bytes()))
+    raw = sqlite3.connect(db)
+    assert raw.execute("PRAGMA user_version").fetchone() == (3,)
+    before = {(int(r), int(c), str(t)): str(o) for r, c, t, o in raw.execute(
+        "SELECT run, combo, test, outcome FROM results")}
+    verdicts = {(int(r), str(c), str(t)): str(v) for r, c, t, v in raw.execute("SELECT run, cell, test, verdict "
+                                                                                   "FROM verdicts")}
+    raw.close()
+    store = open_store(db)
+    try:
+        after = {(run, combo, test): outcome for (run, combo), found in selections.outcomes(store, "1 = 1").items()
+                 for test, (outcome, _) in found.items()}
+        rows = store.rows("SELECT COUNT(*) FROM results")[0][0]
+        kept = {(int(r), str(c), str(t)): str(v) for r, c, t, v in store.rows(
+            "SELECT run, cell, test, verdict FROM verdicts")}
+        (found,) = regressions(store)
+    finally:
+        store.close()
+    assert sqlite3.connect(db).execute("PRAGMA user_version").fetchone() == (SCHEMA,)
+    assert after == before, "every result reads as it was"
+    assert rows < len(before) / 10, "the routine results are kept in selections, not rows"
+    assert kept == {key: v for key, v in verdicts.items() if v != "passed" or key[2] in ("cell", "own tests")}
+    assert found.kind == EXPECTATION and found.tests == ["test_api.py::test_api[jax.extend.ffi.ffi_call]",
+                                                         "test_api.py::test_api[jax.extend.sharding]"]

@@ -12,6 +12,7 @@ import hashlib
 import os
 import shutil
 import socket
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -34,9 +35,12 @@ def _plant(path: Path, kind: str, outside: Path) -> socket.socket | None:
         path.unlink()
     if kind == "fifo":
         os.mkfifo(path)
-    elif kind == "socket":
+    elif kind == "socket":  # bound at a short path (AF_UNIX allows ~100 bytes), then moved into place
+        short = Path(tempfile.mkdtemp(prefix="s", dir="/tmp")) / "s"
         server = socket.socket(socket.AF_UNIX)
-        server.bind(str(path))
+        server.bind(str(short))
+        os.rename(short, path)
+        short.parent.rmdir()
         return server
     elif kind == "directory":
         path.mkdir()
