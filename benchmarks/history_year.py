@@ -87,8 +87,12 @@ def main() -> None:
             print(f"night {night + 1:3d}/{args.nights}: ingest {seconds[-1]:.2f} s "
                   f"({args.cells * (args.tests + 1)} results)", flush=True)
     rows = store.rows("SELECT COUNT(*) FROM results")[0][0]
+    kept = store.rows("SELECT COUNT(*) FROM selections")[0][0] if store.rows(
+        "SELECT 1 FROM sqlite_master WHERE name = 'selections'") else 0  # schema 5 on; none before
+    ingested = args.nights * args.cells * (args.tests + 1)  # less the nights a cell sat out
     print(f"ingest of one night: median {statistics.median(seconds):.2f} s, slowest {max(seconds):.2f} s "
-          f"(target 2 s); {rows} results kept, store {db.stat().st_size / 1e6:.0f} MB")
+          f"(target 2 s); about {ingested} results ingested, {rows} kept as rows and {kept} distinct selections, "
+          f"store {db.stat().st_size / 1e6:.0f} MB (target 150 MB)")
     pins = query.parse_pins(["jax==0.13.0.dev0", "jaxlib==0.5.1"])
     times = []
     for _ in range(20):

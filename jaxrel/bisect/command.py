@@ -50,13 +50,17 @@ def suggested_commands(source: str, distribution: str, commit: str | None, regre
 
 
 def command(source: str, cell: str, tests: Sequence[str], good: str, bad: str = "HEAD",
-            keyword: str | None = None, test_env: Sequence[tuple[str, str]] = ()) -> str:
-    """The ``jaxrel bisect`` command line for a cell's failing tests (what ``jaxrel compat`` prints)."""
+            keyword: str | None = None, test_env: Sequence[tuple[str, str]] = (),
+            suite_tests: Sequence[str] = ()) -> str:
+    """The ``jaxrel bisect`` command line for a cell's failing tests (what ``jaxrel compat`` prints): the
+    frontend's own ``tests``, or else ``suite_tests`` of jaxrel's compat suite."""
     parts = ["jaxrel", "bisect", "--frontend-src", source, "--good", good, "--bad", bad, "--cell", cell]
     for key, value in test_env:
         parts += ["--env", f"{key}={value}"]
     if tests:
         parts += ["--frontend-tests", *tests]
+    elif suite_tests:
+        parts += ["--compat-tests", *suite_tests]
     if keyword:
         parts += ["-k", keyword]
     return " ".join(shlex.quote(p) for p in parts)

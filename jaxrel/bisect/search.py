@@ -26,6 +26,7 @@ from pathlib import Path
 from jaxrel import policy
 from jaxrel._util import workdirs
 from jaxrel._util.progress import Progress
+from jaxrel._util.shape import is_relative_path
 from jaxrel._util.text import shorten, tail
 from jaxrel.bisect import git, step
 from jaxrel.bisect.git import Commit, Repo, Source
@@ -35,6 +36,7 @@ from jaxrel.cells.frontend import PreparedFrontend
 from jaxrel.cells.matrix import Cell, Outcome
 from jaxrel.cells.owntests import check_test_paths
 from jaxrel.cells.planning import matrix_for
+from jaxrel.cells.suites import DEFAULT_SUITE
 from jaxrel.distributions import envs
 from jaxrel.distributions.index import Index, IndexClientError
 from jaxrel.distributions.pythons import python_for
@@ -71,6 +73,7 @@ class Request:
     keyword: str | None = None
     test_env: tuple[tuple[str, str], ...] = ()
     reruns: int = 1
+    suite_tests: tuple[str, ...] = ()  # --compat-tests: node ids of jaxrel's compat suite instead of own tests
     deps_as_of: str | None = None  # None: the newest good commit's date; "now"; a date or time
     family: str | None = None
     index_url: str | None = None
@@ -113,6 +116,9 @@ class Result:
         string, not a change of the code (the history files it as an ``expectation``, not a regression)."""
         files = self.first_bad.files if self.first_bad is not None else ()
         return bool(files) and bool(self.version_files) and set(files) <= set(self.version_files)
+
+
+COMPAT_PREFIX = "compat suite: "  # how a test of jaxrel's compat suite is named among a bisection's tests
 
 
 # -- checking the input ------------------------------------------------------------------------------
@@ -221,6 +227,18 @@ def _inputs(request: Request, family: Family) -> _Inputs:
         raise BadInput("give at least one --good REV (a revision where the cell passes)")
     check_ancestry(source, goods, bad, request.goods, request.bad)
     python, version, plugin_set = cell_parts(request, family)
+    if request.suite_tests:
+        if request.tests:
+            raise BadInput("pass --frontend-tests or --compat-tests, not both: one selection decides each step")
+        if not family.compat_suite:
+            raise BadInput(f"--compat-tests: jaxrel's compat suite tests jax's APIs; the {family.name} family has "
+                           "none; pass --frontend-tests")
+        missing = [t for t in request.suite_tests if not (DEFAULT_SUITE / t.split("::", 1)[0]).is_file()
+                   or not is_relative_path(t.split("::", 1)[0])]
+        if missing:
+            raise BadInput(f"--compat-tests {missing[0][:120]}: not a test of jaxrel's compat suite (e.g. "
+                           "test_api.py::test_api[jax.jit]; `jaxrel compat` names them in its report)")
+        return _Inputs(source, bad, goods, python, version, plugin_set, ())
     tests = request.tests or family.frontend.tests
     if not tests:
         raise BadInput("which tests? pass --frontend-tests PATH|NODEID (the family declares no default selection)")
@@ -270,7 +288,7 @@ def run(request: Request, family: Family, progress: Progress) -> Result:
                         str(workdir / "envs" / "cell"), interpreter.executable, "", "",
                         found.tests, request.keyword, request.test_env, request.reruns, use_uv)
     index = Index.from_pip(request.index_url, list(request.wheelhouses), refresh=request.refresh, progress=progress)
-    config = replace(config, index=asdict(index.pip_config()))
+    config = replace(config, index=asdict(index.pip_config()), suite_tests=tuple(request.suite_tests))
 
     # the bad revision decides the cell; the newest good one the environment
     progress(f"bisect: building --bad {request.bad} ({bad[:12]}) with Python {python} …")
@@ -281,9 +299,10 @@ def run(request: Request, family: Family, progress: Progress) -> Result:
     config = replace(config, env_root=str(workdir / "envs" / cell.id), cell=cell.id,
                      backend=f"{family.backend.distribution} {cell.backend}")
     newest_good = sorted((repo.commit(good) for good in goods), key=lambda c: c.date)[-1]
-    result = Result("", cell.id, bad, goods, repo.count(bad, goods), tests=list(found.tests), keyword=request.keyword)
+    selection = list(found.tests) or [f"{COMPAT_PREFIX}{t}" for t in request.suite_tests]
+    result = Result("", cell.id, bad, goods, repo.count(bad, goods), tests=selection, keyword=request.keyword)
     progress(f"bisect: {result.commits_in_range} commits between {len(goods)} good and the bad revision; "
-             f"cell {cell.id}; tests {' '.join(found.tests)}" + (f" -k {request.keyword}" if request.keyword else ""))
+             f"cell {cell.id}; tests {' '.join(selection)}" + (f" -k {request.keyword}" if request.keyword else ""))
     good_built = step.build(config, family, repo, newest_good.hash, workdir / "step", with_tests=False)
     if good_built.wheel is None:
         raise Refused(f"--good {newest_good.short} cannot be tested: it {good_built.reason}")

@@ -26,7 +26,7 @@ import time
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +39,7 @@ from jaxrel.cells.frontend import CompatError, build_wheel, frontend_spec
 from jaxrel.cells.matrix import FrontendSpec
 from jaxrel.cells.owntests import CONFIG_FILES
 from jaxrel.cells.probes import GUARD_PROBE
-from jaxrel.cells.suites import Suite
+from jaxrel.cells.suites import DEFAULT_SUITE, Suite
 from jaxrel.distributions import envs
 from jaxrel.distributions.pipconfig import PipIndexConfig
 from jaxrel.distributions.wheels import ArtifactInfo, inspect
@@ -71,6 +71,7 @@ class StepConfig:
     reruns: int = 1
     use_uv: bool = True
     index: dict[str, Any] | None = None  # the sources (--index-url, --wheelhouse) as PipIndexConfig fields
+    suite_tests: tuple[str, ...] = ()  # node ids of jaxrel's compat suite, run instead of the frontend's own
 
     @property
     def pip_index(self) -> PipIndexConfig | None:
@@ -95,6 +96,7 @@ class StepConfig:
     def load(cls, path: Path) -> StepConfig:
         data = localfiles.load_json(path, what="the bisect step's configuration")
         data["tests"] = tuple(data["tests"])
+        data["suite_tests"] = tuple(data.get("suite_tests", ()))
         data["test_env"] = tuple(tuple(pair) for pair in data["test_env"])
         return cls(**data)
 
@@ -255,13 +257,19 @@ def _first_line(message: str) -> str:
 
 
 def run_tests(config: StepConfig, family: Family, env: envs.Env, root: Path, work: Path, record: StepRecord) -> None:
-    """Run the selection from ``root`` (outside any source tree); set ``record``'s verdict and reason."""
-    present = [t for t in config.tests if (root / t.split("::", 1)[0]).exists()]
-    if not present:
-        record.verdict, record.reason = SKIP, f"the selection is not in this revision ({', '.join(config.tests)})"
-        return
-    suite = Suite("own tests", "own", root, tuple(present), ("-k", config.keyword) if config.keyword else (),
-                  env=config.test_env)
+    """Run the selection from ``root`` (outside any source tree), or the selected tests of jaxrel's compat suite;
+    set ``record``'s verdict and reason."""
+    if config.suite_tests:  # jaxrel's own tests of the frontend's API: the same at every revision
+        found = suites.compat_suite(DEFAULT_SUITE, config.test_env)
+        suite = replace(found, paths=tuple(str(DEFAULT_SUITE / t) for t in config.suite_tests),
+                        options=(*found.options, *(("-k", config.keyword) if config.keyword else ())))
+    else:
+        present = [t for t in config.tests if (root / t.split("::", 1)[0]).exists()]
+        if not present:
+            record.verdict, record.reason = SKIP, f"the selection is not in this revision ({', '.join(config.tests)})"
+            return
+        suite = Suite("own tests", "own", root, tuple(present), ("-k", config.keyword) if config.keyword else (),
+                      env=config.test_env)
     run = suites.run_suite(env, suite, work / "run", package=family.frontend.package)
     if not run.recorded or run.bad() or not run.frontend_files:
         ended = _import(config, family, env)

@@ -45,7 +45,8 @@ def parse_pin(text: str, option: str = "") -> tuple[str, str]:
     if not sep or not name.strip() or not version.strip():
         raise UsageError(f"{where}expected NAME==VERSION, got {shorten(text)!r} (e.g. jax==0.12.0)")
     try:
-        Version(version.strip())
+        if option:  # verdict checks its pins' versions itself, naming the distribution
+            Version(version.strip())
     except InvalidVersion:
         raise UsageError(f"{where}{shorten(text)!r}: {shorten(version.strip())!r} is not a PEP 440 version; give "
                          f"NAME==VERSION (e.g. {name.strip()}==0.12.0)") from None

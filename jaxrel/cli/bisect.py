@@ -40,6 +40,9 @@ def add(verbs: Any) -> None:
     sub.add_argument("--frontend-tests", action="extend", nargs="+", default=[], metavar="PATH|NODEID",
                      help="the tests to run at each revision, relative to the frontend's tree: paths or pytest "
                           "node ids (default: the family's selection)")
+    sub.add_argument("--compat-tests", action="extend", nargs="+", default=[], metavar="NODEID",
+                     help="instead, tests of jaxrel's compat suite (as `jaxrel compat` names them, e.g. "
+                          "'test_api.py::test_api[jax.jit]'): a compat-suite regression bisected")
     sub.add_argument("-k", metavar="EXPR", help="narrow the tests (pytest -k)")
     add_env_option(sub)
     sub.add_argument("--reruns", type=int, default=1, metavar="N",
@@ -84,7 +87,8 @@ def run(args: argparse.Namespace) -> int:
     request = search.Request(
         source=Path(args.frontend_src), goods=tuple(goods), bad=args.bad, workdir=Path(args.workdir),
         cell=args.cell, backend=backend, python=args.python, plugins=args.plugins,
-        tests=tuple(args.frontend_tests), keyword=args.k, test_env=env_pairs(args.env), reruns=args.reruns,
+        tests=tuple(args.frontend_tests), suite_tests=tuple(args.compat_tests),
+        keyword=args.k, test_env=env_pairs(args.env), reruns=args.reruns,
         deps_as_of=args.deps_as_of, family=args.family, index_url=args.index_url,
         wheelhouses=tuple(args.wheelhouse), use_uv=False if args.no_uv else None, refresh=args.refresh)
     workdir = Path(args.workdir).resolve()

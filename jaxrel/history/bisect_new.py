@@ -1,9 +1,9 @@
 """``jaxrel history bisect-new``: bisect each new regression the store holds and keep the culprit.
 
-For every regression (:mod:`jaxrel.history.regressions`) with frontend tests among its failures, a
-known last good commit and no culprit yet, it runs ``jaxrel bisect`` between the last good and the
-first bad commit on that cell with exactly those tests (the compat suite is jaxrel's, not the
-frontend's: bisect runs the frontend's own tests, as the nightly's bisect jobs do), its dependencies
+For every regression (:mod:`jaxrel.history.regressions`) with failing tests, a known last good commit
+and no culprit yet, it runs ``jaxrel bisect`` between the last good and the first bad commit on that
+cell with exactly those tests: the frontend's own failing tests when there are any (as the nightly's
+bisect jobs do), else the failing tests of jaxrel's compat suite (``--compat-tests``), its dependencies
 as of the last good night, and ingests the ``bisect.json`` it writes. Each bisection runs as a child
 ``jaxrel`` process with its log kept beside its work directory; one that cannot run (its endpoints do not
 bound the failure, the environment fails) is said in one line and the others go on.
@@ -75,12 +75,15 @@ def bisect_new(store: Store, source: Path, workdir: Path, *, env: Sequence[str] 
         report, log = where / "bisect.json", workdir / f"{where.name}.log"  # the log beside it, not in it
         report.unlink(missing_ok=True)
         tests = bisect_files(regression.own_tests)
-        progress(f"history: bisecting {regression.key}: {len(regression.own_tests)} failing tests, "
+        selection = (["--frontend-tests", *tests] if tests else
+                     ["--compat-tests", *regression.suite_tests[:MAX_TESTS]])
+        progress(f"history: bisecting {regression.key}: {len(regression.own_tests or regression.suite_tests)} "
+                 "failing tests, "
                  f"{regression.last_good[:12]} ({regression.last_good_night}) .. {regression.first_bad[:12]} "
                  f"({regression.night}) …")
         arguments = ["bisect", "--frontend-src", str(source), "--good", regression.last_good,
                      "--bad", regression.first_bad, "--cell", regression.cell, "--workdir", str(where),
-                     *(part for pair in env for part in ("--env", pair)), *shared_args, "--frontend-tests", *tests]
+                     *(part for pair in env for part in ("--env", pair)), *shared_args, *selection]
         code = run_jaxrel(arguments, log)
         if code in (130, -2):
             raise KeyboardInterrupt

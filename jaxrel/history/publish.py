@@ -95,7 +95,8 @@ def commands(regression: Regression, source: str = SOURCE) -> dict[str, str]:
                                     *(["--frontend-tests", *own] if own else [])])}
     if regression.bisectable:
         found["bisect"] = bisect_command(source, regression.cell, bisect_files(regression.own_tests),
-                                         regression.last_good[:12], regression.first_bad[:12])
+                                         regression.last_good[:12], regression.first_bad[:12],
+                                         suite_tests=regression.suite_tests[:MAX_TESTS])
     return found
 
 
@@ -204,9 +205,10 @@ def _commit_link(commit: str, commit_url: str) -> str:
 
 def _regression(found: dict[str, Any], commit_url: str, title: str) -> str:
     """One regression's page."""
+    tested = found["own_tests"] or found["suite_tests"]
     culprit = (_commit_link(found["culprit"], commit_url) if found["culprit"] else
-               "not converged" if found["bisected"] else "not bisected yet" if found["own_tests"] and
-               found["last_good"] else "not bisected (only the compat suite failed, or no good night is kept)")
+               "not converged" if found["bisected"] else "not bisected yet" if tested and found["last_good"] else
+               "not bisected (no test to bisect with, or no good night is kept)")
     state = (f"{found['state']}: last red {found['last_red']}, {found['green_nights']} green nights since")
     tests = "".join(f"<li><code>{html.escape(t)}</code></li>" for t in found["tests"])
     run = "".join(f"<p>{html.escape(what)}:</p><pre>{html.escape(line)}</pre>" for what, line in

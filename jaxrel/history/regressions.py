@@ -20,6 +20,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from jaxrel.cells.suites import DEFAULT_SUITE
 from jaxrel.history import selections
 from jaxrel.history.store import CELL_TEST, OWN_TESTS, Store
 
@@ -40,6 +41,7 @@ class Regression:
     last_good_night: str = ""
     tests: list[str] = field(default_factory=list)  # the tests that turned red (the cell's own outcome if none)
     own_tests: list[str] = field(default_factory=list)  # those of the frontend's own tests (what bisect runs)
+    suite_tests: list[str] = field(default_factory=list)  # those of jaxrel's compat suite (bisected when no own one)
     signature: str = ""  # the first failing test's error, folded
     backend: str = ""  # name==version of the cell's backend
     bisected: bool = False  # bisect reported on this range
@@ -66,7 +68,7 @@ class Regression:
 
     @property
     def bisectable(self) -> bool:
-        return bool(self.own_tests and self.last_good and self.first_bad)
+        return bool((self.own_tests or self.suite_tests) and self.last_good and self.first_bad)
 
     @property
     def ready(self) -> bool:
@@ -94,6 +96,8 @@ def regressions(store: Store, close_after: int = CLOSE_AFTER) -> list[Regression
         regression.tests.append(str(test))
         if suite == "own":
             regression.own_tests.append(str(test))
+        elif test != CELL_TEST and (DEFAULT_SUITE / str(test).split("::", 1)[0]).is_file():
+            regression.suite_tests.append(str(test))  # a test of jaxrel's compat suite (not an atlas row, a step)
         if signature and not regression.signature and test != CELL_TEST:
             regression.signature = str(signature)
     for regression in found.values():

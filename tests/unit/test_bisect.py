@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -182,6 +183,31 @@ def test_the_command_line_refuses_before_touching_anything(tmp_path: Path, capsy
     assert "not both" in capsys.readouterr().err
     assert main(["bisect", "--frontend-src", str(tmp_path), "--good", "a", "--reruns", "-1"]) == 2
     assert "--reruns -1" in capsys.readouterr().err
+
+
+def test_compat_suite_tests_as_the_selection_are_checked_before_anything_is_built(tmp_path: Path) -> None:
+    """``--compat-tests``: a regression of jaxrel's own compat suite (no frontend test failed) is bisected with the
+    suite's failing tests; a name the suite does not have, both selections at once, or a family whose APIs the
+    suite does not test are refused before any clone."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for argv in (["init", "-q"], *[["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
+                                    "-m", "x"]] * 2):
+        subprocess.run(["git", *argv], cwd=repo, check=True)
+    base = dict(source=repo, goods=("HEAD~1",), bad="HEAD", workdir=tmp_path / "w", backend="0.6.0", python="3.12")
+    jax = resolve_family("jax")
+    found = search._inputs(search.Request(**base, suite_tests=("test_api.py::test_api[jax.jit]",)), jax)
+    assert found.tests == ()
+    for extra, says in (({"suite_tests": ("test_nope.py::t",)}, "not a test of jaxrel's compat suite"),
+                        ({"suite_tests": ("../x.py::t",)}, "not a test of jaxrel's compat suite"),
+                        ({"suite_tests": ("test_api.py::t",), "tests": ("tests/a_test.py",)}, "not both")):
+        with pytest.raises(BadInput, match=says):
+            search._inputs(search.Request(**base, **extra), jax)  # type: ignore[arg-type]
+    plain = replace(jax, compat_suite=False)
+    with pytest.raises(BadInput, match="has none; pass --frontend-tests"):
+        search._inputs(search.Request(**base, suite_tests=("test_api.py::t",)), plain)
+    assert command.command("SRC", "cell", [], "good", "bad", suite_tests=["test_api.py::test_api[x y]"]).endswith(
+        "--compat-tests 'test_api.py::test_api[x y]'")
 
 
 def _commit(hash_: str, subject: str, parents: int = 1) -> Commit:

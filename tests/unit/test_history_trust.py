@@ -82,7 +82,10 @@ def test_the_same_failure_without_a_version_move_is_a_regression(tmp_path):
     version = "0.7.0.dev20250626+0b0a651c44"
     store = store_of(tmp_path, [night_report(1, version, []), night_report(2, version, [still_works(version)])])
     (found,) = regressions(store)
-    assert found.kind == REGRESSION and found.ready
+    assert found.kind == REGRESSION and found.suite_tests == [REMOVAL] and found.bisectable
+    assert not found.ready, "bisected first (a compat-suite test is bisected with --compat-tests)"
+    assert publish.commands(found)["bisect"].endswith(f"--compat-tests '{REMOVAL}'")
+    found.bisected = True
     assert [a.verb for a in alerts.plan([found.to_json()], [], publish.COMMIT_URL)] == ["open"]
 
 
