@@ -169,6 +169,8 @@ def plan_bump(project: Project, version: str | None, *, kind: str = "release", c
     for given, option in ((version, "version"), (minimum_backend, "--minimum-backend"),
                           *((value, f"--pin {name}") for name, value in (pins or {}).items())):
         _bare(given, option)
+    if minimum_backend is not None:  # a word (latest, head) is refused whichever path the bump takes
+        policy.parse_version(minimum_backend, "--minimum-backend")
     if pins and version is None and minimum_backend is None and kind == "release":  # only the pins move
         bump = Bump()
         _pin(bump, project, pins)
@@ -206,6 +208,9 @@ def _bump_next(project: Project, version: str | None, kind: str, minimum_backend
     current = project.version_of(lead)
     bump = Bump()
     if kind in ("rc", "nightly"):
+        if minimum_backend is not None:
+            raise BumpError(f"--{kind} stamps the build's version; --minimum-backend moves with a release bump: "
+                            f"run `jaxrel release bump {current} --minimum-backend {minimum_backend}` first")
         if not release.stamped:
             raise BumpError(f"--{kind}: this family declares no build-stamped version location ('stamped')")
         stamp = next_version(current, version, kind, commit_date(project) if kind == "nightly" else None)

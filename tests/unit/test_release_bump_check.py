@@ -320,6 +320,8 @@ def test_a_version_file_linked_inside_the_tree_is_written_through_the_link(repo:
     ("newline", "'0.2.0\\n'", 2),
     ("space", "' 0.2.0'", 2),
     ("minimum-newline", "--minimum-backend '0.1.0\\n'", 2),
+    ("minimum-word", "--minimum-backend 'latest' is not a PEP 440 version", 2),
+    ("rc-minimum", "--rc stamps the build's version", 2),
 ])
 def test_hostile_bumps_write_every_file_right_or_nothing(repo: Path, tmp_path: Path, hostile: str, says: str,
                                                          code: int, capsys: pytest.CaptureFixture[str]) -> None:
@@ -345,6 +347,13 @@ def test_hostile_bumps_write_every_file_right_or_nothing(repo: Path, tmp_path: P
     elif hostile == "space":
         version = " 0.2.0"
     extra = ["--minimum-backend", "0.1.0\n"] if hostile == "minimum-newline" else []
+    if hostile in ("minimum-word", "rc-minimum"):  # a family keeping the next version: --rc stamps, nothing moves
+        pyproject = repo / "pyproject.toml"
+        pyproject.write_text(pyproject.read_text().replace('changelog = "CHANGELOG.md"\n', 'changelog = '
+                             '"CHANGELOG.md"\nversioning = "next"\nstamped = ["frontend/splitfam/version.py:'
+                             '_release_version"]\n'))
+        version = "--rc" if hostile == "rc-minimum" else "0.2.0"
+        extra = ["--minimum-backend", "latest" if hostile == "minimum-word" else "0.1.0"]
     if hostile.startswith("changelog"):
         extra = ["--release-date", "2026-03-04"]  # a post-release bump: the one that dates the changelog
     if hostile.startswith("changelog"):  # a family whose changelog the post-release bump dates, as jax's
