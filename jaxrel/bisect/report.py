@@ -13,8 +13,8 @@ from typing import Any
 from jaxrel._util.atomic import write_reports
 from jaxrel._util.text import markdown_table, table
 from jaxrel.bisect.git import Commit
+from jaxrel.bisect.records import StepRecord
 from jaxrel.bisect.search import Result
-from jaxrel.bisect.step import StepRecord
 
 __all__ = ["markdown", "text", "to_json", "write"]
 

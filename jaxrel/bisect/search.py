@@ -30,7 +30,8 @@ from jaxrel._util.shape import is_relative_path
 from jaxrel._util.text import shorten, tail
 from jaxrel.bisect import git, step
 from jaxrel.bisect.git import Commit, Repo, Source
-from jaxrel.bisect.step import BAD, GOOD, SKIP, StepConfig, StepRecord
+from jaxrel.bisect.records import StepConfig, StepRecord, append, read_records
+from jaxrel.bisect.step import BAD, GOOD, SKIP
 from jaxrel.cells.environment import EnvSettings, environment, jaxrel_wheel
 from jaxrel.cells.frontend import PreparedFrontend
 from jaxrel.cells.matrix import Cell, Outcome
@@ -254,7 +255,7 @@ def _endpoints(request: Request, family: Family, repo: Repo, config: StepConfig,
     for name, rev, wanted in checks:
         record = step.run_step(config, family, repo, repo.commit(rev), role="endpoint")
         _charge_prebuild(record, prebuilt.get(rev))
-        step.append(config, record)
+        append(config, record)
         result.steps.append(record)
         option = "--bad" if wanted == BAD else "--good"
         progress(f"bisect: endpoint {option} {name}: {record.line()}")
@@ -328,7 +329,7 @@ def run(request: Request, family: Family, progress: Progress) -> Result:
     try:  # the endpoints, then git's bisection
         _endpoints(request, family, repo, config, result, {bad: bad_built, newest_good.hash: good_built}, progress)
         outcome = _bisect(repo, bad, goods, config_path, progress)
-        result.steps = step.read_records(config.records)
+        result.steps = read_records(config.records)
         result.version_files = tuple(source.path(part.version_file) for part in (family.frontend, family.backend))
         _conclude(result, outcome, config, family, repo)
         repo.reset()
@@ -391,7 +392,7 @@ def _conclude(result: Result, outcome: git.Outcome, config: StepConfig, family: 
         result.at_parent = records.get(parent)
         if result.at_parent is None:  # git knew it good without testing it (an ancestor of a good one)
             record = step.run_step(config, family, repo, repo.commit(parent), role="parent")
-            step.append(config, record)
+            append(config, record)
             result.steps.append(record)
             result.at_parent = record
     result.message = (f"first bad commit {culprit.short} {culprit.subject}"

@@ -26,13 +26,13 @@ import time
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
 
-from jaxrel._util import localfiles, procs
+from jaxrel._util import procs
 from jaxrel._util.text import tail
-from jaxrel.bisect.git import Commit, Repo, Source
+from jaxrel.bisect.git import Commit, Repo
+from jaxrel.bisect.records import StepConfig, StepRecord, append
 from jaxrel.cells import probes, suites
 from jaxrel.cells.environment import foreign_files
 from jaxrel.cells.frontend import CompatError, build_wheel, frontend_spec
@@ -41,90 +41,14 @@ from jaxrel.cells.owntests import CONFIG_FILES
 from jaxrel.cells.probes import GUARD_PROBE
 from jaxrel.cells.suites import DEFAULT_SUITE, Suite
 from jaxrel.distributions import envs
-from jaxrel.distributions.pipconfig import PipIndexConfig
 from jaxrel.distributions.wheels import ArtifactInfo, inspect
-from jaxrel.errors import BadInput
 from jaxrel.family import Family, resolve_family
 
-__all__ = ["BAD", "GOOD", "SKIP", "Built", "StepConfig", "StepRecord", "build", "main", "run_step"]
+__all__ = ["BAD", "GOOD", "SKIP", "Built", "build", "main", "run_step"]
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
 EXIT = {GOOD: 0, BAD: 1, SKIP: 125}
 ABORT = 128  # git bisect run stops on an exit status of 128 or more
-
-
-@dataclass(frozen=True)
-class StepConfig:
-    """Everything a step needs, saved as JSON for the step processes ``git bisect run`` starts."""
-
-    git_dir: str  # the private bare clone
-    subdir: str  # the frontend's directory in the repository ("" at the top)
-    family: str | None  # --family as given (None: the default profile)
-    workdir: str
-    env_root: str  # the cell's environment, built once
-    python: str  # the cell's interpreter (builds use it, so the revision's requires-python holds)
-    cell: str  # the cell's id
-    backend: str  # "name version" as reports say it
-    tests: tuple[str, ...]  # paths and node ids, relative to the frontend's directory
-    keyword: str | None = None  # -k
-    test_env: tuple[tuple[str, str], ...] = ()  # --env KEY=VALUE
-    reruns: int = 1
-    use_uv: bool = True
-    index: dict[str, Any] | None = None  # the sources (--index-url, --wheelhouse) as PipIndexConfig fields
-    suite_tests: tuple[str, ...] = ()  # node ids of jaxrel's compat suite, run instead of the frontend's own
-
-    @property
-    def pip_index(self) -> PipIndexConfig | None:
-        """Where builds and installs get packages (``None``: pip's configuration)."""
-        if self.index is None:
-            return None
-        fields = {key: tuple(value) if isinstance(value, list) else value for key, value in self.index.items()}
-        return PipIndexConfig(**fields)  # type: ignore[arg-type]  # written from asdict(PipIndexConfig)
-
-    @property
-    def source(self) -> Source:
-        return Source(Path(self.git_dir), self.subdir)
-
-    @property
-    def records(self) -> Path:
-        return Path(self.workdir) / "steps.jsonl"
-
-    def save(self, path: Path) -> None:
-        path.write_text(json.dumps(asdict(self), indent=1), encoding="utf-8")
-
-    @classmethod
-    def load(cls, path: Path) -> StepConfig:
-        data = localfiles.load_json(path, what="the bisect step's configuration")
-        data["tests"] = tuple(data["tests"])
-        data["suite_tests"] = tuple(data.get("suite_tests", ()))
-        data["test_env"] = tuple(tuple(pair) for pair in data["test_env"])
-        return cls(**data)
-
-
-@dataclass
-class StepRecord:
-    """One revision tested: its verdict, why, what failed, and where the time went."""
-
-    commit: str
-    subject: str
-    verdict: str  # good | bad | skip
-    reason: str
-    role: str = "step"  # "step" (git bisect chose it), "endpoint" (--good/--bad checked first), "parent"
-    failing: list[str] = field(default_factory=list)  # node ids failing on every run
-    first_error: str = ""  # the first line of the first failure's message
-    flaky: list[str] = field(default_factory=list)  # node ids that failed, then passed on a rerun
-    passed: int = 0
-    cached: bool = False  # the wheel came from the cache (nothing built)
-    seconds: dict[str, float] = field(default_factory=dict)  # export, build+install, tests
-
-    @property
-    def short(self) -> str:
-        return self.commit[:12]
-
-    def line(self) -> str:
-        """One progress line."""
-        times = " · ".join(f"{k} {v:.1f} s" for k, v in self.seconds.items())
-        return f"{self.short} {self.verdict}: {self.reason} · {times}"
 
 
 @dataclass
@@ -362,25 +286,6 @@ def _run_step(config: StepConfig, family: Family, repo: Repo, commit: Commit, ro
     record.seconds["tests"] = round(time.perf_counter() - installed, 2)
     shutil.rmtree(work, ignore_errors=True)
     return record
-
-
-def append(config: StepConfig, record: StepRecord) -> None:
-    """Add ``record`` to the run's ``steps.jsonl`` (one line, written at once)."""
-    with open(config.records, "a", encoding="utf-8") as out:
-        out.write(json.dumps(asdict(record)) + "\n")
-
-
-def read_records(path: Path) -> list[StepRecord]:
-    """Every record in a ``steps.jsonl``."""
-    if not path.is_file():
-        return []
-    records = []
-    for line in localfiles.read_text(path).splitlines():
-        try:  # jaxrel's own records, never trusted: a damaged line (a step killed mid-write) is dropped
-            records.append(StepRecord(**localfiles.loads_json(line, str(path))))
-        except (BadInput, TypeError):
-            continue
-    return records
 
 
 def main(argv: list[str] | None = None) -> int:

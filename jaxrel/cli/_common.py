@@ -47,7 +47,7 @@ def parse_pin(text: str, option: str = "") -> tuple[str, str]:
     try:
         if option:  # verdict checks its pins' versions itself, naming the distribution
             Version(version.strip())
-    except InvalidVersion:
+    except (InvalidVersion, ValueError):  # ValueError: a number longer than int() converts
         raise UsageError(f"{where}{shorten(text)!r}: {shorten(version.strip())!r} is not a PEP 440 version; give "
                          f"NAME==VERSION (e.g. {name.strip()}==0.12.0)") from None
     return name.strip(), version.strip()

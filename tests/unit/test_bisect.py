@@ -13,7 +13,7 @@ import pytest
 
 from jaxrel.bisect import command, report, search
 from jaxrel.bisect.git import Commit, Repo, locate, parse_outcome
-from jaxrel.bisect.step import StepRecord
+from jaxrel.bisect.records import StepRecord
 from jaxrel.cells.frontend import build_python, declared_requires_python
 from jaxrel.cli import _common, main
 from jaxrel.cli import bisect as cli_bisect

@@ -50,7 +50,8 @@ def run_suite(tmp_path: Path, jax_version: str, *, old_works: bool) -> tuple[sub
         shutil.copy(DEFAULT_SUITE / name, tmp_path / name)
     (tmp_path / "test_versions.py").write_text(MODULE.format(old_works=old_works), encoding="utf-8")
     record = tmp_path / "record"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), *sys.path]), "JAXREL_CELL_RECORD": str(record)}
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}  # not an xdist worker's
+    env = {**inherited, "PYTHONPATH": os.pathsep.join([str(site), *sys.path]), "JAXREL_CELL_RECORD": str(record)}
     done = subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-p", "jaxrel.cells.pytest_plugin",
                            "-rA", "-c", str(tmp_path / "pytest.ini"), str(tmp_path / "test_versions.py")],
                           capture_output=True, text=True, timeout=300, cwd=tmp_path, env=env)

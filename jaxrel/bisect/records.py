@@ -1,0 +1,109 @@
+"""A bisection's step configuration and records: what ``git bisect run``'s step processes read (``step.json``)
+and what each of them leaves (a line of ``steps.jsonl``), written by jaxrel and read back without trust."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jaxrel._util import localfiles
+from jaxrel.bisect.git import Source
+from jaxrel.distributions.pipconfig import PipIndexConfig
+from jaxrel.errors import BadInput
+
+__all__ = ["StepConfig", "StepRecord", "append", "read_records"]
+
+
+@dataclass(frozen=True)
+class StepConfig:
+    """Everything a step needs, saved as JSON for the step processes ``git bisect run`` starts."""
+
+    git_dir: str  # the private bare clone
+    subdir: str  # the frontend's directory in the repository ("" at the top)
+    family: str | None  # --family as given (None: the default profile)
+    workdir: str
+    env_root: str  # the cell's environment, built once
+    python: str  # the cell's interpreter (builds use it, so the revision's requires-python holds)
+    cell: str  # the cell's id
+    backend: str  # "name version" as reports say it
+    tests: tuple[str, ...]  # paths and node ids, relative to the frontend's directory
+    keyword: str | None = None  # -k
+    test_env: tuple[tuple[str, str], ...] = ()  # --env KEY=VALUE
+    reruns: int = 1
+    use_uv: bool = True
+    index: dict[str, Any] | None = None  # the sources (--index-url, --wheelhouse) as PipIndexConfig fields
+    suite_tests: tuple[str, ...] = ()  # node ids of jaxrel's compat suite, run instead of the frontend's own
+
+    @property
+    def pip_index(self) -> PipIndexConfig | None:
+        """Where builds and installs get packages (``None``: pip's configuration)."""
+        if self.index is None:
+            return None
+        fields = {key: tuple(value) if isinstance(value, list) else value for key, value in self.index.items()}
+        return PipIndexConfig(**fields)  # type: ignore[arg-type]  # written from asdict(PipIndexConfig)
+
+    @property
+    def source(self) -> Source:
+        return Source(Path(self.git_dir), self.subdir)
+
+    @property
+    def records(self) -> Path:
+        return Path(self.workdir) / "steps.jsonl"
+
+    def save(self, path: Path) -> None:
+        path.write_text(json.dumps(asdict(self), indent=1), encoding="utf-8")
+
+    @classmethod
+    def load(cls, path: Path) -> StepConfig:
+        data = localfiles.load_json(path, what="the bisect step's configuration")
+        data["tests"] = tuple(data["tests"])
+        data["suite_tests"] = tuple(data.get("suite_tests", ()))
+        data["test_env"] = tuple(tuple(pair) for pair in data["test_env"])
+        return cls(**data)
+
+
+@dataclass
+class StepRecord:
+    """One revision tested: its verdict, why, what failed, and where the time went."""
+
+    commit: str
+    subject: str
+    verdict: str  # good | bad | skip
+    reason: str
+    role: str = "step"  # "step" (git bisect chose it), "endpoint" (--good/--bad checked first), "parent"
+    failing: list[str] = field(default_factory=list)  # node ids failing on every run
+    first_error: str = ""  # the first line of the first failure's message
+    flaky: list[str] = field(default_factory=list)  # node ids that failed, then passed on a rerun
+    passed: int = 0
+    cached: bool = False  # the wheel came from the cache (nothing built)
+    seconds: dict[str, float] = field(default_factory=dict)  # export, build+install, tests
+
+    @property
+    def short(self) -> str:
+        return self.commit[:12]
+
+    def line(self) -> str:
+        """One progress line."""
+        times = " · ".join(f"{k} {v:.1f} s" for k, v in self.seconds.items())
+        return f"{self.short} {self.verdict}: {self.reason} · {times}"
+
+
+def append(config: StepConfig, record: StepRecord) -> None:
+    """Add ``record`` to the run's ``steps.jsonl`` (one line, written at once)."""
+    with open(config.records, "a", encoding="utf-8") as out:
+        out.write(json.dumps(asdict(record)) + "\n")
+
+
+def read_records(path: Path) -> list[StepRecord]:
+    """Every record in a ``steps.jsonl``."""
+    if not path.is_file():
+        return []
+    records = []
+    for line in localfiles.read_text(path).splitlines():
+        try:  # jaxrel's own records, never trusted: a damaged line (a step killed mid-write) is dropped
+            records.append(StepRecord(**localfiles.loads_json(line, str(path))))
+        except (BadInput, TypeError):
+            continue
+    return records
