@@ -88,6 +88,7 @@ def test_a_due_removal_still_present_on_a_dev_build_is_a_note_not_a_failure(tmp_
     assert added["outcome"] == "skipped", added
     assert "documented from jax 0.7.0; 0.7.0.dev20250625+g85193bdcb0 is a pre-release of it" in added["message"]
     assert "has no attribute 'new_api'" in added["message"]
+    assert record["properties"]["test_versions.py::test_added_in_0_7_0"]["note"] == added["message"]
 
 
 def test_a_due_removal_that_landed_is_recorded_as_removed(tmp_path):

@@ -170,7 +170,9 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
     note = f"{why}: not there yet ({error})"
     report.outcome = "skipped"
     report.longrepr = (str(item.path), item.location[1] or 0, f"Skipped: {note}")
-    report.user_properties.append(("note", note))
+    item.user_properties.append(("note", note))  # the teardown's report carries it too (its properties are kept)
+    if report.user_properties is not item.user_properties:
+        report.user_properties.append(("note", note))
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
