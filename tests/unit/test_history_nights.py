@@ -192,3 +192,21 @@ def test_an_interrupt_stops_every_night_in_flight(tmp_path: Path, monkeypatch: p
     finally:
         store.close()
     assert len(started) == 3 and all(r.process.poll() is not None for r in started), "no compat run outlives it"
+
+
+def test_a_node_id_goes_from_replay_to_each_nights_compat_as_given(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """Before, compat checked the whole node id as a path and refused every night: "not in the frontend's source
+    tree" (the check is tests/unit/test_compat_owntests.py's); here, that replay hands it over whole."""
+    from jaxrel.history import replay as module
+
+    repo, _ = _repo(tmp_path)
+    node = "tests/export_test.py::JaxExportTest::test_basic_single_device_sharding"
+    seen: list[module.ReplayRequest] = []
+    monkeypatch.setattr(module, "replay", lambda store, request, progress: seen.append(request) or [])
+    done = run(["history", "replay", "--db", str(tmp_path / "h.sqlite"), "--frontend-src", str(repo), "--since",
+                "2026-07-01", "--until", "2026-07-02", "--frontend-tests", node, "--jobs", "1"], capsys)
+    assert done.code == 0, done.err
+    (request,) = seen
+    at = request.compat_args.index("--frontend-tests")
+    assert request.compat_args[at + 1] == node and request.jobs == 1
