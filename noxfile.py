@@ -41,7 +41,7 @@ def tests(session: nox.Session) -> None:
     session.install("-e", ".[test]")
     # two workers, a test module to each at a time (module fixtures stay shared): most of the suite waits on
     # subprocesses (uv, Bazel, pypiserver, git), so the second core halves the wall time
-    session.run("pytest", "-n", "2", "--dist", "loadfile", *(session.posargs or ["tests"]))
+    session.run("pytest", "-n", "2", "--dist", "loadfile", "--durations=25", *(session.posargs or ["tests"]))
 
 
 @nox.session
@@ -59,8 +59,8 @@ OLDEST_PYTHON = "/usr/bin/python3"  # Debian 12's python3, 3.11.2: the oldest in
 
 @nox.session(venv_backend="none")
 def tests_oldest(session: nox.Session) -> None:
-    """The unit tests on the oldest Python jaxrel claims (``requires-python >= 3.11``): Debian's ``python3``
-    (3.11.2, without ``tarfile``'s data filter), in an environment uv makes for it under .nox/.
+    """The unit tests (two workers) on the oldest Python jaxrel claims (``requires-python >= 3.11``): Debian's
+    ``python3`` (3.11.2, without ``tarfile``'s data filter), in an environment uv makes for it under .nox/.
     ``-- PATH`` tests another interpreter; further options go to pytest."""
     options = list(session.posargs)
     python = options.pop(0) if options and not options[0].startswith("-") else OLDEST_PYTHON
@@ -73,8 +73,8 @@ def tests_oldest(session: nox.Session) -> None:
     session.run(uv, "pip", "install", "--python", str(venv / "bin" / "python"), "-e", ".[test]", external=True,
                 env=environment)
     session.run(str(venv / "bin" / "python"), "-c", "import sys; print('Python', sys.version)", external=True)
-    session.run(str(venv / "bin" / "python"), "-m", "pytest", "-p", "no:cacheprovider", "-q", "tests/unit",
-                *options, external=True)
+    session.run(str(venv / "bin" / "python"), "-m", "pytest", "-p", "no:cacheprovider", "-q", "-n", "2", "--dist",
+                "loadfile", "tests/unit", *options, external=True)
 
 
 @nox.session
