@@ -242,7 +242,7 @@ def test_whether_it_was_released_is_never_chosen_silently(tmp_path: Path, record
     values = _read(tmp_path / "renumbered")[0]
     assert values["_version"] == "0.11.0" and values["_latest_jaxlib_version_on_pypi"] == "0.10.1", values
     for bad, says in ((["--released", "0.10.1"], "the tree declares 0.10.2"), (["--released", "latest"],
-                      "expected the declared version 0.10.2 or 'none'"),
+                      "--released 'latest' is not a PEP 440 version"),
                       (["--released", "none", "--release-date", "2026-06-17"], "give one")):
         _tagless(tmp_path / "bad", commit)
         refused = _bump(tmp_path / "bad", "0.11.0", "--index-url", unreachable, *bad)
