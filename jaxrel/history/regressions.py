@@ -5,7 +5,7 @@ the frontend commit of the newest earlier night on which those tests passed in t
 and the commit of the red night (the first bad); its culprit is what ``jaxrel bisect`` named for that
 range (:mod:`jaxrel.history.ingest` keeps it). It stays open until its tests have passed on
 ``close_after`` nights in a row; the nightly opens one issue per regression once it is bisected (or
-cannot be: only compat-suite tests, no good night kept), edits it later, and closes it with the state.
+cannot be: no good night kept), edits it later, and closes it with the state.
 
 A test whose outcome changed only because the frontend's version string moved is not a regression: its
 ``kind`` is ``expectation`` (its own colour on the HUD, no issue) when the culprit bisect named changes
@@ -20,6 +20,7 @@ import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from jaxrel._util.shape import is_relative_path
 from jaxrel.cells.suites import DEFAULT_SUITE
 from jaxrel.history import selections
 from jaxrel.history.store import CELL_TEST, OWN_TESTS, Store
@@ -96,7 +97,8 @@ def regressions(store: Store, close_after: int = CLOSE_AFTER) -> list[Regression
         regression.tests.append(str(test))
         if suite == "own":
             regression.own_tests.append(str(test))
-        elif test != CELL_TEST and (DEFAULT_SUITE / str(test).split("::", 1)[0]).is_file():
+        elif test != CELL_TEST and is_relative_path(path := str(test).split("::", 1)[0]) \
+                and (DEFAULT_SUITE / path).is_file():
             regression.suite_tests.append(str(test))  # a test of jaxrel's compat suite (not an atlas row, a step)
         if signature and not regression.signature and test != CELL_TEST:
             regression.signature = str(signature)
