@@ -97,8 +97,6 @@ def _parse_as_of(given: str) -> datetime.datetime | None:
 
 def run_bump(args: argparse.Namespace) -> int:
     kind = "rc" if args.rc else "nightly" if args.nightly else "release"
-    if args.released not in (None, released.NOT_RELEASED):
-        policy.parse_version(args.released, "--released")
     if kind == "release" and args.version is None and args.minimum_backend is None and not args.pin:
         raise bump.BumpError("give a VERSION, --rc, --nightly, --minimum-backend or --pin")
     with open_project(Path(args.project), args.family) as project:

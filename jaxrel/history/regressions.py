@@ -114,25 +114,18 @@ def regressions(store: Store, close_after: int = CLOSE_AFTER) -> list[Regression
         nights = _nights(store, cell, sorted({t for r in theirs for t in r.tests}))
         for regression in theirs:
             _range(regression, [n for n in reversed(nights) if n[0] < regression.night])
-            _culprit(store, regression)
-            _kind(store, regression)
+            _kind(regression, _culprit(store, regression))
             _state(regression, [n for n in nights if n[0] > regression.night], close_after)
     return list(found.values())
 
 
-def _kind(store: Store, regression: Regression) -> None:
-    """An expectation when only the version string moved (see the module doc); else a regression."""
-    if regression.culprit is not None and store.rows(
-            "SELECT 1 FROM culprits WHERE cell = ? AND culprit = ? AND version_only = 1 LIMIT 1",
-            (regression.cell, regression.culprit)):
+def _kind(regression: Regression, version_only: bool) -> None:
+    """An expectation when only the version string moved (see the module doc): its culprit changes only the
+    version files (``version_only``), or the version moved and the failure names it; else a regression."""
+    if regression.culprit is not None and version_only:
         regression.kind = EXPECTATION
         regression.why = f"its culprit {regression.culprit[:12]} changes only the version files"
         return
-    if regression.last_good_night:
-        rows = store.rows("SELECT runs.frontend_version FROM runs WHERE runs.night = ? AND runs.frontend_commit = ? "
-                          "AND runs.kind <> 'bisect' ORDER BY runs.id DESC LIMIT 1",
-                          (regression.last_good_night, regression.last_good))
-        regression.last_good_version = str(rows[0][0]) if rows else ""
     moved = regression.version and regression.last_good_version and regression.version != regression.last_good_version
     if moved and _names_version(regression.signature, regression.frontend, regression.version):
         regression.kind = EXPECTATION
@@ -149,17 +142,20 @@ def _names_version(signature: str, frontend: str, version: str) -> bool:
     return re.search(rf"\b{re.escape(frontend)} {re.escape(folded)}(?![\w.])", signature) is not None
 
 
-def _nights(store: Store, cell: str, tests: list[str]) -> list[tuple[str, str, dict[str, str]]]:
-    """(night, commit, test → outcome) of every run of ``cell``, oldest first, for ``tests``, the cell's own outcome
-    and its own-tests selection."""
+Night = tuple[str, str, str, dict[str, str]]  # night, frontend commit, frontend version, test → outcome
+
+
+def _nights(store: Store, cell: str, tests: list[str]) -> list[Night]:
+    """(night, commit, version, test → outcome) of every run of ``cell``, oldest first, for ``tests``, the cell's own
+    outcome and its own-tests selection."""
     watched = {*tests, CELL_TEST, OWN_TESTS}
-    runs = {int(run): (str(night), str(commit)) for run, night, commit in store.rows(
-        "SELECT DISTINCT runs.id, runs.night, runs.frontend_commit FROM runs JOIN results ON results.run = runs.id "
-        "JOIN combos ON combos.id = results.combo WHERE combos.cell = ?", (cell,))}
-    nights: dict[int, tuple[str, str, dict[str, str]]] = {}
+    runs = {int(run): (str(night), str(commit), str(version)) for run, night, commit, version in store.rows(
+        "SELECT DISTINCT runs.id, runs.night, runs.frontend_commit, runs.frontend_version FROM runs JOIN results ON "
+        "results.run = runs.id JOIN combos ON combos.id = results.combo WHERE combos.cell = ?", (cell,))}
+    nights: dict[int, Night] = {}
     for (run, _), found in selections.outcomes(store, "combos.cell = ?", (cell,), watched).items():
         if run in runs:
-            nights.setdefault(run, (*runs[run], {}))[2].update({test: o for test, (o, _) in found.items()})
+            nights.setdefault(run, (*runs[run], {}))[3].update({test: o for test, (o, _) in found.items()})
     return [nights[run] for run in sorted(nights, key=lambda r: (runs[r][0], r))]
 
 
@@ -178,21 +174,23 @@ def _green(regression: Regression, outcomes: dict[str, str]) -> bool | None:
     return True
 
 
-def _range(regression: Regression, before: list[tuple[str, str, dict[str, str]]]) -> None:
+def _range(regression: Regression, before: list[Night]) -> None:
     """The last good: the newest earlier night (``before``, newest first) on which the tests passed."""
-    for night, commit, outcomes in before:
+    for night, commit, version, outcomes in before:
         if _green(regression, outcomes):
-            regression.last_good, regression.last_good_night = commit, night
+            regression.last_good, regression.last_good_night, regression.last_good_version = commit, night, version
             return
 
 
-def _culprit(store: Store, regression: Regression) -> None:
+def _culprit(store: Store, regression: Regression) -> bool:
     """The bisection of its range: the same last good and first bad commits, else one that starts at the same last
-    good or ends at the same first bad (the nightly bisects up to the newest red commit)."""
-    rows = store.rows("SELECT culprit, log, last_good = ? AND first_bad = ? FROM culprits WHERE cell = ? AND "
-                      "(first_bad = ? OR (last_good = ? AND last_good <> '')) ORDER BY 3 DESC, id DESC LIMIT 1",
+    good or ends at the same first bad (the nightly bisects up to the newest red commit); whether its culprit changes
+    only the version files."""
+    rows = store.rows("SELECT culprit, log, last_good = ? AND first_bad = ?, version_only FROM culprits WHERE cell = ? "
+                      "AND (first_bad = ? OR (last_good = ? AND last_good <> '')) ORDER BY 3 DESC, id DESC LIMIT 1",
                       (regression.last_good, regression.first_bad, regression.cell, regression.first_bad,
                        regression.last_good))
+    version_only = bool(rows and rows[0][3])
     if rows:
         regression.bisected = True
         regression.culprit, regression.log = (str(rows[0][0]) if rows[0][0] else None), str(rows[0][1])
@@ -201,14 +199,15 @@ def _culprit(store: Store, regression: Regression) -> None:
                       "combos.id = results.combo WHERE results.run = ? AND combos.cell = ? AND combo_artifacts.role = "
                       "'backend' LIMIT 1", (regression.run, regression.cell))
     regression.backend = f"{rows[0][0]}=={rows[0][1]}" if rows else ""
+    return version_only
 
 
-def _state(regression: Regression, after: list[tuple[str, str, dict[str, str]]], close_after: int) -> None:
+def _state(regression: Regression, after: list[Night], close_after: int) -> None:
     """Open until its tests passed ``close_after`` nights in a row after its last red night (``after``, oldest
     first)."""
     regression.last_red = regression.night
     counted = ""
-    for night, _, outcomes in after:
+    for night, _, _, outcomes in after:
         green = _green(regression, outcomes)
         if green is False:
             regression.last_red, regression.green_nights, counted = night, 0, night

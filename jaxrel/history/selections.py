@@ -41,11 +41,8 @@ def kept(test: str, meaning: str) -> bool:
 
 
 def record(db: Db, run: int, combo: int, tests: Iterable[TestRecord]) -> None:
-    """Keep the selection of ``run`` on ``combo``: every test that ran (not the cell's own rows, not infra), a
-    failing one too (its row says how it failed), so a night that fails one test shares the selection of the
-    nights that passed it."""
-    keep_selection(db, run, combo, selection_text((t.test, int(t.outcome == "skipped"), t.suite) for t in tests
-                                                  if t.test not in ALWAYS and t.outcome != "infra"))
+    """Keep the selection of ``run`` on ``combo`` (what goes in it: :func:`~jaxrel.history.store.selection_text`)."""
+    keep_selection(db, run, combo, selection_text((t.test, t.outcome, t.suite) for t in tests))
 
 
 def _parse(text: str) -> dict[str, tuple[str, str]]:

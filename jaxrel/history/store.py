@@ -271,9 +271,13 @@ def _check(store: Store, tables: set[str], version: int) -> None:
         _migrate(store, version)
 
 
-def selection_text(ran: Iterable[tuple[str, int, str]]) -> str:
-    """A run's selection as stored: ``[[test, skipped (0/1), suite], …]``, sorted, one JSON text."""
-    return json.dumps([list(entry) for entry in sorted(set(ran))], separators=(",", ":"))
+def selection_text(results: Iterable[tuple[str, str, str]]) -> str:
+    """A run's selection as stored, from its (test, outcome, suite) results: every test that ran (not the cell's
+    own rows, not infra), a failing one too (its row says how it failed, so a night that fails one test shares the
+    selection of the nights that passed it), as ``[[test, skipped (0/1), suite], …]``, sorted, one JSON text."""
+    ran = {(test, int(outcome == "skipped"), suite) for test, outcome, suite in results
+           if test not in ALWAYS and outcome != "infra"}
+    return json.dumps([list(entry) for entry in sorted(ran)], separators=(",", ":"))
 
 
 def keep_selection(db: Db, run: int, combo: int, text: str) -> None:
@@ -289,13 +293,11 @@ def _selections(db: Db) -> None:
     """Schema 5's move: each run's routine results into its selection, their rows and plain ``passed`` verdicts
     dropped (in the migration's one transaction: all or nothing)."""
     marks = ", ".join("?" for _ in ALWAYS)
-    ran: dict[tuple[int, int], list[tuple[str, int, str]]] = {}
-    for run, combo, test, outcome, suite in db.execute(
-            f"SELECT run, combo, test, outcome, suite FROM results WHERE test NOT IN ({marks}) AND outcome <> "
-            "'infra'", ALWAYS):
-        ran.setdefault((int(run), int(combo)), []).append((str(test), int(outcome == "skipped"), str(suite)))
-    for (run, combo), tests in ran.items():
-        keep_selection(db, run, combo, selection_text(tests))
+    ran: dict[tuple[int, int], list[tuple[str, str, str]]] = {}
+    for run, combo, test, outcome, suite in db.execute("SELECT run, combo, test, outcome, suite FROM results"):
+        ran.setdefault((int(run), int(combo)), []).append((str(test), str(outcome), str(suite)))
+    for (run, combo), results in ran.items():
+        keep_selection(db, run, combo, selection_text(results))
     db.execute(f"DELETE FROM results WHERE outcome IN ('passed', 'skipped') AND test NOT IN ({marks})", ALWAYS)
     db.execute(f"DELETE FROM verdicts WHERE verdict = 'passed' AND test NOT IN ({marks})", ALWAYS)
 

@@ -41,7 +41,7 @@ from jaxrel.release.changelog import date_heading, precedent_heading
 from jaxrel.release.config import Component, Location
 from jaxrel.release.pins import frontend_range
 from jaxrel.release.project import Project
-from jaxrel.release.released import Released, was_released
+from jaxrel.release.released import NOT_RELEASED, Released, was_released
 
 __all__ = ["Bump", "BumpError", "Change", "apply", "commit_date", "next_version", "plan_bump"]
 
@@ -169,8 +169,10 @@ def plan_bump(project: Project, version: str | None, *, kind: str = "release", c
     for given, option in ((version, "version"), (minimum_backend, "--minimum-backend"),
                           *((value, f"--pin {name}") for name, value in (pins or {}).items())):
         _bare(given, option)
-    if minimum_backend is not None:  # a word (latest, head) is refused whichever path the bump takes
-        policy.parse_version(minimum_backend, "--minimum-backend")
+    for given, option in ((minimum_backend, "--minimum-backend"),
+                          (None if released_given == NOT_RELEASED else released_given, "--released")):
+        if given is not None:  # a word (latest, head) is refused whichever path the bump takes
+            policy.parse_version(given, option)
     if pins and version is None and minimum_backend is None and kind == "release":  # only the pins move
         bump = Bump()
         _pin(bump, project, pins)

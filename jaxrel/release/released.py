@@ -71,7 +71,7 @@ def on_index(index: Index, distribution: str, version: str,
 
 
 def was_released(project: Project, version: str, index: Index | None, *, given: str | None = None,
-             as_of: datetime.datetime | None = None) -> Released:
+                 as_of: datetime.datetime | None = None) -> Released:
     """Whether ``version`` of the lead distribution was released (see the module doc)."""
     distribution = project.release.lead().distribution
     if given is not None:
