@@ -13,6 +13,7 @@ Written on :mod:`http.server` (HTTP/1.1, keep-alive); 127.0.0.1 only.
 from __future__ import annotations
 
 import base64
+import datetime
 import hashlib
 import json
 import socket
@@ -35,6 +36,7 @@ class Behaviour:
 
     json: bool = True  # PEP 691 JSON when asked for it; else PEP 503 HTML only
     sizes: bool = True  # PEP 700 "size" in JSON
+    upload_times: bool = False  # PEP 700 "upload-time" in JSON: each file's modification time
     pep658: bool = False  # serve <file>.metadata and announce it (JSON core-metadata, HTML data-core-metadata)
     wrong_digest: bool = False  # ... announced with a digest that is not the file's
     ranges: bool = True  # honour Range on files (else 200 with the whole body)
@@ -199,6 +201,9 @@ class SimpleIndexServer:
                                            "hashes": {"sha256": _sha(wheel)}}
                 if behaviour.sizes:
                     item["size"] = wheel.stat().st_size
+                if behaviour.upload_times:
+                    moment = datetime.datetime.fromtimestamp(wheel.stat().st_mtime, datetime.UTC)
+                    item["upload-time"] = moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
                 if behaviour.pep658:
                     item["core-metadata"] = {"sha256": _metadata_digest(wheel, behaviour)}
                 files.append(item)

@@ -35,6 +35,8 @@ class StepConfig:
     use_uv: bool = True
     index: dict[str, Any] | None = None  # the sources (--index-url, --wheelhouse) as PipIndexConfig fields
     suite_tests: tuple[str, ...] = ()  # node ids of jaxrel's compat suite, run instead of the frontend's own
+    tests_root: str = ""  # a directory of a library's tests, run instead of the frontend's own (downstream)
+    pytest_options: tuple[str, ...] = ()  # more pytest options for those (--import-mode=importlib)
 
     @property
     def pip_index(self) -> PipIndexConfig | None:
@@ -60,6 +62,7 @@ class StepConfig:
         data = localfiles.load_json(path, what="the bisect step's configuration")
         data["tests"] = tuple(data["tests"])
         data["suite_tests"] = tuple(data.get("suite_tests", ()))
+        data["pytest_options"] = tuple(data.get("pytest_options", ()))
         data["test_env"] = tuple(tuple(pair) for pair in data["test_env"])
         return cls(**data)
 

@@ -81,6 +81,9 @@ class Request:
     wheelhouses: tuple[str, ...] = ()
     use_uv: bool | None = None
     refresh: bool = False  # re-read the index's listings
+    tests_root: Path | None = None  # a library's staged tests, run at each revision instead of the frontend's own
+    requirements: tuple[str, ...] = ()  # what the environment needs for them (the library, its test requirements)
+    pytest_options: tuple[str, ...] = ()  # more pytest options for those tests
 
 
 @dataclass
@@ -240,6 +243,10 @@ def _inputs(request: Request, family: Family) -> _Inputs:
             raise BadInput(f"--compat-tests {missing[0][:120]}: not a test of jaxrel's compat suite (e.g. "
                            "test_api.py::test_api[jax.jit]; `jaxrel compat` names them in its report)")
         return _Inputs(source, bad, goods, python, version, plugin_set, ())
+    if request.tests_root is not None:  # a downstream library's tests: paths relative to their staged directory
+        if not request.tests or not all((request.tests_root / t.split("::", 1)[0]).exists() for t in request.tests):
+            raise BadInput(f"the library's tests {' '.join(request.tests)} are not all in {request.tests_root}")
+        return _Inputs(source, bad, goods, python, version, plugin_set, tuple(request.tests))
     tests = request.tests or family.frontend.tests
     if not tests:
         raise BadInput("which tests? pass --frontend-tests PATH|NODEID (the family declares no default selection)")
@@ -289,7 +296,9 @@ def run(request: Request, family: Family, progress: Progress) -> Result:
                         str(workdir / "envs" / "cell"), interpreter.executable, "", "",
                         found.tests, request.keyword, request.test_env, request.reruns, use_uv)
     index = Index.from_pip(request.index_url, list(request.wheelhouses), refresh=request.refresh, progress=progress)
-    config = replace(config, index=asdict(index.pip_config()), suite_tests=tuple(request.suite_tests))
+    config = replace(config, index=asdict(index.pip_config()), suite_tests=tuple(request.suite_tests),
+                     tests_root=str(request.tests_root.resolve()) if request.tests_root is not None else "",
+                     pytest_options=request.pytest_options)
 
     # the bad revision decides the cell; the newest good one the environment
     progress(f"bisect: building --bad {request.bad} ({bad[:12]}) with Python {python} …")
@@ -314,7 +323,7 @@ def run(request: Request, family: Family, progress: Progress) -> Result:
     progress(f"bisect: building the environment of {cell.id} once (requirements of {newest_good.short}, "
              f"resolved as of {result.deps_as_of}) …")
     env_start = time.perf_counter()
-    requirements = _test_requirements(family, repo, source, newest_good.hash, workdir)
+    requirements = _test_requirements(request, family, repo, source, newest_good.hash, workdir)
     settings = EnvSettings(workdir=workdir, index=index, use_uv=use_uv, exclude_newer=as_of,
                            bytecode=workdir / "pycache", test_requirements=requirements)
     try:
@@ -348,15 +357,16 @@ def _charge_prebuild(record: StepRecord, built: step.Built | None) -> None:
     record.seconds["build+install"] = round(record.seconds.get("build+install", 0.0) + built.build_seconds, 2)
 
 
-def _test_requirements(family: Family, repo: Repo, source: Source, rev: str, workdir: Path) -> Path | None:
+def _test_requirements(request: Request, family: Family, repo: Repo, source: Source, rev: str, workdir: Path
+                       ) -> Path | None:
+    """The requirements file of the tests: a library's (downstream), else the family's declared one at ``rev``."""
     declared = family.frontend.test_requirements
-    if declared is None:
-        return None
-    done = repo.run("show", f"{rev}:{source.path(declared)}", check=False)
-    if done.returncode != 0:
+    done = repo.run("show", f"{rev}:{source.path(declared)}", check=False) if declared else None
+    if request.tests_root is None and (done is None or done.returncode != 0):
         return None
     path = workdir / "test-requirements.txt"
-    path.write_text(done.stdout, encoding="utf-8")
+    path.write_text("".join(f"{line}\n" for line in request.requirements) if request.tests_root is not None
+                    else done.stdout if done is not None else "", encoding="utf-8")
     return path
 
 

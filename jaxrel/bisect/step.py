@@ -192,7 +192,8 @@ def run_tests(config: StepConfig, family: Family, env: envs.Env, root: Path, wor
         if not present:
             record.verdict, record.reason = SKIP, f"the selection is not in this revision ({', '.join(config.tests)})"
             return
-        suite = Suite("own tests", "own", root, tuple(present), ("-k", config.keyword) if config.keyword else (),
+        suite = Suite("own tests", "own", root, tuple(present),
+                      (*config.pytest_options, *(("-k", config.keyword) if config.keyword else ())),
                       env=config.test_env)
     run = suites.run_suite(env, suite, work / "run", package=family.frontend.package)
     if not run.recorded or run.bad() or not run.frontend_files:
@@ -267,7 +268,9 @@ def _run_step(config: StepConfig, family: Family, repo: Repo, commit: Commit, ro
         shutil.rmtree(work)
     work.mkdir(parents=True)
     env = envs.existing(Path(config.env_root))
-    built = build(config, family, repo, commit.hash, work)
+    built = build(config, family, repo, commit.hash, work, with_tests=not config.tests_root)
+    if config.tests_root:  # a library's tests, the same at every revision
+        built.tests_root = Path(config.tests_root)
     record.cached = built.cached
     record.seconds = {"export": round(built.export_seconds, 2), "build+install": round(built.build_seconds, 2),
                       "tests": 0.0}

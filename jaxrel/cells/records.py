@@ -6,7 +6,9 @@ not depend on pytest, only the cells do.
 
 from __future__ import annotations
 
-__all__ = ["ONLY", "PACKAGE", "RECORD", "SEVERITY", "SHARD", "first_error", "parse_shard"]
+import re
+
+__all__ = ["ONLY", "PACKAGE", "RECORD", "SEVERITY", "SHARD", "first_error", "parse_shard", "signature"]
 
 RECORD = "JAXREL_CELL_RECORD"
 PACKAGE = "JAXREL_CELL_PACKAGE"
@@ -31,3 +33,12 @@ def first_error(text: str) -> str:
     raised = [line[1:].strip() for line in lines if line.startswith("E ")]
     found = raised[0] if raised else (lines[-1] if lines else "")
     return found[:500]
+
+
+def signature(message: str) -> str:
+    """A failure's signature: its first line with hex, long ids, paths and numbers folded, so the same error groups
+    across runs, cells and libraries (``AttributeError: module 'jax.core' has no attribute 'pp_eqn_rules'``)."""
+    line = message.strip().splitlines()[0] if message.strip() else ""
+    line = re.sub(r"0x[0-9a-fA-F]+|\b[0-9a-f]{8,}\b", "#", line)
+    line = re.sub(r"(/[\w.-]+)+", "/…", line)
+    return re.sub(r"\d+", "N", line)[:200]

@@ -21,13 +21,13 @@ from jaxrel import __version__
 from jaxrel._util import procs, workdirs
 from jaxrel._util.shape import printable
 from jaxrel._util.text import redact
-from jaxrel.cli import atlas, bisect, build, compat, doctor, gates, history, matrix, release, verdict, xla
+from jaxrel.cli import atlas, bisect, build, compat, doctor, downstream, gates, history, matrix, release, verdict, xla
 from jaxrel.cli._common import UsageError
 from jaxrel.errors import ExitCode, JaxrelError
 
 __all__ = ["UsageError", "build_parser", "main"]
 
-VERBS = (verdict, doctor, matrix, compat, bisect, atlas, gates, build, release, xla, history)
+VERBS = (verdict, doctor, matrix, compat, bisect, downstream, atlas, gates, build, release, xla, history)
 
 
 def build_parser() -> argparse.ArgumentParser:

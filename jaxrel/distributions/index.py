@@ -13,6 +13,7 @@ index's hash: a mismatch is an error naming the file, never a silent retry.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import re
@@ -195,8 +196,11 @@ class Index:
     def _merge(merged: dict[str, IndexFile], files: list[IndexFile], wheelhouse: bool = False) -> None:
         for file in files:
             known = merged.get(file.filename)
-            if known is None or (file.url.startswith("file://") and known.sha256 == file.sha256):
-                merged[file.filename] = file  # a matching local copy is preferred to a download
+            if known is None:
+                merged[file.filename] = file
+            elif file.url.startswith("file://") and known.sha256 == file.sha256:
+                # a matching local copy is preferred to a download; when the index said when it was uploaded, that stays
+                merged[file.filename] = dataclasses.replace(file, upload_time=file.upload_time or known.upload_time)
             elif known.sha256 and file.sha256 and known.sha256 != file.sha256:
                 if wheelhouse:
                     raise IndexClientError(

@@ -36,6 +36,7 @@ class CoreMetadata:
     requires_dist: tuple[str, ...] = ()
     requires_python: str | None = None
     provides_extra: tuple[str, ...] = ()
+    project_urls: tuple[tuple[str, str], ...] = ()  # (label, URL) as written: where its source lives
 
     def requirements(self) -> tuple[list[Requirement], list[str]]:
         """``Requires-Dist`` parsed: the requirements, and the texts that do not parse."""
@@ -70,6 +71,7 @@ def parse_core_metadata(raw: bytes | str, where: str, error: type[JaxrelError]) 
         name=str(name), version=str(version), requires_dist=tuple(fields.get("requires_dist") or ()),
         requires_python=fields.get("requires_python") or None,
         provides_extra=tuple(str(canonicalize_name(e)) for e in fields.get("provides_extra") or ()),
+        project_urls=tuple((str(k), str(v)) for k, v in (fields.get("project_urls") or {}).items()),
     )
 
 

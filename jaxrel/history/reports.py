@@ -21,6 +21,7 @@ from typing import Any
 from packaging.utils import canonicalize_name
 
 from jaxrel._util import localfiles
+from jaxrel.cells.records import signature
 from jaxrel.distributions.filenames import name_and_version, wheel_tags
 from jaxrel.errors import JaxrelError
 from jaxrel.history.store import CELL_TEST, OWN_TESTS, HistoryError
@@ -136,10 +137,10 @@ def _atlas(data: dict[str, Any], path: Path, sha256: str) -> ReportRecord:
                   f"a state ({', '.join(ATLAS_STATES)})")
             detail = str(seen.get("detail", ""))
             outcomes.append(TestRecord(api[:500], ATLAS_STATES[seen["state"]], None,
-                                       _signature(detail) if seen["state"] == "fails" else "", "compat"))
+                                       signature(detail) if seen["state"] == "fails" else "", "compat"))
         failed = any(t.outcome == "failed" for t in outcomes)
         cell = "infra" if isinstance(problem, str) and problem else "failed" if failed else "passed"
-        record.tests = [TestRecord(CELL_TEST, cell, None, _signature(problem) if isinstance(problem, str) else ""),
+        record.tests = [TestRecord(CELL_TEST, cell, None, signature(problem) if isinstance(problem, str) else ""),
                         *outcomes]
         cells.append(record)
     return ReportRecord(sha256, Artifact("jax", ""), cells, "atlas")
@@ -181,14 +182,14 @@ def _device(data: dict[str, Any], path: Path, sha256: str) -> ReportRecord:
     ok = data.get("ok")
     _need(isinstance(ok, bool), path, "ok", "true or false")
     tests = [TestRecord(CELL_TEST, "infra" if data.get("no_gpu") else "passed" if ok else "failed", None,
-                        _signature(str(probe.get("error", ""))) if data.get("no_gpu") else "")]
+                        signature(str(probe.get("error", ""))) if data.get("no_gpu") else "")]
     for step in DEVICE_STEPS:
         found = data.get(step)
         if isinstance(found, dict) and isinstance(found.get("ok"), bool):
             seconds = found.get("seconds")
             tests.append(TestRecord(f"device: {step.replace('_', ' ')}", "passed" if found["ok"] else "failed",
                                     float(seconds) if isinstance(seconds, (int, float)) else None,
-                                    "" if found["ok"] else _signature(str(found.get("tail", ""))[-300:]), "compat"))
+                                    "" if found["ok"] else signature(str(found.get("tail", ""))[-300:]), "compat"))
     if isinstance(data.get("kernels_ok"), bool):
         tests.append(TestRecord("device: kernels against NumPy", "passed" if data["kernels_ok"] else "failed",
                                 suite="compat"))
@@ -238,7 +239,7 @@ def _other_cuda_wheels(others: object, path: Path) -> list[TestRecord]:
         _need(isinstance(other, dict) and isinstance(other.get("ok"), bool), path, where, "an object with ok")
         wheel = _text(other.get("wheel"), path, f"{where}.wheel")
         probe = other.get("probe") if isinstance(other.get("probe"), dict) else {}
-        why = "" if other["ok"] else _signature(str(other.get("guard") or probe.get("error", ""))[-300:])
+        why = "" if other["ok"] else signature(str(other.get("guard") or probe.get("error", ""))[-300:])
         tests.append(TestRecord(f"device: {wheel[:60]} (another CUDA major)", "passed" if other["ok"] else "failed",
                                 None, why, "compat"))
     return tests
@@ -329,7 +330,7 @@ def _tests(item: dict[str, Any], where: str, path: Path) -> list[TestRecord]:
     refused = item.get("observed") == "refused"  # the guard refused the set (as the rules expect, when ok)
     outcome = "refused" if refused and ok else "passed" if ok else ("infra" if infra else "failed")
     tests = [TestRecord(CELL_TEST, outcome, duration,
-                        _signature(str(problems[0])) if problems else "")]
+                        signature(str(problems[0])) if problems else "")]
     verdicts = {str(f.get("test")): f for f in failures if isinstance(f.get("test"), str)}
     outcomes = item.get("outcomes", {})
     _need(isinstance(outcomes, dict), path, f"{where}.outcomes", "test id → outcome")
@@ -357,12 +358,6 @@ def _test(test: str, outcome: str, failure: dict[str, Any] | None, suite: str) -
     if failure is not None and failure.get("verdict") == "flaky":
         outcome = "flaky"
     message = str(failure.get("message", "")) if failure else ""
-    return TestRecord(test[:500], outcome, None, _signature(message), suite)
+    return TestRecord(test[:500], outcome, None, signature(message), suite)
 
 
-def _signature(message: str) -> str:
-    """A failure's signature: its first line with numbers, hex and paths folded, so the same error groups."""
-    line = message.strip().splitlines()[0] if message.strip() else ""
-    line = re.sub(r"0x[0-9a-fA-F]+|\b[0-9a-f]{8,}\b", "#", line)
-    line = re.sub(r"(/[\w.-]+)+", "/…", line)
-    return re.sub(r"\d+", "N", line)[:200]

@@ -2,7 +2,7 @@
 
 core (errors, policy, guard, gating, family, releasedata, _util) < distributions (index, wheels,
 installed environments, interpreters, Bazel) < cells (what every run over (Python, backend, plugins)
-cells shares) < features (compat, atlas, bisect, gates, release, extension, doctor) < cli.
+cells shares) < features (compat, atlas, bisect, downstream, gates, release, extension, doctor) < cli.
 A feature never imports another feature; cells import no feature; distributions import neither.
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import jaxrel
 
 PACKAGE = Path(jaxrel.__file__).parent
-FEATURES = ("compat", "atlas", "bisect", "gates", "release", "extension", "doctor")
+FEATURES = ("compat", "atlas", "bisect", "downstream", "gates", "release", "extension", "doctor")
 # _entry (the console script) sits with the cli: it imports the command line under its start-up handler
 LAYER_OF = {"distributions": 1, "cells": 2, **{name: 3 for name in FEATURES}, "history": 4, "cli": 5, "_entry": 5}
 FEATURE_LAYER = 3

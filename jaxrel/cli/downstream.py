@@ -1,0 +1,164 @@
+"""``jaxrel downstream``: libraries built on the family, tested against every frontend and backend they admit (their
+true minimum), and a Crater of a frontend built from source over many libraries, regressions bisected."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from jaxrel.bisect import search as bisect_search
+from jaxrel.bisect.git import git
+from jaxrel.cli._common import UsageError, add_common, add_env_option, env_pairs, index_options, say
+from jaxrel.downstream import report, run
+from jaxrel.downstream.cellrun import Settings
+from jaxrel.downstream.crater import LibraryVerdict
+from jaxrel.downstream.library import Library, parse_library_spec
+from jaxrel.downstream.testsource import StagedTests
+from jaxrel.errors import EnvironmentFailure, ExitCode, JaxrelError
+from jaxrel.family import Family, resolve_family
+
+HELP = "Libraries built on the family: their true minimum frontend, and a Crater of a frontend built from source."
+
+
+def _library_options(sub: argparse.ArgumentParser) -> None:
+    sub.add_argument("--libraries", metavar="A,B==V|@FILE",
+                     help="several libraries (comma-separated NAME[==VERSION], or a file of them, one a line)")
+    sub.add_argument("--library-src", metavar="PATH", help="a checkout of the library (its pyproject read) instead")
+    sub.add_argument("--library-repo", metavar="URL|PATH",
+                     help="where its tests are when its sdist has none (default: the Project-URL of its METADATA); "
+                          "looked up at the tags vX, X, NAME-vX")
+    sub.add_argument("--tests", action="extend", nargs="+", default=[], metavar="PATH|NODEID",
+                     help="the library's tests to run, relative to its top (default: tests/ or its test modules)")
+    sub.add_argument("-k", metavar="EXPR", help="narrow the tests (pytest -k)")
+    sub.add_argument("--test-requirements", metavar="FILE",
+                     help="requirements for the tests (default: the library's test extra)")
+    sub.add_argument("--smoke", metavar="CODE", help="run this Python code instead of tests (a library without any)")
+    sub.add_argument("--python", default="3.12", metavar="3.N", help="the cells' Python (default 3.12)")
+    sub.add_argument("--budget", type=float, default=900.0, metavar="SECONDS",
+                     help="each test run's time budget; past it the run is killed (infra: timeout) (default 900)")
+    sub.add_argument("--reruns", type=int, default=1, metavar="N", help="rerun failing tests N times (default 1)")
+    sub.add_argument("--network", action="store_true",
+                     help="let the tests use the network (default: none, where the machine allows it)")
+    add_env_option(sub)
+    index_options(sub)
+
+
+def add(verbs: Any) -> None:
+    parser = verbs.add_parser("downstream", help=HELP, description=HELP)
+    jobs = parser.add_subparsers(dest="job", required=True)
+    sub = add_common(jobs.add_parser("minimum", help="a library release's true minimum frontend",
+                                     description="Test a library release against the frontend releases it admits "
+                                                 "(a search), each with its oldest and newest admitted backend, in "
+                                                 "environments of their era; print declared vs true minimum."))
+    sub.add_argument("library", nargs="?", metavar="NAME[==VERSION]",
+                     help="a released library (its newest release when no version)")
+    _library_options(sub)
+    sub.add_argument("--sweep", action="store_true", help="test every admitted release instead of searching")
+    sub.add_argument("--frontend-src", metavar="PATH", help="also test the frontend built from this checkout (HEAD)")
+    sub.add_argument("--ref", metavar="REV", help="with --frontend-src: this revision (default: the working tree)")
+    sub.add_argument("--workdir", default="build/downstream", metavar="DIR",
+                     help="environments, staged tests and the reports minimum.{json,txt,md}")
+    sub.set_defaults(run=run_minimum)
+    sub = add_common(jobs.add_parser("crater", help="libraries against a frontend built from source and the newest "
+                                                    "release; regressions grouped and bisected",
+                                     description="Each library's newest release tested against the newest frontend "
+                                                 "release and the frontend built from --frontend-src at --ref, in one "
+                                                 "environment; outcomes regressed, fixed, spurious, broken, test-pass, "
+                                                 "test-fail; regressions grouped by error and bisected."))
+    _library_options(sub)
+    sub.add_argument("--frontend-src", required=True, metavar="PATH", help="the frontend's git checkout")
+    sub.add_argument("--ref", metavar="REV", help="the revision to test (default: the working tree)")
+    sub.add_argument("--good", metavar="REV",
+                     help="where bisection starts (default: the baseline release's tag, NAME-vX, vX or X)")
+    sub.add_argument("--no-bisect", action="store_true", help="do not bisect regressed libraries")
+    sub.add_argument("--workdir", default="build/crater", metavar="DIR",
+                     help="environments, staged tests, bisections and the reports crater.{json,txt,md}")
+    sub.set_defaults(run=run_crater)
+
+
+def _request(args: argparse.Namespace, libraries: tuple[str, ...]) -> run.Request:
+    if args.budget <= 0 or args.reruns < 0:
+        raise UsageError("--budget must be positive and --reruns at least 0")
+    return run.Request(
+        libraries, Path(args.workdir), args.python, Path(args.library_src).absolute() if args.library_src else None,
+        args.library_repo, tuple(args.tests), args.k, Path(args.test_requirements) if args.test_requirements else None,
+        args.smoke, getattr(args, "sweep", False), args.budget, args.reruns,
+        Path(args.frontend_src).absolute() if args.frontend_src else None, args.ref, not args.network,
+        env_pairs(args.env), args.index_url, tuple(args.wheelhouse), args.refresh)
+
+
+def _libraries(args: argparse.Namespace, named: str | None) -> tuple[str, ...]:
+    given = [x for x in (named, args.libraries, args.library_src) if x]
+    if len(given) > 1:
+        raise UsageError("name one library, or --libraries, or --library-src: not several")
+    if named:
+        parse_library_spec(named)
+        return (named,)
+    if args.libraries:
+        return run.read_libraries(args.libraries)
+    return ()
+
+
+def run_minimum(args: argparse.Namespace) -> int:
+    libraries = _libraries(args, args.library)
+    if not libraries and not args.library_src:
+        raise UsageError("which library? give NAME[==VERSION], --libraries A,B or --library-src PATH")
+    family = resolve_family(args.family)
+    request = _request(args, libraries)
+    results = run.minimum(request, family, say)
+    data: dict[str, Any] = {"results": [r.to_json() for r in results]} if len(results) > 1 else results[0].to_json()
+    text = "\n\n".join(report.minimum_text(r) for r in results)
+    report.write(request.workdir, "minimum", data, text, report.minimum_markdown(results))
+    print(json.dumps(data, indent=2) if args.json else text)
+    return ExitCode.OK
+
+
+def _good(args: argparse.Namespace, family: Family, baseline: str) -> str:
+    if args.good:
+        return str(args.good)
+    for tag in (f"{family.frontend.distribution}-v{baseline}", f"v{baseline}", baseline):
+        done = git("rev-parse", "--verify", "--quiet", f"refs/tags/{tag}^{{commit}}", cwd=Path(args.frontend_src),
+                   check=False)
+        if done.returncode == 0:
+            return tag
+    raise UsageError(f"no tag of {family.frontend.distribution} {baseline} in {args.frontend_src} (tried "
+                     f"{family.frontend.distribution}-v{baseline}, v{baseline}, {baseline}); fetch the tags or give "
+                     "--good REV")
+
+
+def run_crater(args: argparse.Namespace) -> int:
+    libraries = _libraries(args, None) or (() if args.library_src else run.DEFAULT_LIBRARIES)
+    family = resolve_family(args.family)
+    request = _request(args, libraries)
+
+    def bisect(verdict: LibraryVerdict, library: Library, tests: StagedTests, settings: Settings) -> None:
+        baseline = verdict.baseline
+        if baseline is None:
+            return
+        good = _good(args, family, baseline.jax)
+        say(f"crater: bisecting {library.label}'s regression between {good} and {args.ref or 'the working tree'} …")
+        extra = list(settings.test_requirements) or library.test_requirements(settings.python_version, family)
+        bisect_request = bisect_search.Request(
+            Path(args.frontend_src), (good,), args.ref or "HEAD", request.workdir / "bisect" / library.name,
+            backend=baseline.jaxlib, python=request.python, tests=tuple(verdict.failing[:5]),
+            test_env=request.test_env, reruns=request.reruns, deps_as_of="now", family=args.family,
+            index_url=request.index_url, wheelhouses=request.wheelhouses, tests_root=tests.root,
+            requirements=(library.install_requirement(), *extra),
+            pytest_options=(f"--import-mode={tests.import_mode}",))
+        try:
+            found = bisect_search.run(bisect_request, family, say)
+        except (JaxrelError, EnvironmentFailure) as error:
+            verdict.culprit = {"error": str(error)[:400]}
+            return
+        first = found.first_bad
+        verdict.culprit = ({"commit": first.hash, "subject": first.subject, "steps": found.bisect_steps}
+                           if first is not None else {"status": found.status, "candidates":
+                                                      [c.hash for c in found.candidates]})
+
+    result = run.crater(request, family, say, None if args.no_bisect else bisect)
+    data = result.to_json()
+    report.write(request.workdir, "crater", data, report.crater_text(result), report.crater_markdown(result))
+    print(json.dumps(data, indent=2) if args.json else report.crater_text(result))
+    return ExitCode.REFUSED if any(v.outcome == "regressed" for v in result.libraries) else ExitCode.OK

@@ -1,0 +1,240 @@
+"""One downstream cell: a library release beside one frontend and one backend, in an era environment, its tests run
+sandboxed, and the outcome: ``passed``, ``failed``, ``not-installable`` or ``infra``.
+
+The environment holds the library, its test requirements, pytest, the frontend and the backend pinned, resolved by
+uv as of the cell's era (``as_of``: the latest upload among the library and the pinned family releases), and
+jaxrel's wheel (without dependencies: its pytest plugin records each test's outcome). A resolver that finds no
+solution makes the cell ``not-installable``; any other failure to build it, a run past the budget or a run that
+recorded nothing is ``infra``. Failing tests are rerun; one that then passes is ``flaky`` and does not fail the cell.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jaxrel._util.text import tail
+from jaxrel.cells import records
+from jaxrel.cells.records import signature
+from jaxrel.cells.suites import Suite, pytest_arguments, read_record
+from jaxrel.distributions import envs
+from jaxrel.distributions.pipconfig import PipIndexConfig
+from jaxrel.downstream import sandbox
+from jaxrel.downstream.library import Library
+from jaxrel.downstream.testsource import StagedTests
+from jaxrel.family.model import Family
+
+__all__ = ["OUTCOMES", "CellResult", "CellSpec", "Settings", "prepare", "run_cell", "test", "unsatisfiable"]
+
+OUTCOMES = ("passed", "failed", "not-installable", "infra")
+UNSATISFIABLE = ("no solution found", "resolutionimpossible", "unsatisfiable", "no matching distribution",
+                 "cannot be used", "requirements are unsatisfiable", "has no wheels with a matching")
+NOTHING_COLLECTED = (4, 5)  # pytest's exit statuses for a selection that names nothing (4) or collects nothing (5)
+
+
+def unsatisfiable(message: str) -> bool:
+    """Whether an environment's failure is the resolver finding no solution (not the network, not a crash)."""
+    lowered = message.lower()
+    return any(text in lowered for text in UNSATISFIABLE)
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What every cell of a run shares."""
+
+    family: Family
+    workdir: Path
+    python: str  # the interpreter's path
+    python_version: str  # "3.12"
+    jaxrel_wheel: Path
+    index: PipIndexConfig | None = None
+    budget: float = 900.0  # seconds of tests per cell run
+    reruns: int = 1
+    use_uv: bool = True
+    offline: bool = True  # run the tests without network where the machine allows it
+    keyword: str | None = None
+    test_env: tuple[tuple[str, str], ...] = ()
+    test_requirements: tuple[str, ...] = ()  # --test-requirements (lines), else the library's test extra
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    """Which frontend and backend, as of when."""
+
+    frontend: str  # a release's version, or a label ("HEAD abc123") with ``frontend_wheel``
+    backend: str
+    as_of: str | None = None  # RFC 3339: resolve the rest as of then (None: now)
+    frontend_wheel: Path | None = None
+
+    @property
+    def key(self) -> str:
+        return f"{self.frontend.split()[0].lower()}-{self.backend}"
+
+
+@dataclass
+class CellResult:
+    """What one cell showed."""
+
+    jax: str
+    jaxlib: str
+    outcome: str  # one of OUTCOMES
+    reason: str = ""
+    failing: list[str] = field(default_factory=list)
+    errors: dict[str, str] = field(default_factory=dict)  # each failing test's first error line
+    first_error: str = ""
+    signature: str = ""
+    flaky: list[str] = field(default_factory=list)
+    passed: int = 0
+    role: str = ""  # search | confirm | edge | sweep | baseline | candidate
+    as_of: str | None = None
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _requirements(library: Library, tests: StagedTests, spec: CellSpec, settings: Settings) -> list[str]:
+    family = settings.family
+    extra = (list(settings.test_requirements) or library.test_requirements(settings.python_version, family)
+             or list(tests.requirements))
+    frontend = str(spec.frontend_wheel) if spec.frontend_wheel is not None else \
+        f"{family.frontend.distribution}=={spec.frontend}"
+    return [library.install_requirement(), *extra, "pytest", frontend, f"{family.backend.distribution}=={spec.backend}"]
+
+
+def _environment(library: Library, tests: StagedTests, spec: CellSpec, settings: Settings, result: CellResult
+                 ) -> envs.Env | None:
+    start = time.perf_counter()
+    root = settings.workdir / "envs" / f"{library.name}-{spec.key}"
+    try:
+        env = envs.create(root, python=settings.python, requirements=_requirements(library, tests, spec, settings),
+                          no_deps=[str(settings.jaxrel_wheel)], use_uv=settings.use_uv, exclude_newer=spec.as_of,
+                          index=settings.index)
+    except envs.EnvError as error:
+        shutil.rmtree(root, ignore_errors=True)
+        result.outcome = "not-installable" if unsatisfiable(str(error)) else "infra"
+        result.reason = str(error)[-600:]
+        return None
+    finally:
+        result.seconds["environment"] = round(time.perf_counter() - start, 2)
+    return env
+
+
+def _pytest(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, only: Sequence[str] | None
+            ) -> tuple[sandbox.Sandboxed, dict[str, Any]]:
+    record = work / "record"
+    if work.exists():
+        shutil.rmtree(work)
+    record.mkdir(parents=True)
+    variables = {**dict(settings.test_env), records.RECORD: str(record),
+                 records.PACKAGE: settings.family.frontend.package, "PYTHONSAFEPATH": "1",
+                 "VIRTUAL_ENV": str(env.root), "PATH": f"{env.bin}{os.pathsep}{os.environ.get('PATH', '')}"}
+    paths = list(tests.paths)
+    if only is not None:
+        (work / "only.txt").write_text("".join(f"{t}\n" for t in only), encoding="utf-8")
+        variables[records.ONLY] = str(work / "only.txt")
+        paths = sorted({t.split("::", 1)[0] for t in only})
+    options = (f"--import-mode={tests.import_mode}", *(("-k", settings.keyword) if settings.keyword else ()))
+    suite = Suite("library tests", "library", tests.root, tuple(paths), options)
+    command = [str(env.python), "-m", "pytest", *pytest_arguments(suite, paths)]
+    ran = sandbox.run(command, cwd=tests.root, home=work / "home", env=variables, budget=settings.budget,
+                      offline=settings.offline)
+    outcomes, files, recorded = read_record(record)
+    return ran, {"outcomes": outcomes, "files": files, "recorded": recorded}
+
+
+def _smoke(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, result: CellResult) -> None:
+    assert tests.smoke is not None
+    ran = sandbox.run([str(env.python), "-c", tests.smoke], cwd=tests.root, home=work / "home",
+                      env={"PATH": f"{env.bin}{os.pathsep}{os.environ.get('PATH', '')}", **dict(settings.test_env)},
+                      budget=settings.budget, offline=settings.offline)
+    if ran.timed_out:
+        result.outcome = "infra"
+        result.reason = f"timeout: the smoke command ran past the {settings.budget:.0f} s budget"
+    elif ran.returncode == 0:
+        result.outcome, result.passed = "passed", 1
+    else:
+        result.outcome, result.failing = "failed", ["smoke"]
+        result.first_error = tail(ran.output, 1).strip()
+        result.errors = {"smoke": result.first_error}
+        result.signature = signature(result.first_error)
+        result.reason = f"the smoke command failed (exit {ran.returncode}): {result.first_error}"
+
+
+def _tests(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, result: CellResult) -> None:
+    ran, seen = _pytest(env, tests, settings, work / "run", None)
+    outcomes = seen["outcomes"]
+    if ran.timed_out:
+        result.outcome, result.reason = "infra", f"timeout: the tests ran past the {settings.budget:.0f} s budget"
+        return
+    if not seen["recorded"] or not outcomes:
+        why = ("collected nothing" if ran.returncode in NOTHING_COLLECTED or seen["recorded"]
+               else f"pytest exited {ran.returncode} without results")
+        result.outcome, result.reason = "infra", f"{why}: {tail(ran.output, 2)}"
+        return
+    if foreign := [f for f in seen["files"] if not Path(f).resolve().is_relative_to(env.root.resolve())]:
+        result.outcome = "infra"
+        result.reason = f"the tests imported {settings.family.frontend.package} from {foreign[0]}, not the cell's"
+        return
+    bad = {test: o for test, o in outcomes.items() if o.bad}
+    result.passed = sum(1 for o in outcomes.values() if o.outcome == "passed")
+    still, messages = sorted(bad), {test: o.message for test, o in bad.items()}
+    for attempt in range(settings.reruns if bad else 0):
+        again, again_seen = _pytest(env, tests, settings, work / f"rerun{attempt + 1}", still)
+        if again.timed_out or not again_seen["recorded"]:
+            break
+        flipped = [t for t in still if t in again_seen["outcomes"] and not again_seen["outcomes"][t].bad
+                   and again_seen["outcomes"][t].outcome == "passed"]
+        result.flaky += flipped
+        still = [t for t in still if t not in flipped]
+        if not still:
+            break
+    if not still:
+        if result.passed == 0 and not result.flaky:
+            result.outcome, result.reason = "infra", "every selected test was skipped: nothing was tested"
+        else:
+            result.outcome = "passed"
+            result.reason = f"{result.passed} passed" + (f", flaky: {', '.join(result.flaky)}" if result.flaky else "")
+        return
+    result.outcome, result.failing = "failed", still
+    result.errors = {t: messages.get(t, "").removeprefix("collection: ") for t in still}
+    result.first_error = result.errors[still[0]]
+    result.signature = signature(result.first_error)
+    result.reason = (f"{len(still)} failing: {still[0]}" + (f" and {len(still) - 1} more" if len(still) > 1 else "")
+                     + (f" ({result.first_error})" if result.first_error else ""))
+
+
+def prepare(library: Library, tests: StagedTests, spec: CellSpec, settings: Settings, role: str = ""
+            ) -> tuple[envs.Env | None, CellResult]:
+    """The cell's environment (``None`` when it cannot be built: the result says why)."""
+    result = CellResult(spec.frontend, spec.backend, "infra", role=role, as_of=spec.as_of)
+    return _environment(library, tests, spec, settings, result), result
+
+
+def test(env: envs.Env, library: Library, tests: StagedTests, settings: Settings, result: CellResult) -> CellResult:
+    """Run the library's tests (or its smoke command) in ``env``; ``result`` filled in."""
+    work = settings.workdir / "runs" / f"{library.name}-{result.jax.split()[0].lower()}-{result.jaxlib}"
+    start = time.perf_counter()
+    try:
+        (_smoke if tests.smoke is not None else _tests)(env, tests, settings, work, result)
+    finally:
+        result.seconds["tests"] = round(time.perf_counter() - start, 2)
+        shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+def run_cell(library: Library, tests: StagedTests, spec: CellSpec, settings: Settings, role: str = "") -> CellResult:
+    """Build the cell's environment and run the library's tests (or smoke command) in it; the environment is removed
+    after (a cell is one answer, not a place to keep)."""
+    env, result = prepare(library, tests, spec, settings, role)
+    if env is None:
+        return result
+    try:
+        return test(env, library, tests, settings, result)
+    finally:
+        shutil.rmtree(env.root, ignore_errors=True)

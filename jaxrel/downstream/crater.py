@@ -1,0 +1,182 @@
+"""A Crater for the frontend: each library's tests against the newest frontend release (the baseline) and a frontend
+built from source (the candidate), in one environment per library (prepared once, the frontend swapped), the results
+classified and the failures grouped by root cause.
+
+Outcomes, per library (Rust's Crater's, for a frontend):
+
+- ``regressed``: tests that pass on the baseline fail on the candidate (after a rerun);
+- ``fixed``: tests that failed on the baseline pass on the candidate, and nothing new fails;
+- ``spurious``: a failure that passed on its rerun (flaky), or an infra failure (a run past the budget, a crash);
+- ``broken``: the library cannot be installed, or cannot even be imported, on both;
+- ``test-pass``: passes on both;
+- ``test-fail``: the same tests fail on both.
+
+Regressed libraries are grouped by the signature of their first new failure: one removal that breaks five
+libraries is one group, with its five.
+"""
+
+from __future__ import annotations
+
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from jaxrel._util import procs
+from jaxrel._util.text import tail
+from jaxrel.cells.records import signature
+from jaxrel.distributions import envs
+from jaxrel.downstream.cellrun import CellResult, CellSpec, Settings, prepare, test
+from jaxrel.downstream.library import Library
+from jaxrel.downstream.testsource import StagedTests
+
+__all__ = ["OUTCOMES", "CraterResult", "LibraryVerdict", "classify", "group", "run_library"]
+
+OUTCOMES = ("regressed", "fixed", "spurious", "broken", "test-pass", "test-fail")
+
+
+@dataclass
+class LibraryVerdict:
+    """One library's two runs and what they mean."""
+
+    name: str
+    version: str
+    outcome: str  # one of OUTCOMES
+    reason: str
+    route: str = ""
+    baseline: CellResult | None = None
+    candidate: CellResult | None = None
+    failing: list[str] = field(default_factory=list)  # the new failures (regressed) or the shared ones
+    signature: str = ""
+    group: str | None = None  # "G1", … for regressions grouped by signature
+    culprit: dict[str, Any] | None = None  # the frontend commit bisect named
+
+    def to_json(self) -> dict[str, Any]:
+        return {"name": self.name, "version": self.version, "outcome": self.outcome, "reason": self.reason,
+                "route": self.route, "group": self.group, "failing": self.failing, "signature": self.signature,
+                "culprit": self.culprit,
+                "baseline": self.baseline.to_json() if self.baseline else None,
+                "candidate": self.candidate.to_json() if self.candidate else None}
+
+
+@dataclass
+class CraterResult:
+    """The run: which frontends, each library's verdict, the groups."""
+
+    frontend: str  # "jax at REV (commit)"
+    frontend_commit: str
+    baseline: str  # the newest release's version
+    python: str
+    libraries: list[LibraryVerdict] = field(default_factory=list)
+    seconds: float = 0.0
+
+    def groups(self) -> dict[str, tuple[str, list[str]]]:
+        """Group id → (signature, library names)."""
+        found: dict[str, tuple[str, list[str]]] = {}
+        for verdict in self.libraries:
+            if verdict.group:
+                found.setdefault(verdict.group, (verdict.signature, []))[1].append(verdict.name)
+        return found
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": "downstream-crater", "frontend": self.frontend, "frontend_commit": self.frontend_commit,
+                "baseline": self.baseline, "python": self.python,
+                "libraries": [v.to_json() for v in self.libraries],
+                "groups": [{"group": g, "signature": s, "libraries": names}
+                           for g, (s, names) in sorted(self.groups().items())],
+                "counts": {o: sum(1 for v in self.libraries if v.outcome == o) for o in OUTCOMES},
+                "seconds": round(self.seconds, 1)}
+
+
+def _import_broken(cell: CellResult) -> bool:
+    return bool(cell.failing) and all(cell.errors.get(t, "").startswith(("ImportError", "ModuleNotFoundError"))
+                                      or t.endswith(".py") for t in cell.failing)
+
+
+def classify(base: CellResult, cand: CellResult) -> tuple[str, str, list[str], str]:
+    """(outcome, reason, failing tests, signature) for one library's baseline and candidate runs."""
+    if "not-installable" in (base.outcome, cand.outcome):
+        which = base if base.outcome == "not-installable" else cand
+        return "broken", f"cannot be installed: {which.reason.splitlines()[-1][:300] if which.reason else ''}", [], ""
+    if "infra" in (base.outcome, cand.outcome):
+        which = base if base.outcome == "infra" else cand
+        kind = "timeout" if which.reason.startswith("timeout") else "infra"
+        return "spurious", f"{kind}: {which.reason[:300]}", [], ""
+    before, after = set(base.failing), set(cand.failing)
+    new = sorted(after - before)
+    if new:
+        return "regressed", f"{len(new)} new failing: {new[0]} ({cand.errors.get(new[0], '')[:200]})", new, \
+            _signature_of(cand, new[0])
+    if cand.flaky or base.flaky:
+        flaky = cand.flaky or base.flaky
+        return "spurious", f"flaky: {', '.join(flaky)} failed, then passed on a rerun", [], ""
+    if before - after and not after:
+        gone = sorted(before - after)
+        return "fixed", f"{len(gone)} fixed: {gone[0]}", gone, ""
+    if after:
+        shared = sorted(after)
+        if _import_broken(base) and _import_broken(cand):
+            return "broken", f"cannot be imported on either: {cand.errors.get(shared[0], '')[:200]}", shared, \
+                _signature_of(cand, shared[0])
+        return "test-fail", f"{len(shared)} failing on both: {shared[0]}", shared, _signature_of(cand, shared[0])
+    return "test-pass", f"{cand.passed} passed on both", [], ""
+
+
+def _signature_of(cell: CellResult, test_id: str) -> str:
+    return signature(cell.errors.get(test_id, ""))
+
+
+def group(verdicts: list[LibraryVerdict]) -> None:
+    """Give regressed libraries sharing a signature one group id (``G1`` the largest group, ties by signature)."""
+    by_signature: dict[str, list[LibraryVerdict]] = {}
+    for verdict in verdicts:
+        if verdict.outcome == "regressed":
+            by_signature.setdefault(verdict.signature, []).append(verdict)
+    ordered = sorted(by_signature.items(), key=lambda item: (-len(item[1]), item[0]))
+    for number, (_, members) in enumerate(ordered, start=1):
+        for verdict in members:
+            verdict.group = f"G{number}"
+
+
+def _swap_frontend(env: envs.Env, wheel: Path, distribution: str, settings: Settings) -> str | None:
+    uv = envs.find_uv() if settings.use_uv else None
+    if uv:
+        command = [uv, "pip", "install", "--quiet", "--python", str(env.python), "--no-deps",
+                   "--reinstall-package", distribution, "--refresh-package", distribution, str(wheel)]
+    else:
+        command = [str(env.python), "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel)]
+    done = procs.run(command, env=envs.uv_environment(settings.index), timeout=600)
+    return None if done.returncode == 0 else f"the candidate frontend does not install: {tail(done.stderr, 2)}"
+
+
+def run_library(library: Library, tests: StagedTests, baseline: CellSpec, candidate_wheel: Path, candidate_label: str,
+                settings: Settings, progress: Callable[[str], None] = lambda line: None) -> LibraryVerdict:
+    """Prepare the library's environment once with the baseline, test; swap in the candidate frontend, test again."""
+    progress(f"crater: {library.label}: environment with {settings.family.frontend.distribution} {baseline.frontend} "
+             f"/ {settings.family.backend.distribution} {baseline.backend} …")
+    start = time.perf_counter()
+    env, base = prepare(library, tests, baseline, settings, role="baseline")
+    verdict = LibraryVerdict(library.name, library.version, "broken", "", tests.route)
+    if env is None:
+        verdict.baseline = base
+        verdict.outcome, verdict.reason = ("broken", f"cannot be installed: {base.reason[-300:]}") \
+            if base.outcome == "not-installable" else ("spurious", f"infra: {base.reason[-300:]}")
+        return verdict
+    try:
+        test(env, library, tests, settings, base)
+        progress(f"crater:   baseline: {base.outcome} {base.reason[:120]}")
+        cand = CellResult(candidate_label, baseline.backend, "infra", role="candidate", as_of=baseline.as_of)
+        problem = _swap_frontend(env, candidate_wheel, settings.family.frontend.distribution, settings)
+        if problem is None:
+            test(env, library, tests, settings, cand)
+        else:
+            cand.outcome, cand.reason = "not-installable", problem
+        progress(f"crater:   candidate: {cand.outcome} {cand.reason[:120]}")
+    finally:
+        shutil.rmtree(env.root, ignore_errors=True)
+    verdict.baseline, verdict.candidate = base, cand
+    verdict.outcome, verdict.reason, verdict.failing, verdict.signature = classify(base, cand)
+    base.seconds["total"] = round(time.perf_counter() - start, 2)
+    return verdict

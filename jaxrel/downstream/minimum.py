@@ -1,0 +1,262 @@
+"""A library release's true minimum frontend: the oldest admitted release whose cells pass, found by a search.
+
+Candidates are the frontend's final releases the library admits, each with the backends both admit (the frontend's
+own ``Requires-Dist`` on the backend and the library's, intersected) that have a wheel for the cell's Python here.
+A release without one (the index deleted old backend wheels, none was built for this Python, all yanked) is
+``not-installable``, found from the listings alone: no environment is built for it.
+
+The search tests the oldest installable release first (with its oldest admitted backend, the harsher of the two):
+when it passes, the declared minimum holds. Otherwise a binary search between it (failing) and past the newest
+(assumed passing) ends with two neighbours both tested, the lower failing, the upper passing; the upper is then
+tested with its newest admitted backend too. With 30 candidates that is at most 1 + 5 + 1 = 7 cells. A cell that is
+``infra`` or not installable is dropped from the candidates and the search goes on. ``sweep`` tests every candidate
+with both backends instead. The edges, tested apart: the newest release with its newest backend, and a frontend
+built from source (HEAD) when given.
+"""
+
+from __future__ import annotations
+
+import datetime
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from packaging.requirements import Requirement
+from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
+from packaging.version import Version
+
+from jaxrel.distributions.index import Index
+from jaxrel.distributions.pages import IndexFile, Listing, parse_time
+from jaxrel.distributions.pythons import python_for
+from jaxrel.distributions.remote_metadata import MetadataReader, RemoteMetadataError
+from jaxrel.downstream.cellrun import CellResult, CellSpec
+from jaxrel.downstream.library import Library
+from jaxrel.family.model import Family
+
+__all__ = ["Candidate", "MinimumResult", "admitted_backends", "backend_specifier", "candidates", "era", "search"]
+
+RunCell = Callable[[CellSpec, str], CellResult]
+
+
+@dataclass
+class Candidate:
+    """One frontend release the library admits, and the backends that could go with it here."""
+
+    version: Version
+    backends: list[Version] = field(default_factory=list)  # admitted and installable here, oldest first
+    uploaded: dict[str, str] = field(default_factory=dict)  # "frontend" / "backend VERSION" → upload time
+    problem: str = ""  # why it is not installable ("" when it is)
+
+    def spec(self, backend: Version) -> CellSpec:
+        return CellSpec(str(self.version), str(backend), era(self.uploaded.get("library"),
+                                                            self.uploaded.get("frontend"),
+                                                            self.uploaded.get(f"backend {backend}")))
+
+
+@dataclass
+class MinimumResult:
+    """The answer for one library release."""
+
+    library: str
+    version: str
+    python: str
+    frontend: str  # the frontend's distribution name (jax)
+    declared: str | None
+    route: str
+    true_minimum: str | None = None
+    highest_failing: CellResult | None = None
+    fix: str | None = None
+    cells: list[CellResult] = field(default_factory=list)
+    not_installable: list[tuple[str, str]] = field(default_factory=list)  # (frontend version, why)
+    lowest_installable: str | None = None
+    notes: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+    @property
+    def searched(self) -> int:
+        """Cells run to find the minimum (the edges not counted)."""
+        return sum(1 for c in self.cells if c.role in ("search", "confirm", "sweep"))
+
+    def to_json(self) -> dict[str, Any]:
+        failing = self.highest_failing
+        return {
+            "kind": "downstream-minimum", "library": self.library, "version": self.version, "python": self.python,
+            "declared": self.declared, "true_minimum": self.true_minimum, "lowest_installable": self.lowest_installable,
+            "fix": self.fix, "route": self.route,
+            "failing": None if failing is None else {"jax": failing.jax, "jaxlib": failing.jaxlib,
+                                                     "test": failing.failing[0] if failing.failing else "",
+                                                     "error": failing.first_error, "signature": failing.signature},
+            "cells": [cell.to_json() for cell in self.cells],
+            "not_installable": [{"jax": v, "why": why} for v, why in self.not_installable],
+            "cells_searched": self.searched, "notes": self.notes, "seconds": round(self.seconds, 1),
+        }
+
+
+def era(*times: str | None) -> str | None:
+    """The latest of ``times`` (upload times), as uv's ``--exclude-newer`` takes it; ``None`` when none is known."""
+    known = [parse_time(t) for t in times if t]
+    if not known:
+        return None
+    latest = max(known) + datetime.timedelta(seconds=1)  # the newest of them is itself included
+    return latest.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def backend_specifier(requires_dist: tuple[str, ...], backend: str) -> SpecifierSet:
+    """What a frontend release's ``Requires-Dist`` (no extra) says of the backend."""
+    joined = SpecifierSet()
+    for text in requires_dist:
+        requirement = Requirement(text)
+        if canonicalize_name(requirement.name) != canonicalize_name(backend):
+            continue
+        if requirement.marker is not None and "extra" in str(requirement.marker):
+            continue
+        joined &= requirement.specifier
+    return joined
+
+
+def admitted_backends(family: Family, version: Version, requires_dist: tuple[str, ...]) -> SpecifierSet:
+    """The backends a frontend release admits: its ``Requires-Dist`` on the backend, the minimum the family's
+    release data says it declares (jax before 0.4.31 named jaxlib only in extras, its minimum in ``version.py``),
+    and never newer than itself (the policy's rule); with no lower bound from those, the lowest its extras pin."""
+    backend = family.backend.distribution
+    admitted = backend_specifier(requires_dist, backend) & SpecifierSet(f"<={version}")
+    known = family.frontend_minimums.get(str(version))
+    if known:
+        admitted &= SpecifierSet(f">={known}")
+    if not any(s.operator in (">=", "==", "~=", ">") for s in admitted):
+        lows = [Version(s.version) for text in requires_dist for s in Requirement(text).specifier
+                if canonicalize_name(Requirement(text).name) == canonicalize_name(backend)
+                and s.operator in (">=", "==") and "*" not in s.version]
+        if lows:
+            admitted &= SpecifierSet(f">={min(lows)}")
+    return admitted
+
+
+def _uploaded(listing: Listing, version: Version) -> str:
+    """When ``version`` was whole on the index: its last file's upload time (a release's wheels arrive over minutes
+    or hours; a local mirror's copy has none)."""
+    times = sorted(f.upload_time for f in listing.files_for(version) if f.upload_time)
+    return times[-1] if times else ""
+
+
+def _frontend_file(files: list[IndexFile], python: str) -> IndexFile | None:
+    usable = [f for f in files if f.yanked is None and f.supports_python(python)]
+    return next((f for f in usable if f.is_wheel), usable[0] if usable else None)
+
+
+def candidates(library: Library, family: Family, index: Index, python: str,
+               reader: MetadataReader | None = None) -> list[Candidate]:
+    """Every final frontend release the library admits that the index lists, oldest first, each with its backends."""
+    reader = reader or MetadataReader()
+    frontends: Listing = index.listing(family.frontend.distribution)
+    backends: Listing = index.listing(family.backend.distribution)
+    wanted = library.specifier(family.frontend.distribution, family, python)
+    wanted_backend = library.specifier(family.backend.distribution, family, python)
+    tags = python_for(python).tags()
+    found = []
+    for version in frontends.versions():
+        if version.is_prerelease or version.is_devrelease or not wanted.contains(version):
+            continue
+        candidate = Candidate(version, uploaded={"library": library.uploaded or ""})
+        files = frontends.files_for(version)
+        file = _frontend_file(files, python)
+        if file is None:
+            candidate.problem = ("yanked" if files and all(f.yanked is not None for f in files)
+                                 else f"no file of it installs on Python {python}")
+            found.append(candidate)
+            continue
+        candidate.uploaded["frontend"] = _uploaded(frontends, version)
+        try:
+            requires = reader.metadata(file).requires_dist if file.is_wheel else ()
+        except RemoteMetadataError as error:
+            candidate.problem = f"its METADATA cannot be read: {error}"
+            found.append(candidate)
+            continue
+        admitted = admitted_backends(family, version, requires) & wanted_backend
+        for backend in backends.versions():
+            if not admitted.contains(backend, prereleases=True):
+                continue
+            wheel = backends.wheel_for(backend, python, tags)
+            if wheel is not None and wheel.yanked is None:
+                candidate.backends.append(backend)
+                candidate.uploaded[f"backend {backend}"] = _uploaded(backends, backend)
+        if not candidate.backends:
+            candidate.problem = (f"no {family.backend.distribution} it admits ({admitted or 'any'}) has a wheel for "
+                                 f"Python {python} here (deleted from the index, or never built for it)")
+        found.append(candidate)
+    return found
+
+
+def search(result: MinimumResult, found: list[Candidate], run: RunCell, *, sweep: bool = False,
+           progress: Callable[[str], None] = lambda line: None) -> None:
+    """Find the true minimum among ``found``; every cell run is appended to ``result.cells``."""
+    start = time.perf_counter()
+    result.not_installable = [(str(c.version), c.problem) for c in found if c.problem]
+    xs = [c for c in found if not c.problem]
+    result.lowest_installable = str(xs[0].version) if xs else None
+    verdicts: dict[str, CellResult] = {}
+
+    def check(candidate: Candidate, backend: Version, role: str) -> CellResult | None:
+        progress(f"downstream: {result.library} {result.version} with {candidate.version} / {backend} ({role}) …")
+        cell = run(candidate.spec(backend), role)
+        result.cells.append(cell)
+        progress(f"downstream:   {cell.outcome}: {cell.reason[:160]}")
+        if cell.outcome in ("infra", "not-installable"):
+            if cell.outcome == "not-installable":
+                result.not_installable.append((str(candidate.version), cell.reason.splitlines()[-1][:300]
+                                               if cell.reason else "the resolver found no solution"))
+            return None
+        verdicts[str(candidate.version)] = cell
+        return cell
+
+    if sweep:
+        for candidate in xs:
+            for backend in dict.fromkeys([candidate.backends[0], candidate.backends[-1]]):
+                check(candidate, backend, "sweep")
+        passing = [c for c in xs if str(c.version) in verdicts and all(
+            cell.outcome == "passed" for cell in result.cells if cell.jax == str(c.version) and cell.role == "sweep")]
+        _conclude(result, xs, passing[0] if passing else None, verdicts)
+        result.seconds += time.perf_counter() - start
+        return
+    lo, hi = -1, len(xs)  # xs[lo] fails (tested), xs[hi] passes (tested; len(xs): none known yet)
+    probe = 0
+    while hi - lo > 1:
+        cell = check(xs[probe], xs[probe].backends[0], "search")
+        if cell is None:  # unknown: drop it (lo < probe < hi) and go on with the next one up
+            del xs[probe]
+            hi -= 1
+            probe = min(probe, hi - 1)
+            continue
+        if cell.outcome == "passed":
+            hi = probe
+        else:
+            lo = probe
+        probe = (lo + hi) // 2
+    found_minimum = xs[hi] if 0 <= hi < len(xs) else None
+    if found_minimum is not None and found_minimum.backends[-1] != found_minimum.backends[0]:
+        check(found_minimum, found_minimum.backends[-1], "confirm")
+    _conclude(result, xs, found_minimum, verdicts)
+    result.seconds += time.perf_counter() - start
+
+
+def _conclude(result: MinimumResult, xs: list[Candidate], passing: Candidate | None,
+              verdicts: dict[str, CellResult]) -> None:
+    failed = [cell for cell in result.cells if cell.outcome == "failed"]
+    if passing is None:
+        result.notes.append("no admitted release passed: the library fails on every frontend it admits here")
+        result.highest_failing = max(failed, key=lambda c: Version(c.jax)) if failed else None
+        return
+    result.true_minimum = str(passing.version)
+    below = [cell for cell in failed if Version(cell.jax) < passing.version]
+    result.highest_failing = max(below, key=lambda c: Version(c.jax)) if below else None
+    confirm = [c for c in result.cells if c.role == "confirm" and c.jax == str(passing.version)]
+    if confirm and confirm[0].outcome == "failed":
+        result.notes.append(f"{passing.version} passes with its oldest admitted backend and fails with its newest "
+                            f"({confirm[0].jaxlib}): {confirm[0].reason[:200]}")
+    if below:
+        result.fix = f"{result.frontend}>={passing.version}"
+    elif result.not_installable and result.declared and Version(result.declared) < passing.version:
+        result.notes.append(f"the releases below {passing.version} that it admits are not installable here, so the "
+                            f"declared minimum {result.declared} cannot be tested")

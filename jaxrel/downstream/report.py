@@ -1,0 +1,87 @@
+"""What ``jaxrel downstream`` prints and writes: a text table, Markdown to paste into an issue, and JSON (which
+``jaxrel history ingest`` reads)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from jaxrel._util.atomic import write_reports
+from jaxrel._util.text import table
+from jaxrel.downstream.crater import CraterResult
+from jaxrel.downstream.minimum import MinimumResult
+
+__all__ = ["crater_markdown", "crater_text", "minimum_markdown", "minimum_text", "write"]
+
+
+def _cut(text: str, width: int = 90) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line if len(line) <= width else line[: width - 1] + "…"
+
+
+def minimum_text(result: MinimumResult) -> str:
+    """One library release's answer and its cells."""
+    lines = [f"{result.library} {result.version} (Python {result.python}; tests from its {result.route})",
+             f"  declared: {result.frontend}>={result.declared}" if result.declared else
+             f"  declared: no lower bound on {result.frontend}",
+             f"  true minimum: {result.true_minimum or 'none found'}"
+             + (f"   fix: {result.fix}" if result.fix else "   (the declared minimum holds)"
+                if result.true_minimum and not result.fix else "")]
+    failing = result.highest_failing
+    if failing is not None and failing.failing:
+        lines.append(f"  highest failing: {result.frontend} {failing.jax} / {failing.jaxlib}: {failing.failing[0]}")
+        lines.append(f"    {_cut(failing.first_error, 110)}")
+    rows = [[c.jax, c.jaxlib, c.outcome, c.role, f"{sum(c.seconds.values()):.0f}", _cut(c.reason, 70)]
+            for c in result.cells]
+    lines += ["", table(["jax", "jaxlib", "outcome", "role", "s", "why"], rows)]
+    if result.not_installable:
+        shown = ", ".join(v for v, _ in result.not_installable[:8])
+        more = f" and {len(result.not_installable) - 8} more" if len(result.not_installable) > 8 else ""
+        lines.append(f"not-installable: {shown}{more}: {_cut(result.not_installable[-1][1], 100)}")
+    lines += [f"note: {note}" for note in result.notes]
+    lines.append(f"{result.searched} cells to find the minimum; {result.seconds:.0f} s")
+    return "\n".join(lines)
+
+
+def minimum_markdown(results: list[MinimumResult]) -> str:
+    rows = ["| library | declared | true minimum | fix | highest failing | cells | time |",
+            "|---|---|---|---|---|---|---|"]
+    for r in results:
+        failing = r.highest_failing
+        shown = f"{failing.jax}: `{_cut(failing.first_error, 80)}`" if failing is not None else ""
+        rows.append(f"| {r.library} {r.version} | {r.declared or 'none'} | {r.true_minimum or 'none'} | "
+                    f"{f'`{r.fix}`' if r.fix else ''} | {shown} | {r.searched} | {r.seconds:.0f} s |")
+    return "\n".join(rows) + "\n"
+
+
+def crater_text(result: CraterResult) -> str:
+    rows = [[v.name, v.version, v.outcome, v.group or "", (v.culprit or {}).get("commit", "")[:12], _cut(v.reason, 80)]
+            for v in result.libraries]
+    lines = [f"crater: {result.frontend} against {result.frontend.split()[0]} {result.baseline} "
+             f"(Python {result.python})", "", table(["library", "version", "outcome", "group", "culprit", "why"], rows)]
+    for group, (signature, names) in sorted(result.groups().items()):
+        lines.append(f"{group}: {len(names)} libraries: {', '.join(names)}: {signature}")
+    counts = result.to_json()["counts"]
+    lines.append(", ".join(f"{n} {o}" for o, n in counts.items() if n) + f"; {result.seconds:.0f} s")
+    return "\n".join(lines)
+
+
+def crater_markdown(result: CraterResult) -> str:
+    lines = [f"### Crater: {result.frontend} against {result.baseline}", "",
+             "| library | version | outcome | group | culprit | why |", "|---|---|---|---|---|---|"]
+    for v in result.libraries:
+        culprit = (v.culprit or {}).get("commit", "")
+        lines.append(f"| {v.name} | {v.version} | **{v.outcome}** | {v.group or ''} | "
+                     f"{f'`{culprit[:12]}`' if culprit else ''} | {_cut(v.reason, 100).replace('|', '/')} |")
+    groups = result.groups()
+    if groups:
+        lines += ["", "Root causes:", ""]
+        lines += [f"- **{g}** ({len(names)}: {', '.join(names)}): `{s}`" for g, (s, names) in sorted(groups.items())]
+    return "\n".join(lines) + "\n"
+
+
+def write(workdir: Path, stem: str, data: dict[str, object], text: str, markdown: str) -> list[Path]:
+    """``STEM.json``, ``STEM.txt`` and ``STEM.md`` in ``workdir``, all or none."""
+    paths = [workdir / f"{stem}.json", workdir / f"{stem}.txt", workdir / f"{stem}.md"]
+    write_reports({paths[0]: json.dumps(data, indent=1) + "\n", paths[1]: text + "\n", paths[2]: markdown})
+    return paths

@@ -1,0 +1,247 @@
+"""``jaxrel downstream``'s two jobs, end to end: the true minimum of library releases, and a Crater of a frontend
+built from source against the newest release over many libraries."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from packaging.specifiers import SpecifierSet
+
+from jaxrel._util import localfiles, workdirs
+from jaxrel.cells.environment import jaxrel_wheel
+from jaxrel.cells.frontend import CompatError, build_wheel
+from jaxrel.distributions import envs
+from jaxrel.distributions.index import Index
+from jaxrel.distributions.metadata import parse_core_metadata
+from jaxrel.distributions.pythons import python_for
+from jaxrel.distributions.remote_metadata import MetadataReader, metadata_of_local
+from jaxrel.distributions.sources import SourceError, export
+from jaxrel.downstream import crater as crater_module
+from jaxrel.downstream import library as libraries
+from jaxrel.downstream import minimum as minimum_module
+from jaxrel.downstream import testsource
+from jaxrel.downstream.cellrun import CellResult, CellSpec, Settings, run_cell
+from jaxrel.downstream.library import Library, LibraryError
+from jaxrel.errors import BadInput, EnvironmentFailure
+from jaxrel.family.model import Family
+
+__all__ = ["DEFAULT_LIBRARIES", "Request", "build_frontend", "crater", "minimum", "read_libraries"]
+
+Progress = Callable[[str], None]
+
+# jax's ecosystem as the Crater's default: widely used libraries of Google DeepMind, Google and the community whose
+# sdists (or tags) carry their tests, each a different layer: NN frameworks, optimisers, checkpointing, testing
+# utilities, probabilistic programming, differential equations.
+DEFAULT_LIBRARIES = ("optax", "chex", "flax", "equinox", "dm-haiku", "distrax", "numpyro", "jraph", "diffrax",
+                     "optimistix", "lineax", "blackjax")
+
+
+@dataclass(frozen=True)
+class Request:
+    """What the command line asked for."""
+
+    libraries: tuple[str, ...]  # NAME or NAME==VERSION
+    workdir: Path
+    python: str = "3.12"
+    library_src: Path | None = None
+    library_repo: str | None = None
+    tests: tuple[str, ...] = ()
+    keyword: str | None = None
+    test_requirements: Path | None = None
+    smoke: str | None = None
+    sweep: bool = False
+    budget: float = 900.0
+    reruns: int = 1
+    frontend_src: Path | None = None
+    ref: str | None = None
+    offline: bool = True
+    test_env: tuple[tuple[str, str], ...] = ()
+    index_url: str | None = None
+    wheelhouses: tuple[str, ...] = ()
+    refresh: bool = False
+    use_uv: bool = True
+
+
+def read_libraries(text: str) -> tuple[str, ...]:
+    """``--libraries a,b==1.0`` or ``--libraries @FILE`` (one a line, ``#`` comments) as library specs."""
+    if text.startswith("@"):
+        lines = localfiles.read_text(Path(text[1:]), what="the --libraries file").splitlines()
+        items = [line.split("#", 1)[0].strip() for line in lines]
+    else:
+        items = [item.strip() for item in text.split(",")]
+    found = tuple(item for item in items if item)
+    if not found:
+        raise BadInput(f"--libraries {text[:80]!r}: no library named; give NAME[==VERSION],… or @FILE")
+    for item in found:
+        libraries.parse_library_spec(item)
+    return found
+
+
+def _settings(request: Request, family: Family, workdir: Path, index: Index) -> Settings:
+    interpreter = python_for(request.python)
+    requirements: tuple[str, ...] = ()
+    if request.test_requirements is not None:
+        text = localfiles.read_text(request.test_requirements, what="--test-requirements")
+        requirements = tuple(line.split("#", 1)[0].strip() for line in text.splitlines()
+                             if line.split("#", 1)[0].strip())
+    use_uv = request.use_uv and envs.find_uv() is not None
+    return Settings(family, workdir, interpreter.executable, request.python, jaxrel_wheel(workdir),
+                    index.pip_config(), request.budget, request.reruns, use_uv, request.offline, request.keyword,
+                    request.test_env, requirements)
+
+
+def _library(request: Request, spec: str | None, family: Family, index: Index, reader: MetadataReader) -> Library:
+    if request.library_src is not None:
+        return libraries.from_checkout(request.library_src, family, request.python)
+    assert spec is not None
+    name, version = libraries.parse_library_spec(spec)
+    return libraries.from_index(index, name, version, family, request.python, reader)
+
+
+def build_frontend(source: Path, ref: str | None, workdir: Path, python: str, index: Index) -> tuple[Path, str]:
+    """The frontend built from ``source`` at ``ref`` (the working tree when ``None``): its wheel and a label."""
+    try:
+        tree, what = export(source, workdir / "frontend-src", ref)
+        wheel = build_wheel(tree, workdir / "frontend-wheel", python=python, index=index.pip_config())
+    except (SourceError, CompatError) as error:
+        raise BadInput(f"--frontend-src {source}: {error}") from None
+    except envs.EnvError as error:
+        raise EnvironmentFailure(f"building the frontend from {source}: {error}") from None
+    return wheel, what
+
+
+def _newest_backend(family: Family, index: Index, python: str, admitted: str) -> str:
+    listing = index.listing(family.backend.distribution)
+    tags = python_for(python).tags()
+    specifier = SpecifierSet(admitted)
+    found = [v for v in listing.versions() if specifier.contains(v, prereleases=True)
+             and listing.wheel_for(v, python, tags) is not None]
+    if not found:
+        raise EnvironmentFailure(f"no {family.backend.distribution} release admitted by the frontend "
+                                 f"({admitted or 'any'}) has a wheel for Python {python} on "
+                                 f"{', '.join(index.describe())}")
+    return str(found[-1])
+
+
+def _head_cell(request: Request, family: Family, index: Index, settings: Settings, library: Library,
+               tests: testsource.StagedTests, workdir: Path, progress: Progress) -> CellResult:
+    assert request.frontend_src is not None
+    progress(f"downstream: building {family.frontend.distribution} from {request.frontend_src} …")
+    wheel, what = build_frontend(request.frontend_src, request.ref, workdir, settings.python, index)
+    parsed = parse_core_metadata(metadata_of_local(wheel), wheel.name, BadInput)
+    backend = _newest_backend(family, index, request.python,
+                              str(minimum_module.backend_specifier(parsed.requires_dist, family.backend.distribution)))
+    spec = CellSpec(f"HEAD {what}", backend, None, wheel)
+    return run_cell(library, tests, spec, settings, role="edge")
+
+
+def minimum(request: Request, family: Family, progress: Progress) -> list[minimum_module.MinimumResult]:
+    """The true minimum of each library release asked for."""
+    workdir = workdirs.claim(request.workdir)
+    index = Index.from_pip(request.index_url, list(request.wheelhouses), refresh=request.refresh, progress=progress)
+    reader = MetadataReader(cafile=index.cafile)
+    settings = _settings(request, family, workdir, index)
+    specs: tuple[str | None, ...] = request.libraries or (None,)
+    results = []
+    for spec in specs:
+        start = time.perf_counter()
+        library = _library(request, spec, family, index, reader)
+        tests = testsource.stage(library, workdir / "stage" / library.name, index=index, selection=request.tests,
+                                 repository=request.library_repo, smoke=request.smoke, progress=progress)
+        progress(f"downstream: {library.label}: tests from its {tests.route}: {' '.join(tests.paths) or tests.smoke}")
+        result = minimum_module.MinimumResult(library.name, library.version, request.python,
+                                              family.frontend.distribution,
+                                              library.declared_minimum(family, request.python), tests.route)
+        found = minimum_module.candidates(library, family, index, request.python, reader)
+        progress(f"downstream: {library.label} admits {len(found)} {family.frontend.distribution} releases "
+                 f"({sum(1 for c in found if not c.problem)} installable here)")
+
+        def run(spec: CellSpec, role: str, library: Library = library, tests: testsource.StagedTests = tests
+                ) -> CellResult:
+            cell = run_cell(library, tests, spec, settings, role)
+            if cell.outcome == "infra" and cell.reason.startswith("collected nothing") and request.tests:
+                raise LibraryError(f"--tests {' '.join(request.tests)}: the selection collects nothing in "
+                                   f"{library.label}'s tests ({tests.route}); give tests that exist "
+                                   f"({cell.reason.removeprefix('collected nothing: ')[:200]})")
+            return cell
+
+        minimum_module.search(result, found, run, sweep=request.sweep, progress=progress)
+        installable = [c for c in found if not c.problem]
+        if installable:
+            newest = installable[-1]
+            tested = {(c.jax, c.jaxlib) for c in result.cells}
+            if (str(newest.version), str(newest.backends[-1])) not in tested:
+                result.cells.append(run(newest.spec(newest.backends[-1]), "edge"))
+        if request.frontend_src is not None:
+            result.cells.append(_head_cell(request, family, index, settings, library, tests, workdir, progress))
+        result.seconds = time.perf_counter() - start
+        results.append(result)
+    return results
+
+
+def _baseline(family: Family, index: Index, python: str, reader: MetadataReader, candidate_wheel: Path) -> CellSpec:
+    """The newest frontend release with the newest backend both it and the candidate admit, as of now."""
+    listing = index.listing(family.frontend.distribution)
+    finals = [v for v in listing.versions() if not v.is_prerelease and not v.is_devrelease]
+    if not finals:
+        raise EnvironmentFailure(f"the index lists no {family.frontend.distribution} release to compare against")
+    newest = finals[-1]
+    file = next((f for f in listing.files_for(newest) if f.is_wheel), None)
+    requires = reader.metadata(file).requires_dist if file is not None else ()
+    candidate = parse_core_metadata(metadata_of_local(candidate_wheel), candidate_wheel.name, BadInput)
+    both = (minimum_module.backend_specifier(requires, family.backend.distribution)
+            & minimum_module.backend_specifier(candidate.requires_dist, family.backend.distribution))
+    return CellSpec(str(newest), _newest_backend(family, index, python, str(both)))
+
+
+Bisector = Callable[[crater_module.LibraryVerdict, Library, testsource.StagedTests, Settings], None]
+
+
+def crater(request: Request, family: Family, progress: Progress, bisect: Bisector | None = None
+           ) -> crater_module.CraterResult:
+    """Each library's newest release (or the checkout) against the newest frontend release and the one built from
+    ``request.frontend_src`` at ``request.ref``; ``bisect`` is called for each regressed library."""
+    if request.frontend_src is None:
+        raise BadInput("crater needs the frontend's source: --frontend-src PATH [--ref REV]")
+    workdir = workdirs.claim(request.workdir)
+    start = time.perf_counter()
+    index = Index.from_pip(request.index_url, list(request.wheelhouses), refresh=request.refresh, progress=progress)
+    reader = MetadataReader(cafile=index.cafile)
+    settings = _settings(request, family, workdir, index)
+    progress(f"crater: building {family.frontend.distribution} from {request.frontend_src} at "
+             f"{request.ref or 'the working tree'} …")
+    wheel, what = build_frontend(request.frontend_src, request.ref, workdir, settings.python, index)
+    baseline = _baseline(family, index, request.python, reader, wheel)
+    commit = what.split()[1] if what.startswith("git ") else ""
+    result = crater_module.CraterResult(f"{family.frontend.distribution} {what}", commit, baseline.frontend,
+                                        request.python)
+    specs: tuple[str | None, ...] = request.libraries or (None,)
+    staged: dict[str, tuple[Library, testsource.StagedTests]] = {}
+    for spec in specs:
+        try:
+            library = _library(request, spec, family, index, reader)
+            tests = testsource.stage(library, workdir / "stage" / library.name, index=index, selection=request.tests,
+                                     repository=request.library_repo, smoke=request.smoke, progress=progress)
+        except (LibraryError, EnvironmentFailure) as error:
+            if len(specs) == 1:
+                raise
+            name = spec or "?"
+            result.libraries.append(crater_module.LibraryVerdict(name, "", "broken", f"cannot be prepared: {error}"))
+            progress(f"crater: {name}: broken: {error}")
+            continue
+        staged[library.name] = (library, tests)
+        verdict = crater_module.run_library(library, tests, baseline, wheel, f"HEAD {what}", settings, progress)
+        result.libraries.append(verdict)
+        progress(f"crater: {library.label}: {verdict.outcome}: {verdict.reason[:160]}")
+    crater_module.group(result.libraries)
+    if bisect is not None:
+        for verdict in result.libraries:
+            if verdict.outcome == "regressed" and verdict.name in staged:
+                library, tests = staged[verdict.name]
+                bisect(verdict, library, tests, settings)
+    result.seconds = time.perf_counter() - start
+    return result
+

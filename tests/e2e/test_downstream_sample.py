@@ -1,0 +1,138 @@
+"""``jaxrel downstream`` on the sample ecosystem (tests/downstream_family.py), served by a loopback index with upload
+times: the planted false minimum found with its fix, a planted HEAD break regressed, grouped and bisected to the
+planted commit, a flaky test spurious, a hanging test killed at the budget with nothing left running, a release that
+cannot be installed, and a planted token that never reaches the libraries' tests. Bad input: one line, exit 2.
+
+The third-party wheels (pytest and its dependencies, flit_core) come once from the package index through pip's
+configuration; without it the module skips with the reason."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from downstream_family import HANG_MARKER, TOKEN, build_index, frontend_history, projects
+from simple_index import Behaviour, SimpleIndexServer
+
+from jaxrel.distributions.pipconfig import pip_command
+
+pytestmark = pytest.mark.integration
+
+PY = f"{sys.version_info.major}.{sys.version_info.minor}"
+THIRD_PARTY = ["pytest", "flit_core>=3.4"]
+
+
+@pytest.fixture(scope="module")
+def index(tmp_path_factory: pytest.TempPathFactory) -> tuple[str, Path]:
+    """The sample index's URL (served for the module) and the family's pyproject."""
+    root = tmp_path_factory.mktemp("downstream")
+    third = root / "third-party"
+    done = subprocess.run([*pip_command(), "download", "--quiet", "--only-binary=:all:", "--dest", str(third),
+                           *THIRD_PARTY], capture_output=True, text=True, timeout=600)
+    if done.returncode != 0:
+        pytest.skip(f"package index unreachable through pip's configuration: {done.stderr.strip()[-200:]}")
+    house = build_index(root / "house", third)
+    server = SimpleIndexServer()
+    server.__enter__()
+    url = server.add("sample", Behaviour(upload_times=True), **projects(house))
+    frontend = root / "dfam"
+    frontend_history(frontend)
+    yield url, frontend
+    server.__exit__(None, None, None)
+
+
+def downstream(*args: str, workdir: Path, url: str, timeout: float = 900) -> subprocess.CompletedProcess[str]:
+    env = {key: value for key, value in os.environ.items() if not key.startswith(("PIP_", "UV_INDEX", "UV_EXTRA"))}
+    env.update({"GITHUB_TOKEN": TOKEN, "PIP_CONFIG_FILE": os.devnull, "PIP_INDEX_URL": url})
+    command = [sys.executable, "-m", "jaxrel", "downstream", *args, "--python", PY, "--index-url", url,
+               "--workdir", str(workdir)]
+    return subprocess.run(command, capture_output=True, text=True, timeout=timeout, env=env, cwd=workdir.parent)
+
+
+def family(frontend: Path) -> list[str]:
+    return ["--family", str(frontend / "pyproject.toml")]
+
+
+def test_the_planted_false_minimum_is_found_with_its_fix(index: tuple[str, Path], tmp_path: Path) -> None:
+    url, frontend = index
+    done = downstream("minimum", "dlib==1.0.0", *family(frontend), "--json", "--budget", "120",
+                      workdir=tmp_path / "work", url=url)
+    assert done.returncode == 0, done.stderr[-3000:]
+    answer = json.loads(done.stdout)
+    assert answer["declared"] == "0.1.0"
+    assert answer["true_minimum"] == "0.4.0"
+    assert answer["fix"] == "dfam>=0.4.0"
+    assert answer["failing"]["jax"] == "0.3.0"  # the highest failing release, and why
+    assert answer["failing"]["test"] == "tests/test_dlib.py::test_double_rows"
+    assert "axis" in answer["failing"]["error"]
+    assert {"jax": "0.1.0", "why": answer["not_installable"][0]["why"]} in answer["not_installable"]
+    assert answer["cells_searched"] <= 4  # four installable releases: a search, not a sweep
+    by_version = {(c["jax"], c["role"]): c["outcome"] for c in answer["cells"]}
+    assert by_version[("0.4.0", "search")] == "passed" and by_version[("0.3.0", "search")] == "failed"
+    assert all(c["as_of"] for c in answer["cells"])  # every cell resolved as of its era
+    text = (tmp_path / "work" / "minimum.txt").read_text()
+    assert "true minimum: 0.4.0" in text and "fix: dfam>=0.4.0" in text
+    assert not (tmp_path / "work" / "envs").exists() or not any((tmp_path / "work" / "envs").iterdir())
+
+
+def test_crater_classifies_groups_and_bisects(index: tuple[str, Path], tmp_path: Path) -> None:
+    url, frontend = index
+    culprit = subprocess.run(["git", "log", "--format=%H", "--grep", "Remove old_alias"], cwd=frontend,
+                             capture_output=True, text=True, check=True).stdout.strip()
+    libraries = "dlib,dalias,dalias-two,dflaky,dhang,dgone,dsecret"
+    done = downstream("crater", "--frontend-src", str(frontend), "--ref", "HEAD", "--libraries", libraries,
+                      *family(frontend), "--budget", "20", "--json", workdir=tmp_path / "crater", url=url,
+                      timeout=1500)
+    assert done.returncode == 1, done.stderr[-3000:]  # regressions found
+    result = json.loads(done.stdout)
+    outcomes = {lib["name"]: lib for lib in result["libraries"]}
+    assert result["baseline"] == "0.5.0"
+    assert {name: lib["outcome"] for name, lib in outcomes.items()} == {
+        "dlib": "test-pass", "dalias": "regressed", "dalias-two": "regressed", "dflaky": "spurious",
+        "dhang": "spurious", "dgone": "broken", "dsecret": "test-pass"}
+    assert outcomes["dhang"]["reason"].startswith("timeout")
+    assert outcomes["dflaky"]["reason"].startswith("flaky")
+    assert outcomes["dalias"]["group"] == outcomes["dalias-two"]["group"] == "G1"
+    assert result["groups"] == [{"group": "G1", "signature": outcomes["dalias"]["signature"],
+                                 "libraries": ["dalias", "dalias-two"]}]
+    assert "old_alias" in outcomes["dalias"]["signature"]
+    for name in ("dalias", "dalias-two"):
+        assert outcomes[name]["culprit"]["commit"] == culprit, outcomes[name]["culprit"]
+    left = subprocess.run(["pgrep", "-f", HANG_MARKER], capture_output=True, text=True)
+    assert left.stdout.strip() == ""  # the hanging test's process group was killed at the budget
+    markdown = (tmp_path / "crater" / "crater.md").read_text()
+    assert "**regressed**" in markdown and culprit[:12] in markdown
+    for path in (tmp_path / "crater").rglob("*"):
+        if path.is_file() and path.suffix in (".json", ".md", ".txt", ".jsonl"):
+            assert TOKEN not in path.read_text(errors="replace"), path
+
+
+@pytest.mark.parametrize(("args", "expected"), [
+    (["minimum", "no-such-library"], "no such project"),
+    (["minimum", "dlib==9.9.9"], "does not serve this version"),
+    (["minimum", "pytest"], "does not depend on dfam"),
+    (["minimum", "dlib==not-a-version"], "not a PEP 440 version"),
+    (["minimum", "dlib", "--tests", "tests/missing_test.py"], "not in the library's tests"),
+    (["minimum", "dlib", "--tests", "tests/test_dlib.py::test_nothing_by_this_name"], "collects nothing"),
+])
+def test_bad_input_is_one_line_and_exit_2(index: tuple[str, Path], tmp_path: Path, args: list[str],
+                                          expected: str) -> None:
+    url, frontend = index
+    done = downstream(*args, *family(frontend), "--budget", "60", workdir=tmp_path / "bad", url=url)
+    assert done.returncode == 2, (done.stdout[-1000:], done.stderr[-2000:])
+    last = done.stderr.strip().splitlines()[-1]
+    assert expected in last, last
+    envs = tmp_path / "bad" / "envs"
+    assert not envs.exists() or not any(envs.iterdir())  # nothing left behind
+
+
+def test_a_checkout_that_is_not_a_python_project(index: tuple[str, Path], tmp_path: Path) -> None:
+    url, frontend = index
+    (tmp_path / "empty").mkdir()
+    done = downstream("minimum", "--library-src", str(tmp_path / "empty"), *family(frontend),
+                      workdir=tmp_path / "w", url=url)
+    assert done.returncode == 2 and "not a Python project" in done.stderr.strip().splitlines()[-1]
