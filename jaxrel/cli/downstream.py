@@ -8,6 +8,8 @@ import json
 from pathlib import Path
 from typing import Any
 
+from packaging.version import InvalidVersion, Version
+
 from jaxrel.bisect import search as bisect_search
 from jaxrel.bisect.git import git
 from jaxrel.cli._common import UsageError, add_common, add_env_option, env_pairs, index_options, say
@@ -70,6 +72,8 @@ def add(verbs: Any) -> None:
     _library_options(sub)
     sub.add_argument("--frontend-src", required=True, metavar="PATH", help="the frontend's git checkout")
     sub.add_argument("--ref", metavar="REV", help="the revision to test (default: the working tree)")
+    sub.add_argument("--baseline", metavar="VERSION",
+                     help="the frontend release to compare against (default: the newest on the index)")
     sub.add_argument("--good", metavar="REV",
                      help="where bisection starts (default: the baseline release's tag, NAME-vX, vX or X)")
     sub.add_argument("--no-bisect", action="store_true", help="do not bisect regressed libraries")
@@ -86,7 +90,17 @@ def _request(args: argparse.Namespace, libraries: tuple[str, ...]) -> run.Reques
         args.library_repo, tuple(args.tests), args.k, Path(args.test_requirements) if args.test_requirements else None,
         args.smoke, getattr(args, "sweep", False), args.budget, args.reruns,
         Path(args.frontend_src).absolute() if args.frontend_src else None, args.ref, not args.network,
-        env_pairs(args.env), args.index_url, tuple(args.wheelhouse), args.refresh)
+        env_pairs(args.env), args.index_url, tuple(args.wheelhouse), args.refresh,
+        baseline=_version(getattr(args, "baseline", None), "--baseline"))
+
+
+def _version(text: str | None, option: str) -> str | None:
+    if text is None:
+        return None
+    try:
+        return str(Version(text))
+    except InvalidVersion:
+        raise UsageError(f"{option} {text[:60]!r}: not a PEP 440 version (e.g. 0.7.0)") from None
 
 
 def _libraries(args: argparse.Namespace, named: str | None) -> tuple[str, ...]:

@@ -6,6 +6,7 @@ download cache between environments, so a wheel is fetched once per machine.
 
 from __future__ import annotations
 
+import datetime
 import os
 import shutil
 import subprocess
@@ -120,13 +121,15 @@ def create(
     exclude_newer: str | None = None,
     bytecode: Path | None = None,
     index: PipIndexConfig | None = None,
+    pinned_as_of_now: Sequence[str] = (),
 ) -> Env:
     """Create a fresh environment at ``root`` and install ``requirements`` (with ``requirement_files``, pip's
     ``-r``, resolved together), then ``no_deps`` without dependencies. ``root`` is made absolute.
 
     ``no_deps`` lets a test assemble pairs that pip's resolver would refuse
     (``jax==0.6.2`` beside ``jaxlib==0.10.2``), as users end up with them. ``exclude_newer``
-    (an RFC 3339 time or a date, uv only) resolves as of then: uv's ``--exclude-newer``.
+    (an RFC 3339 time or a date, uv only) resolves as of then: uv's ``--exclude-newer``; the distributions named in
+    ``pinned_as_of_now`` are exempt (their wheels can have been uploaded again later, as jaxlib's old ones were).
     ``bytecode``: where its processes keep compiled bytecode (:class:`Env`). ``index``: where packages come
     from (default: pip's configuration), for uv and for pip alike.
     """
@@ -143,6 +146,9 @@ def create(
         run_step([uv, "venv", "--quiet", "--python", python, str(root)], env, f"uv venv {root}")
         install = [uv, "pip", "install", "--quiet", "--python", str(root / "bin" / "python")]
         install += ["--exclude-newer", exclude_newer] if exclude_newer else []
+        now = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        install += [arg for name in pinned_as_of_now for arg in ("--exclude-newer-package", f"{name}={now}")
+                    if exclude_newer]
     else:
         if exclude_newer:
             raise EnvError(f"resolving as of {exclude_newer} needs uv (pip has no --exclude-newer); "

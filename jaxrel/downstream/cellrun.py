@@ -114,7 +114,8 @@ def _environment(library: Library, tests: StagedTests, spec: CellSpec, settings:
     try:
         env = envs.create(root, python=settings.python, requirements=_requirements(library, tests, spec, settings),
                           no_deps=[str(settings.jaxrel_wheel)], use_uv=settings.use_uv, exclude_newer=spec.as_of,
-                          index=settings.index)
+                          index=settings.index, pinned_as_of_now=(settings.family.frontend.distribution,
+                                                                  settings.family.backend.distribution))
     except envs.EnvError as error:
         shutil.rmtree(root, ignore_errors=True)
         result.outcome = "not-installable" if unsatisfiable(str(error)) else "infra"

@@ -5,11 +5,13 @@ own ``Requires-Dist`` on the backend and the library's, intersected) that have a
 A release without one (the index deleted old backend wheels, none was built for this Python, all yanked) is
 ``not-installable``, found from the listings alone: no environment is built for it.
 
-The search tests the oldest installable release first (with its oldest admitted backend, the harsher of the two):
-when it passes, the declared minimum holds. Otherwise a binary search between it (failing) and past the newest
-(assumed passing) ends with two neighbours both tested, the lower failing, the upper passing; the upper is then
-tested with its newest admitted backend too. With 30 candidates that is at most 1 + 5 + 1 = 7 cells. A cell that is
-``infra`` or not installable is dropped from the candidates and the search goes on. ``sweep`` tests every candidate
+The search anchors at the top: the newest release of the library's own time (uploaded before it, what it was
+developed against), tested with its oldest admitted backend (the harsher of the two). When that fails, the library
+fails with its own era's frontend and nothing lower is searched. Otherwise a binary search below it ends with two
+neighbours both tested, the lower failing, the upper passing (or the oldest passing: the declared minimum holds);
+the upper is then tested with its newest admitted backend too. With 30 candidates that is at most 1 + 5 + 1 = 7
+cells. A cell that is ``infra`` or not installable is dropped from the candidates and the search goes on.
+``sweep`` tests every candidate
 with both backends instead. The edges, tested apart: the newest release with its newest backend, and a frontend
 built from source (HEAD) when given.
 """
@@ -35,7 +37,8 @@ from jaxrel.downstream.cellrun import CellResult, CellSpec
 from jaxrel.downstream.library import Library
 from jaxrel.family.model import Family
 
-__all__ = ["Candidate", "MinimumResult", "admitted_backends", "backend_specifier", "candidates", "era", "search"]
+__all__ = ["Candidate", "MinimumResult", "admitted_backends", "backend_specifier", "candidates", "era", "search",
+           "uploaded_at"]
 
 RunCell = Callable[[CellSpec, str], CellResult]
 
@@ -50,9 +53,10 @@ class Candidate:
     problem: str = ""  # why it is not installable ("" when it is)
 
     def spec(self, backend: Version) -> CellSpec:
+        """The cell of this release with ``backend``, the rest resolved as of the later of the library's and this
+        release's upload (the pinned backend exempt: old backend wheels were uploaded again later)."""
         return CellSpec(str(self.version), str(backend), era(self.uploaded.get("library"),
-                                                            self.uploaded.get("frontend"),
-                                                            self.uploaded.get(f"backend {backend}")))
+                                                            self.uploaded.get("frontend")))
 
 
 @dataclass
@@ -71,6 +75,7 @@ class MinimumResult:
     cells: list[CellResult] = field(default_factory=list)
     not_installable: list[tuple[str, str]] = field(default_factory=list)  # (frontend version, why)
     lowest_installable: str | None = None
+    uploaded: str | None = None  # when the library release reached the index
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
 
@@ -134,11 +139,13 @@ def admitted_backends(family: Family, version: Version, requires_dist: tuple[str
     return admitted
 
 
-def _uploaded(listing: Listing, version: Version) -> str:
-    """When ``version`` was whole on the index: its last file's upload time (a release's wheels arrive over minutes
-    or hours; a local mirror's copy has none)."""
+def uploaded_at(listing: Listing, version: Version, file: IndexFile) -> str:
+    """When ``file`` (the one a cell installs) reached the index; else its release's first upload (a local mirror's
+    copy has no time; later files of a release can come years after, so the release's last upload is no answer)."""
+    if file.upload_time:
+        return file.upload_time
     times = sorted(f.upload_time for f in listing.files_for(version) if f.upload_time)
-    return times[-1] if times else ""
+    return times[0] if times else ""
 
 
 def _frontend_file(files: list[IndexFile], python: str) -> IndexFile | None:
@@ -167,7 +174,7 @@ def candidates(library: Library, family: Family, index: Index, python: str,
                                  else f"no file of it installs on Python {python}")
             found.append(candidate)
             continue
-        candidate.uploaded["frontend"] = _uploaded(frontends, version)
+        candidate.uploaded["frontend"] = uploaded_at(frontends, version, file)
         try:
             requires = reader.metadata(file).requires_dist if file.is_wheel else ()
         except RemoteMetadataError as error:
@@ -181,7 +188,7 @@ def candidates(library: Library, family: Family, index: Index, python: str,
             wheel = backends.wheel_for(backend, python, tags)
             if wheel is not None and wheel.yanked is None:
                 candidate.backends.append(backend)
-                candidate.uploaded[f"backend {backend}"] = _uploaded(backends, backend)
+                candidate.uploaded[f"backend {backend}"] = uploaded_at(backends, backend, wheel)
         if not candidate.backends:
             candidate.problem = (f"no {family.backend.distribution} it admits ({admitted or 'any'}) has a wheel for "
                                  f"Python {python} here (deleted from the index, or never built for it)")
@@ -220,25 +227,41 @@ def search(result: MinimumResult, found: list[Candidate], run: RunCell, *, sweep
         _conclude(result, xs, passing[0] if passing else None, verdicts)
         result.seconds += time.perf_counter() - start
         return
-    lo, hi = -1, len(xs)  # xs[lo] fails (tested), xs[hi] passes (tested; len(xs): none known yet)
-    probe = 0
+    # the upper anchor: the newest release of the library's own time (what it was developed and tested against)
+    anchor = _contemporary(xs, result.uploaded)
+    while 0 <= anchor < len(xs) and check(xs[anchor], xs[anchor].backends[0], "search") is None:
+        del xs[anchor]  # not installable or infra: the next older one
+        anchor -= 1
+    if anchor < 0 or verdicts[str(xs[anchor].version)].outcome != "passed":
+        _conclude(result, xs, None, verdicts)
+        result.seconds += time.perf_counter() - start
+        return
+    lo, hi = -1, anchor  # xs[lo] fails (tested; -1: none below), xs[hi] passes (tested)
     while hi - lo > 1:
+        probe = (lo + hi) // 2
         cell = check(xs[probe], xs[probe].backends[0], "search")
-        if cell is None:  # unknown: drop it (lo < probe < hi) and go on with the next one up
+        if cell is None:  # unknown: drop it (lo < probe < hi) and search what is left
             del xs[probe]
             hi -= 1
-            probe = min(probe, hi - 1)
-            continue
-        if cell.outcome == "passed":
+        elif cell.outcome == "passed":
             hi = probe
         else:
             lo = probe
-        probe = (lo + hi) // 2
-    found_minimum = xs[hi] if 0 <= hi < len(xs) else None
-    if found_minimum is not None and found_minimum.backends[-1] != found_minimum.backends[0]:
+    found_minimum = xs[hi]
+    if found_minimum.backends[-1] != found_minimum.backends[0]:
         check(found_minimum, found_minimum.backends[-1], "confirm")
     _conclude(result, xs, found_minimum, verdicts)
     result.seconds += time.perf_counter() - start
+
+
+def _contemporary(xs: list[Candidate], uploaded: str | None) -> int:
+    """The index in ``xs`` of the newest release uploaded before the library (the newest when unknown)."""
+    if not uploaded:
+        return len(xs) - 1
+    moment = parse_time(uploaded)
+    before = [i for i, c in enumerate(xs)
+              if c.uploaded.get("frontend") and parse_time(c.uploaded["frontend"]) <= moment]
+    return before[-1] if before else 0
 
 
 def _conclude(result: MinimumResult, xs: list[Candidate], passing: Candidate | None,

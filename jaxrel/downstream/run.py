@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from packaging.specifiers import SpecifierSet
+from packaging.version import Version
 
 from jaxrel._util import localfiles, workdirs
 from jaxrel.cells.environment import jaxrel_wheel
@@ -43,7 +44,7 @@ DEFAULT_LIBRARIES = ("optax", "chex", "flax", "equinox", "dm-haiku", "distrax", 
 class Request:
     """What the command line asked for."""
 
-    libraries: tuple[str, ...]  # NAME or NAME==VERSION
+    libraries: tuple[str, ...]  # NAME or NAME==VERSION, each maybe with repo=URL|PATH and test paths (library_line)
     workdir: Path
     python: str = "3.12"
     library_src: Path | None = None
@@ -63,10 +64,19 @@ class Request:
     wheelhouses: tuple[str, ...] = ()
     refresh: bool = False
     use_uv: bool = True
+    baseline: str | None = None  # crater: the frontend release to compare against (default: the newest)
+
+
+def library_line(text: str) -> tuple[str, str | None, tuple[str, ...]]:
+    """One library of a ``--libraries`` file: ``NAME[==VERSION] [repo=URL|PATH] [TEST ...]`` → (spec, repository,
+    tests): each library of a Crater with its own tests and, where its sdist has none, its repository."""
+    words = text.split()
+    repository = next((w.removeprefix("repo=") for w in words[1:] if w.startswith("repo=")), None)
+    return words[0], repository, tuple(w for w in words[1:] if not w.startswith("repo="))
 
 
 def read_libraries(text: str) -> tuple[str, ...]:
-    """``--libraries a,b==1.0`` or ``--libraries @FILE`` (one a line, ``#`` comments) as library specs."""
+    """``--libraries a,b==1.0`` or ``--libraries @FILE`` (one a line: :func:`library_line`; ``#`` comments)."""
     if text.startswith("@"):
         lines = localfiles.read_text(Path(text[1:]), what="the --libraries file").splitlines()
         items = [line.split("#", 1)[0].strip() for line in lines]
@@ -76,7 +86,7 @@ def read_libraries(text: str) -> tuple[str, ...]:
     if not found:
         raise BadInput(f"--libraries {text[:80]!r}: no library named; give NAME[==VERSION],… or @FILE")
     for item in found:
-        libraries.parse_library_spec(item)
+        libraries.parse_library_spec(library_line(item)[0])
     return found
 
 
@@ -97,8 +107,15 @@ def _library(request: Request, spec: str | None, family: Family, index: Index, r
     if request.library_src is not None:
         return libraries.from_checkout(request.library_src, family, request.python)
     assert spec is not None
-    name, version = libraries.parse_library_spec(spec)
+    name, version = libraries.parse_library_spec(library_line(spec)[0])
     return libraries.from_index(index, name, version, family, request.python, reader)
+
+
+def _stage(request: Request, line: str | None, library: Library, workdir: Path, index: Index, progress: Progress
+           ) -> testsource.StagedTests:
+    _, repository, tests = library_line(line) if line else (None, None, ())
+    return testsource.stage(library, workdir / "stage" / library.name, index=index, selection=tests or request.tests,
+                            repository=repository or request.library_repo, smoke=request.smoke, progress=progress)
 
 
 def build_frontend(source: Path, ref: str | None, workdir: Path, python: str, index: Index) -> tuple[Path, str]:
@@ -149,12 +166,12 @@ def minimum(request: Request, family: Family, progress: Progress) -> list[minimu
     for spec in specs:
         start = time.perf_counter()
         library = _library(request, spec, family, index, reader)
-        tests = testsource.stage(library, workdir / "stage" / library.name, index=index, selection=request.tests,
-                                 repository=request.library_repo, smoke=request.smoke, progress=progress)
+        tests = _stage(request, spec, library, workdir, index, progress)
         progress(f"downstream: {library.label}: tests from its {tests.route}: {' '.join(tests.paths) or tests.smoke}")
         result = minimum_module.MinimumResult(library.name, library.version, request.python,
                                               family.frontend.distribution,
-                                              library.declared_minimum(family, request.python), tests.route)
+                                              library.declared_minimum(family, request.python), tests.route,
+                                              uploaded=library.uploaded)
         found = minimum_module.candidates(library, family, index, request.python, reader)
         progress(f"downstream: {library.label} admits {len(found)} {family.frontend.distribution} releases "
                  f"({sum(1 for c in found if not c.problem)} installable here)")
@@ -162,8 +179,8 @@ def minimum(request: Request, family: Family, progress: Progress) -> list[minimu
         def run(spec: CellSpec, role: str, library: Library = library, tests: testsource.StagedTests = tests
                 ) -> CellResult:
             cell = run_cell(library, tests, spec, settings, role)
-            if cell.outcome == "infra" and cell.reason.startswith("collected nothing") and request.tests:
-                raise LibraryError(f"--tests {' '.join(request.tests)}: the selection collects nothing in "
+            if cell.outcome == "infra" and cell.reason.startswith("collected nothing") and tests.selected:
+                raise LibraryError(f"--tests {' '.join(tests.paths)}: the selection collects nothing in "
                                    f"{library.label}'s tests ({tests.route}); give tests that exist "
                                    f"({cell.reason.removeprefix('collected nothing: ')[:200]})")
             return cell
@@ -182,10 +199,17 @@ def minimum(request: Request, family: Family, progress: Progress) -> list[minimu
     return results
 
 
-def _baseline(family: Family, index: Index, python: str, reader: MetadataReader, candidate_wheel: Path) -> CellSpec:
-    """The newest frontend release with the newest backend both it and the candidate admit, as of now."""
+def _baseline(family: Family, index: Index, python: str, reader: MetadataReader, candidate_wheel: Path,
+              wanted: str | None) -> tuple[CellSpec, str]:
+    """The baseline frontend release (``wanted``, else the newest) with the newest backend both it and the candidate
+    admit, and when that release was uploaded."""
     listing = index.listing(family.frontend.distribution)
     finals = [v for v in listing.versions() if not v.is_prerelease and not v.is_devrelease]
+    if wanted is not None:
+        if Version(wanted) not in listing.versions():
+            raise BadInput(f"--baseline {wanted}: the index serves no {family.frontend.distribution} {wanted}; give a "
+                           "release it has")
+        finals = [Version(wanted)]
     if not finals:
         raise EnvironmentFailure(f"the index lists no {family.frontend.distribution} release to compare against")
     newest = finals[-1]
@@ -194,7 +218,8 @@ def _baseline(family: Family, index: Index, python: str, reader: MetadataReader,
     candidate = parse_core_metadata(metadata_of_local(candidate_wheel), candidate_wheel.name, BadInput)
     both = (minimum_module.backend_specifier(requires, family.backend.distribution)
             & minimum_module.backend_specifier(candidate.requires_dist, family.backend.distribution))
-    return CellSpec(str(newest), _newest_backend(family, index, python, str(both)))
+    uploaded = minimum_module.uploaded_at(listing, newest, file) if file is not None else ""
+    return CellSpec(str(newest), _newest_backend(family, index, python, str(both))), uploaded
 
 
 Bisector = Callable[[crater_module.LibraryVerdict, Library, testsource.StagedTests, Settings], None]
@@ -214,7 +239,7 @@ def crater(request: Request, family: Family, progress: Progress, bisect: Bisecto
     progress(f"crater: building {family.frontend.distribution} from {request.frontend_src} at "
              f"{request.ref or 'the working tree'} …")
     wheel, what = build_frontend(request.frontend_src, request.ref, workdir, settings.python, index)
-    baseline = _baseline(family, index, request.python, reader, wheel)
+    baseline, baseline_uploaded = _baseline(family, index, request.python, reader, wheel, request.baseline)
     commit = what.split()[1] if what.startswith("git ") else ""
     result = crater_module.CraterResult(f"{family.frontend.distribution} {what}", commit, baseline.frontend,
                                         request.python)
@@ -223,8 +248,7 @@ def crater(request: Request, family: Family, progress: Progress, bisect: Bisecto
     for spec in specs:
         try:
             library = _library(request, spec, family, index, reader)
-            tests = testsource.stage(library, workdir / "stage" / library.name, index=index, selection=request.tests,
-                                     repository=request.library_repo, smoke=request.smoke, progress=progress)
+            tests = _stage(request, spec, library, workdir, index, progress)
         except (LibraryError, EnvironmentFailure) as error:
             if len(specs) == 1:
                 raise
@@ -233,7 +257,8 @@ def crater(request: Request, family: Family, progress: Progress, bisect: Bisecto
             progress(f"crater: {name}: broken: {error}")
             continue
         staged[library.name] = (library, tests)
-        verdict = crater_module.run_library(library, tests, baseline, wheel, f"HEAD {what}", settings, progress)
+        era = replace(baseline, as_of=minimum_module.era(library.uploaded, baseline_uploaded))
+        verdict = crater_module.run_library(library, tests, era, wheel, f"HEAD {what}", settings, progress)
         result.libraries.append(verdict)
         progress(f"crater: {library.label}: {verdict.outcome}: {verdict.reason[:160]}")
     crater_module.group(result.libraries)

@@ -44,6 +44,7 @@ class StagedTests:
     import_mode: str = "prepend"  # "importlib" when a path lies inside the library's package
     smoke: str | None = None  # --smoke CODE: run instead of tests
     requirements: tuple[str, ...] = ()  # the tests' own requirements file (tests/requirements.txt), when it has one
+    selected: bool = False  # the paths were chosen (--tests), not found
 
 
 def tag_candidates(library: Library) -> list[str]:
@@ -106,6 +107,8 @@ def _copy(tree: Path, paths: Sequence[str], dest: Path, packages: set[str]) -> s
         parts = PurePosixPath(path).parts
         in_package = parts[0] in packages
         inside = inside or in_package
+        if not in_package and len(parts) > 1:  # a tests/ directory goes whole: its helpers and __init__.py with it
+            path, parts = parts[0], parts[:1]
         source, target = tree / path, dest / staged_path(path, packages)
         target.parent.mkdir(parents=True, exist_ok=True)
         if source.is_dir():
@@ -219,7 +222,8 @@ def stage(library: Library, into: Path, *, index: Index, selection: Sequence[str
     packages = _package_dirs(tree)
     mode = _copy(tree, paths, staged, packages)
     shown = tuple(staged_path(p, packages) for p in paths)
-    return StagedTests(staged, shown, route, mode, requirements=_requirements_file(tree, paths))
+    return StagedTests(staged, shown, route, mode, requirements=_requirements_file(tree, paths),
+                       selected=bool(selection))
 
 
 REQUIREMENTS_FILES = ("requirements-test.txt", "requirements_test.txt", "test-requirements.txt",
