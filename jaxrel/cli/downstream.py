@@ -132,11 +132,12 @@ def run_minimum(args: argparse.Namespace) -> int:
 def _good(args: argparse.Namespace, family: Family, baseline: str) -> str:
     if args.good:
         return str(args.good)
+    source = Path(args.frontend_src)
     for tag in (f"{family.frontend.distribution}-v{baseline}", f"v{baseline}", baseline):
-        done = git("rev-parse", "--verify", "--quiet", f"refs/tags/{tag}^{{commit}}", cwd=Path(args.frontend_src),
-                   check=False)
-        if done.returncode == 0:
-            return tag
+        done = git("rev-parse", "--verify", "--quiet", f"refs/tags/{tag}^{{commit}}", cwd=source, check=False)
+        if done.returncode == 0:  # a release tagged on a branch: where it left the main line
+            base = git("merge-base", done.stdout.strip(), args.ref or "HEAD", cwd=source, check=False)
+            return base.stdout.strip() if base.returncode == 0 and base.stdout.strip() else tag
     raise UsageError(f"no tag of {family.frontend.distribution} {baseline} in {args.frontend_src} (tried "
                      f"{family.frontend.distribution}-v{baseline}, v{baseline}, {baseline}); fetch the tags or give "
                      "--good REV")

@@ -208,6 +208,7 @@ def search(result: MinimumResult, found: list[Candidate], run: RunCell, *, sweep
     def check(candidate: Candidate, backend: Version, role: str) -> CellResult | None:
         progress(f"downstream: {result.library} {result.version} with {candidate.version} / {backend} ({role}) …")
         cell = run(candidate.spec(backend), role)
+        cell.role = role
         result.cells.append(cell)
         progress(f"downstream:   {cell.outcome}: {cell.reason[:160]}")
         if cell.outcome in ("infra", "not-installable"):

@@ -1,0 +1,212 @@
+"""``jaxrel downstream``'s parts without an index: the search's cell count and answers, the Crater's classification
+and grouping, the sandbox's environment and budget, a library's requirements read through packaging."""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from packaging.version import Version
+
+from jaxrel.downstream import crater, sandbox
+from jaxrel.downstream.cellrun import CellResult, CellSpec, unsatisfiable
+from jaxrel.downstream.library import Library, LibraryError, from_checkout, parse_library_spec
+from jaxrel.downstream.minimum import Candidate, MinimumResult, admitted_backends, era, search
+from jaxrel.downstream.testsource import find_tests, staged_path, tag_candidates
+from jaxrel.family import resolve_family
+
+JAX = resolve_family(None)
+
+
+def _candidates(count: int, uploaded_every_days: int = 30) -> list[Candidate]:
+    found = []
+    for i in range(count):
+        day = 1 + i * uploaded_every_days
+        found.append(Candidate(Version(f"0.4.{i}"), [Version(f"0.4.{max(0, i - 1)}"), Version(f"0.4.{i}")],
+                               {"library": "2030-01-01T00:00:00Z",
+                                "frontend": f"{2024 + day // 365}-{1 + (day % 365) // 31:02d}-01T00:00:00Z"}))
+    return found
+
+
+def _runner(minimum: int, calls: list[tuple[str, str, str]]) -> object:
+    def run(spec: CellSpec, role: str) -> CellResult:
+        calls.append((spec.frontend, spec.backend, role))
+        ok = Version(spec.frontend) >= Version(f"0.4.{minimum}")
+        return CellResult(spec.frontend, spec.backend, "passed" if ok else "failed",
+                          failing=[] if ok else ["tests/test_x.py::test_new_api"],
+                          first_error="" if ok else "AttributeError: module 'jax' has no attribute 'new_api'")
+    return run
+
+
+@pytest.mark.parametrize("true_minimum", [0, 1, 7, 15, 22, 28, 29])
+def test_a_search_over_30_releases_takes_at_most_7_cells_and_finds_the_minimum(true_minimum: int) -> None:
+    calls: list[tuple[str, str, str]] = []
+    result = MinimumResult("lib", "1.0", "3.12", "jax", "0.4.0", "sdist")
+    search(result, _candidates(30), _runner(true_minimum, calls))  # type: ignore[arg-type]
+    assert result.true_minimum == f"0.4.{true_minimum}"
+    assert len(calls) <= 7, calls
+    if true_minimum:  # the boundary tested on both sides, and the fix names it
+        assert (f"0.4.{true_minimum - 1}", "failed") in {(c.jax, c.outcome) for c in result.cells}
+        assert result.fix == f"jax>=0.4.{true_minimum}"
+        assert result.highest_failing is not None and result.highest_failing.jax == f"0.4.{true_minimum - 1}"
+    else:
+        assert result.fix is None
+    assert ("confirm" in {role for _, _, role in calls}) == (true_minimum > 0)  # the newest backend too
+
+
+def test_sweep_runs_every_release_with_both_backends() -> None:
+    calls: list[tuple[str, str, str]] = []
+    result = MinimumResult("lib", "1.0", "3.12", "jax", None, "sdist")
+    search(result, _candidates(6), _runner(3, calls), sweep=True)  # type: ignore[arg-type]
+    assert len(calls) == 11  # 0.4.0 has one backend; the five others two
+    assert result.true_minimum == "0.4.3"
+
+
+def test_the_anchor_is_the_release_of_the_librarys_own_time() -> None:
+    calls: list[tuple[str, str, str]] = []
+    found = _candidates(10)
+    result = MinimumResult("lib", "1.0", "3.12", "jax", None, "sdist", uploaded=found[4].uploaded["frontend"])
+    search(result, found, _runner(2, calls))  # type: ignore[arg-type]
+    assert calls[0][0] == "0.4.4"  # what it was developed against, first
+    assert result.true_minimum == "0.4.2"
+
+
+def test_a_library_failing_with_the_frontend_of_its_time_has_no_minimum() -> None:
+    calls: list[tuple[str, str, str]] = []
+    result = MinimumResult("lib", "1.0", "3.12", "jax", None, "sdist")
+    search(result, _candidates(8), _runner(99, calls))  # type: ignore[arg-type]
+    assert result.true_minimum is None and len(calls) == 1
+    assert "no admitted release passed" in result.notes[0]
+
+
+def test_not_installable_and_infra_cells_are_dropped_and_the_search_goes_on() -> None:
+    calls: list[tuple[str, str, str]] = []
+    inner = _runner(5, calls)
+
+    def run(spec: CellSpec, role: str) -> CellResult:
+        if spec.frontend in ("0.4.4", "0.4.7"):
+            calls.append((spec.frontend, spec.backend, role))
+            outcome = "infra" if spec.frontend == "0.4.7" else "not-installable"
+            return CellResult(spec.frontend, spec.backend, outcome, reason="error: No solution found")
+        return inner(spec, role)  # type: ignore[operator, no-any-return]
+
+    found = _candidates(12)
+    found[1].problem = "no jaxlib it admits has a wheel for Python 3.12 here"
+    result = MinimumResult("lib", "1.0", "3.12", "jax", None, "sdist")
+    search(result, found, run)
+    assert result.true_minimum == "0.4.5"
+    assert {v for v, _ in result.not_installable} == {"0.4.1", "0.4.4"}
+
+
+def test_admitted_backends_follow_the_family_minimum_and_never_exceed_the_frontend() -> None:
+    old = admitted_backends(JAX, Version("0.4.27"), ("jaxlib ==0.4.27 ; extra == 'cpu'",))
+    assert old.contains("0.4.23") and old.contains("0.4.27") and not old.contains("0.4.22")
+    assert not old.contains("0.4.28")
+    new = admitted_backends(JAX, Version("0.7.0"), ("jaxlib<=0.7.0,>=0.7.0",))
+    assert list(new.filter(["0.6.2", "0.7.0", "0.7.1"])) == ["0.7.0"]
+
+
+def test_era_is_the_latest_upload_plus_a_second() -> None:
+    assert era("2024-07-09T14:01:50Z", None, "2023-01-01T00:00:00Z") == "2024-07-09T14:01:51Z"
+    assert era(None, "") is None
+
+
+def _cell(outcome: str, failing: tuple[str, ...] = (), error: str = "", flaky: tuple[str, ...] = (),
+          reason: str = "") -> CellResult:
+    return CellResult("v", "b", outcome, reason=reason, failing=list(failing),
+                      errors={t: error for t in failing}, first_error=error, flaky=list(flaky), passed=3)
+
+
+@pytest.mark.parametrize(("base", "cand", "outcome"), [
+    (_cell("passed"), _cell("passed"), "test-pass"),
+    (_cell("passed"), _cell("failed", ("t.py::a",), "AttributeError: x"), "regressed"),
+    (_cell("failed", ("t.py::a",), "E"), _cell("passed"), "fixed"),
+    (_cell("failed", ("t.py::a",), "AssertionError"), _cell("failed", ("t.py::a",), "AssertionError"), "test-fail"),
+    (_cell("failed", ("t.py",), "ImportError: no"), _cell("failed", ("t.py",), "ImportError: no"), "broken"),
+    (_cell("passed"), _cell("passed", flaky=("t.py::a",)), "spurious"),
+    (_cell("passed"), _cell("infra", reason="timeout: the tests ran past the 20 s budget"), "spurious"),
+    (_cell("not-installable", reason="No solution found"), _cell("infra"), "broken"),
+])
+def test_crater_outcomes(base: CellResult, cand: CellResult, outcome: str) -> None:
+    assert crater.classify(base, cand)[0] == outcome
+
+
+def test_one_removal_breaking_several_libraries_is_one_group() -> None:
+    removed = "AttributeError: module 'jax.core' has no attribute 'pp_eqn_rules'"
+    verdicts = []
+    for name, error in (("a", removed), ("b", "TypeError: f() got an unexpected keyword 'x'"), ("c", removed)):
+        outcome, reason, failing, signature = crater.classify(_cell("passed"), _cell("failed", ("t::x",), error))
+        verdicts.append(crater.LibraryVerdict(name, "1", outcome, reason, failing=failing, signature=signature))
+    crater.group(verdicts)
+    assert [v.group for v in verdicts] == ["G1", "G2", "G1"]
+
+
+def test_the_sandbox_environment_holds_no_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for key, value in {"GITHUB_TOKEN": "ghp_planted", "PIP_INDEX_URL": "https://u:p@x/simple",
+                       "AWS_SECRET_ACCESS_KEY": "k", "TWINE_PASSWORD": "p", "JAX_ENABLE_X64": "1",
+                       "XLA_FLAGS": "--xla_force_host_platform_device_count=2", "HOME": "/root"}.items():
+        monkeypatch.setenv(key, value)
+    env = sandbox.scrubbed_environment(tmp_path / "home")
+    assert "ghp_planted" not in str(env) and "u:p@" not in str(env)
+    assert env["HOME"] == str(tmp_path / "home") and env["TMPDIR"].startswith(str(tmp_path / "home"))
+    assert env["JAX_ENABLE_X64"] == "1" and env["XLA_FLAGS"].startswith("--xla")
+
+
+def test_the_budget_kills_the_whole_group_and_removes_the_home(tmp_path: Path) -> None:
+    marker = f"sandbox-budget-{os.getpid()}"
+    child = f"import subprocess, time; subprocess.Popen(['sleep', '300', '{marker}'][:2]); time.sleep(300)"
+    start = time.monotonic()
+    ran = sandbox.run([sys.executable, "-c", child], cwd=tmp_path, home=tmp_path / "home", budget=2)
+    assert ran.timed_out and ran.returncode is None
+    assert time.monotonic() - start < 60
+    assert not (tmp_path / "home").exists()
+
+
+def test_resolver_failures_are_told_from_others() -> None:
+    assert unsatisfiable("error: No solution found when resolving dependencies")
+    assert not unsatisfiable("error: Failed to fetch: connection reset by peer")
+
+
+def test_library_specs_and_tags() -> None:
+    assert parse_library_spec("Optax==0.2.3") == ("optax", "0.2.3")
+    assert parse_library_spec("dm_haiku") == ("dm-haiku", None)
+    with pytest.raises(LibraryError, match="PEP 440"):
+        parse_library_spec("optax==latest")
+    with pytest.raises(LibraryError, match="not a library"):
+        parse_library_spec("not a name!")
+    library = Library("optax", "0.2.3", ())
+    assert tag_candidates(library) == ["v0.2.3", "0.2.3", "optax-v0.2.3", "optax-0.2.3"]
+
+
+def test_a_checkout_is_read_from_its_pyproject(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text(
+        '[project]\nname = "MyLib"\nversion = "1.2"\ndependencies = ["jax>=0.4.20", "numpy"]\n'
+        '[project.optional-dependencies]\ntest = ["pytest", "scipy>=1.10; python_version >= \'3.9\'"]\n'
+        '[project.urls]\nSource = "https://github.com/me/mylib"\n')
+    library = from_checkout(tmp_path, JAX, "3.12")
+    assert (library.name, library.version) == ("mylib", "1.2")
+    assert library.declared_minimum(JAX, "3.12") == "0.4.20"
+    assert library.test_requirements("3.12", JAX) == ["pytest", "scipy>=1.10"]  # markers held, then dropped
+    assert library.source_url() == "https://github.com/me/mylib"
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "other"\nversion = "1"\ndependencies = ["numpy"]\n')
+    with pytest.raises(LibraryError, match="does not depend on jax"):
+        from_checkout(tmp_path, JAX, "3.12")
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "x"\ndependencies = ["jax>=="]\n')
+    with pytest.raises(LibraryError, match="does not parse"):
+        from_checkout(tmp_path, JAX, "3.12")
+
+
+def test_default_tests_and_staged_paths(tmp_path: Path) -> None:
+    (tmp_path / "lib" / "_src").mkdir(parents=True)
+    (tmp_path / "lib" / "_src" / "core_test.py").write_text("")
+    (tmp_path / "docs").mkdir()
+    (tmp_path / "docs" / "conf_test.py").write_text("")
+    assert find_tests(tmp_path) == ["lib/_src/core_test.py"]
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_a.py").write_text("")
+    assert find_tests(tmp_path) == ["tests"]
+    assert staged_path("lib/_src/core_test.py::T::test", {"lib"}) == "_tests_in_lib/_src/core_test.py::T::test"
+    assert staged_path("tests/test_a.py", {"lib"}) == "tests/test_a.py"
