@@ -104,10 +104,11 @@ def uv_environment(index: PipIndexConfig | None = None) -> dict[str, str]:
 
 
 def run_step(command: Sequence[str], env: dict[str, str], what: str) -> None:
-    """Run one setup step; on failure raise :class:`EnvError` naming ``what`` with the output's last lines."""
+    """Run one setup step; on failure raise :class:`EnvError` naming ``what`` with the output's last lines (eight:
+    a resolver's explanation runs over several)."""
     done = procs.run(list(command), env=env)
     if done.returncode != 0:
-        raise EnvError(f"{what} failed (exit {done.returncode}): {tail(done.stderr or done.stdout)}")
+        raise EnvError(f"{what} failed (exit {done.returncode}): {tail(done.stderr or done.stdout, 8)}")
 
 
 def create(

@@ -29,12 +29,21 @@ from jaxrel.downstream.library import Library
 from jaxrel.downstream.testsource import StagedTests
 from jaxrel.family.model import Family
 
-__all__ = ["OUTCOMES", "CellResult", "CellSpec", "Settings", "prepare", "run_cell", "test", "unsatisfiable"]
+__all__ = ["OUTCOMES", "CellResult", "CellSpec", "Settings", "prepare", "resolver_cause", "run_cell", "test",
+           "unsatisfiable"]
 
 OUTCOMES = ("passed", "failed", "not-installable", "infra")
 UNSATISFIABLE = ("no solution found", "resolutionimpossible", "unsatisfiable", "no matching distribution",
                  "cannot be used", "requirements are unsatisfiable", "has no wheels with a matching")
 NOTHING_COLLECTED = (4, 5)  # pytest's exit statuses for a selection that names nothing (4) or collects nothing (5)
+
+
+def resolver_cause(message: str) -> str:
+    """The resolver's own reason in an environment's failure (uv's ``cause:``, without its hints), else its end."""
+    _, found, cause = message.partition("cause: ")
+    if not found:
+        return message[-600:]
+    return " ".join(cause.split(" | hint:")[0].replace(" | ", " ").split())[:600]
 
 
 def unsatisfiable(message: str) -> bool:
@@ -119,7 +128,7 @@ def _environment(library: Library, tests: StagedTests, spec: CellSpec, settings:
     except envs.EnvError as error:
         shutil.rmtree(root, ignore_errors=True)
         result.outcome = "not-installable" if unsatisfiable(str(error)) else "infra"
-        result.reason = str(error)[-600:]
+        result.reason = resolver_cause(str(error))
         return None
     finally:
         result.seconds["environment"] = round(time.perf_counter() - start, 2)

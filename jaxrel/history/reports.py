@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +23,8 @@ from jaxrel._util import localfiles
 from jaxrel.cells.records import signature
 from jaxrel.distributions.filenames import name_and_version, wheel_tags
 from jaxrel.errors import JaxrelError
+from jaxrel.history.downstream_reports import read_downstream
+from jaxrel.history.records import Artifact, BisectRecord, CellRecord, ReportRecord, TestRecord
 from jaxrel.history.store import CELL_TEST, OWN_TESTS, HistoryError
 
 __all__ = ["Artifact", "BisectRecord", "CellRecord", "ReportRecord", "TestRecord", "read_any", "read_report"]
@@ -31,61 +32,6 @@ __all__ = ["Artifact", "BisectRecord", "CellRecord", "ReportRecord", "TestRecord
 SUITES = ("", "compat", "own")  # a result's suite: the cell itself, the compat suite, the frontend's own tests
 _COMMIT = re.compile(r"[0-9a-f]{7,64}")
 MAX_REPORT = 256 << 20
-
-
-@dataclass(frozen=True)
-class Artifact:
-    name: str
-    version: str
-    commit: str = ""
-    sha256: str = ""
-
-
-@dataclass(frozen=True)
-class TestRecord:
-    test: str
-    outcome: str  # passed | failed | skipped | infra | flaky | refused (the guard refused the set, as expected)
-    duration: float | None = None
-    signature: str = ""
-    suite: str = ""  # one of SUITES
-
-
-@dataclass
-class CellRecord:
-    cell: str
-    python: str
-    platform: str
-    device: str
-    artifacts: list[tuple[str, Artifact]]  # (role, artifact): frontend, backend, plugin
-    tests: list[TestRecord] = field(default_factory=list)
-
-    def digest(self) -> str:
-        """The combo's key: every artifact (with its wheel's sha256), the Python, platform and device."""
-        parts = sorted(f"{role}:{a.name}=={a.version}@{a.commit}#{a.sha256}" for role, a in self.artifacts)
-        text = "\n".join([*parts, self.python, self.platform, self.device])
-        return hashlib.sha256(text.encode()).hexdigest()
-
-
-@dataclass
-class ReportRecord:
-    sha256: str
-    frontend: Artifact
-    cells: list[CellRecord]
-    kind: str = "compat"  # compat | atlas | device: what wrote it
-
-
-@dataclass(frozen=True)
-class BisectRecord:
-    """What ``jaxrel bisect`` named for a cell: the range it searched and the first bad commit, if it converged."""
-
-    sha256: str
-    cell: str
-    last_good: str
-    first_bad: str
-    culprit: str | None
-    log: str
-    tests: tuple[str, ...] = ()  # the selection bisected
-    version_only: bool = False  # the culprit changes only the family's version files
 
 
 def read_any(path: Path) -> ReportRecord | BisectRecord:
@@ -103,6 +49,8 @@ def read_any(path: Path) -> ReportRecord | BisectRecord:
         return _atlas(data, path, sha256)
     if isinstance(data, dict) and "probe" in data and "doctor" in data:
         return _device(data, path, sha256)
+    if isinstance(data, dict) and data.get("kind") in ("downstream-crater", "downstream-minimum"):
+        return read_downstream(data, path, sha256)
     return read_report(path)
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -106,6 +107,17 @@ def test_crater_classifies_groups_and_bisects(index: tuple[str, Path], tmp_path:
     assert left.stdout.strip() == ""  # the hanging test's process group was killed at the budget
     markdown = (tmp_path / "crater" / "crater.md").read_text()
     assert "**regressed**" in markdown and culprit[:12] in markdown
+    # the history takes the report: one cell a library (the HUD pages libraries × nights), the regressions red
+    db = tmp_path / "history.sqlite"
+    ingest = subprocess.run([sys.executable, "-m", "jaxrel", "history", "ingest", "--db", str(db), "--json",
+                             "--night", "2025-07-10", str(tmp_path / "crater" / "crater.json")],
+                            capture_output=True, text=True, timeout=120)
+    assert ingest.returncode == 0, ingest.stderr[-2000:]
+    with sqlite3.connect(db) as connection:
+        kinds = {row[0] for row in connection.execute("SELECT kind FROM runs")}
+        cells = {row[0] for row in connection.execute("SELECT DISTINCT cell FROM combos")}
+    assert kinds == {"downstream"}
+    assert {f"downstream-py{PY}-{name}" for name in outcomes} <= cells
     for path in (tmp_path / "crater").rglob("*"):
         if path.is_file() and path.suffix in (".json", ".md", ".txt", ".jsonl"):
             assert TOKEN not in path.read_text(errors="replace"), path

@@ -12,7 +12,7 @@ import pytest
 from packaging.version import Version
 
 from jaxrel.downstream import crater, sandbox
-from jaxrel.downstream.cellrun import CellResult, CellSpec, unsatisfiable
+from jaxrel.downstream.cellrun import CellResult, CellSpec, resolver_cause, unsatisfiable
 from jaxrel.downstream.library import Library, LibraryError, from_checkout, parse_library_spec
 from jaxrel.downstream.minimum import Candidate, MinimumResult, admitted_backends, era, search
 from jaxrel.downstream.testsource import find_tests, staged_path, tag_candidates
@@ -166,7 +166,12 @@ def test_the_budget_kills_the_whole_group_and_removes_the_home(tmp_path: Path) -
 
 
 def test_resolver_failures_are_told_from_others() -> None:
-    assert unsatisfiable("error: No solution found when resolving dependencies")
+    failure = ("installing optax==0.2.2 jax==0.4.14 failed (exit 1): error: No solution found when resolving "
+               "dependencies | cause: Because chex>=0.1.86 depends on jax>=0.4.16 and optax>=0.2.2 depends on "
+               "chex>=0.1.86, we can | conclude that optax>=0.2.2 depends on jax>=0.4.16. | hint: use uv")
+    assert unsatisfiable(failure)
+    assert resolver_cause(failure) == ("Because chex>=0.1.86 depends on jax>=0.4.16 and optax>=0.2.2 depends on "
+                                       "chex>=0.1.86, we can conclude that optax>=0.2.2 depends on jax>=0.4.16.")
     assert not unsatisfiable("error: Failed to fetch: connection reset by peer")
 
 
