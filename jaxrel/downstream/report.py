@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from packaging.version import Version
+
 from jaxrel._util.atomic import write_reports
 from jaxrel._util.text import table
 from jaxrel.downstream.crater import CraterResult
@@ -24,13 +26,14 @@ def minimum_text(result: MinimumResult) -> str:
     lines = [f"{result.library} {result.version} (Python {result.python}; tests from its {result.route})",
              f"  declared: {result.frontend}>={result.declared}" if result.declared else
              f"  declared: no lower bound on {result.frontend}",
-             f"  true minimum: {result.true_minimum or 'none found'}"
-             + (f"   fix: {result.fix}" if result.fix else "   (the declared minimum holds)"
-                if result.true_minimum and not result.fix else "")]
+             f"  true minimum: {result.true_minimum or 'none found'}" + _verdict(result)]
     failing = result.highest_failing
     if failing is not None and failing.failing:
         lines.append(f"  highest failing: {result.frontend} {failing.jax} / {failing.jaxlib}: {failing.failing[0]}")
         lines.append(f"    {_cut(failing.first_error, 110)}")
+    for edge in (c for c in result.cells if c.role == "edge"):
+        lines.append(f"  top edge: {result.frontend} {edge.jax} / {edge.jaxlib}: {edge.outcome}"
+                     + (f": {_cut(edge.first_error, 100)}" if edge.first_error else ""))
     rows = [[c.jax, c.jaxlib, c.outcome, c.role, f"{sum(c.seconds.values()):.0f}", _cut(c.reason, 70)]
             for c in result.cells]
     lines += ["", table(["jax", "jaxlib", "outcome", "role", "s", "why"], rows)]
@@ -41,6 +44,16 @@ def minimum_text(result: MinimumResult) -> str:
     lines += [f"note: {note}" for note in result.notes]
     lines.append(f"{result.searched} cells to find the minimum; {result.seconds:.0f} s")
     return "\n".join(lines)
+
+
+def _verdict(result: MinimumResult) -> str:
+    if result.fix:
+        return f"   fix: {result.fix}"
+    if not result.true_minimum:
+        return ""
+    if result.declared and Version(result.declared) < Version(result.true_minimum):
+        return "   (the oldest it admits that installs here; older ones cannot be tested)"
+    return "   (the declared minimum holds)"
 
 
 def minimum_markdown(results: list[MinimumResult]) -> str:
