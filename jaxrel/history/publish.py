@@ -8,6 +8,7 @@
 - ``regressions/<cell>@<commit>.html``: one regression (its failing tests, error signature, last good and
   first bad commits, the culprit bisect named with its log, its state, the commands that reproduce and
   bisect it);
+- ``downstream.html``: the libraries built on the frontend (``jaxrel downstream``'s cells) × nights;
 - ``flaky.html``: tests that were flaky, how often and where;
 - ``regressions.atom``: an Atom feed of new regressions;
 - ``api/v1/``: ``matrix.json`` (every night × cell), ``combos.json`` (each set of wheels: its pins,
@@ -44,6 +45,9 @@ COLOURS = {"passed": "#2da44e", "fixed": "#1a7f37", "new-regression": "#cf222e",
            "failing": "#cf222e", "flaky": "#bf8700", "infra": "#8c959f", "refused": "#6639ba",
            "expectation": "#0969da"}  # expectation: red only because the frontend's version string moved
 _SAFE = re.compile(r"[^A-Za-z0-9._-]")
+
+
+DOWNSTREAM = "downstream-"  # the cells of jaxrel downstream's reports: a library each (a Crater) or a tested pair
 
 
 def _page_name(cell: str) -> str:
@@ -105,6 +109,8 @@ def publish(store: Store, output: Path, *, commit_url: str = COMMIT_URL, title: 
     data = site_data(store)
     files: dict[Path, str] = {
         output / "index.html": _index(data, title),
+        output / "downstream.html": _index({**data, "cells": [c for c in data["cells"] if c.startswith(DOWNSTREAM)]},
+                                           f"{title}: libraries built on the frontend"),
         output / "flaky.html": _flaky(data, title),
         output / "regressions.atom": _atom(data, commit_url, title),
         output / "api" / "v1" / "matrix.json": json.dumps({"api": 1, "nights": data["nights"], "cells": data["cells"],
@@ -137,6 +143,7 @@ def _head(title: str, depth: int = 0) -> str:
     return (f"<!DOCTYPE html><html lang=en><head><meta charset=utf-8><title>{html.escape(title)}</title>"
             f"<style>{STYLE}</style></head><body><p><a href=\"{up}index.html\">nights × cells</a> · "
             f"<a href=\"{up}flaky.html\">flaky tests</a> · <a href=\"{up}regressions.atom\">new regressions (Atom)</a>"
+            f" · <a href=\"{up}downstream.html\">libraries (downstream)</a>"
             f" · <a href=\"{up}api/v1/matrix.json\">api/v1</a></p>")
 
 

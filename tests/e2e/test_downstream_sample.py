@@ -118,6 +118,12 @@ def test_crater_classifies_groups_and_bisects(index: tuple[str, Path], tmp_path:
         cells = {row[0] for row in connection.execute("SELECT DISTINCT cell FROM combos")}
     assert kinds == {"downstream"}
     assert {f"downstream-py{PY}-{name}" for name in outcomes} <= cells
+    site = tmp_path / "site"
+    published = subprocess.run([sys.executable, "-m", "jaxrel", "history", "publish", "--db", str(db), "--output",
+                                str(site)], capture_output=True, text=True, timeout=120)
+    assert published.returncode == 0, published.stderr[-2000:]
+    page = (site / "downstream.html").read_text()
+    assert all(f'data-cell="downstream-py{PY}-{name}"' in page for name in outcomes)  # libraries × nights
     for path in (tmp_path / "crater").rglob("*"):
         if path.is_file() and path.suffix in (".json", ".md", ".txt", ".jsonl"):
             assert TOKEN not in path.read_text(errors="replace"), path
