@@ -33,11 +33,12 @@ __all__ = ["DEFAULT_LIBRARIES", "Request", "build_frontend", "crater", "minimum"
 
 Progress = Callable[[str], None]
 
-# jax's ecosystem as the Crater's default: widely used libraries of Google DeepMind, Google and the community whose
-# sdists (or tags) carry their tests, each a different layer: NN frameworks, optimisers, checkpointing, testing
-# utilities, probabilistic programming, differential equations.
-DEFAULT_LIBRARIES = ("optax", "chex", "flax", "equinox", "dm-haiku", "distrax", "numpyro", "jraph", "diffrax",
-                     "optimistix", "lineax", "blackjax")
+# jax's ecosystem as the Crater's default: widely used libraries of Google DeepMind, Google and the community that
+# declare their jax requirement and whose sdists (or tags) carry their tests, each a different layer: neural
+# networks, optimisers, checkpointing, testing utilities, probability, differential equations, solvers, sampling.
+# (dm-haiku and jaxtyping declare no jax requirement; jraph has no final release.)
+DEFAULT_LIBRARIES = ("optax", "chex", "flax", "equinox", "distrax", "numpyro", "diffrax", "optimistix", "lineax",
+                     "blackjax", "orbax-checkpoint")
 
 
 @dataclass(frozen=True)
