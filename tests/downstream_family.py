@@ -16,12 +16,12 @@ as of their era as they do against the real index.
 
 from __future__ import annotations
 
-import io
 import os
 import shutil
 import subprocess
-import tarfile
 from pathlib import Path
+
+from matrix_family import sdist
 
 from jaxrel.distributions.wheels import write_wheel
 
@@ -66,21 +66,6 @@ def _place(built: Path, house: Path, when: float) -> Path:
     shutil.move(built, target)
     os.utime(target, (when, when))
     return target
-
-
-def _sdist(out: Path, name: str, version: str, requires: list[str], files: dict[str, str]) -> Path:
-    base = f"{name.replace('-', '_')}-{version}"
-    pkg_info = (f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n"
-                + "".join(f"Requires-Dist: {r}\n" for r in requires)).encode()
-    out.mkdir(parents=True, exist_ok=True)
-    path = out / f"{base}.tar.gz"
-    with tarfile.open(path, "w:gz") as archive:
-        for member, data in ((f"{base}/PKG-INFO", pkg_info),
-                             *((f"{base}/{k}", v.encode()) for k, v in files.items())):
-            info = tarfile.TarInfo(member)
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-    return path
 
 
 LIBRARIES: dict[str, tuple[list[str], dict[str, str], dict[str, str]]] = {
@@ -137,7 +122,8 @@ def build_index(house: Path, third_party: Path) -> Path:
     for name, (requires, package, tests) in LIBRARIES.items():
         _place(write_wheel(scratch / name, name, "1.0.0", {k: v.encode() for k, v in package.items()}, requires),
                house, when)
-        _place(_sdist(scratch / f"{name}-sdist", name, "1.0.0", requires, {**package, **tests}), house, when)
+        _place(sdist(scratch / f"{name}-sdist", name, "1.0.0", tuple(requires),
+                     {k: v.encode() for k, v in {**package, **tests}.items()}), house, when)
     for wheel in third_party.glob("*.whl"):
         target = house / wheel.name
         shutil.copy2(wheel, target)

@@ -29,7 +29,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from jaxrel._util import procs
 from jaxrel._util.text import tail
 from jaxrel.bisect.git import Commit, Repo
 from jaxrel.bisect.records import StepConfig, StepRecord, append
@@ -124,19 +123,8 @@ def build(config: StepConfig, family: Family, repo: Repo, rev: str, into: Path, 
 
 
 def install(config: StepConfig, env: envs.Env, wheel: Path, name: str) -> str | None:
-    """Install ``wheel`` into ``env`` in place of the frontend there (no deps, forced); why not, or ``None``.
-
-    uv keeps a built wheel per file name: every revision's wheel has the same name, so the
-    package is reinstalled and refreshed explicitly, else uv would silently reuse the first.
-    """
-    uv = envs.find_uv() if config.use_uv else None
-    if uv:
-        command = [uv, "pip", "install", "--quiet", "--python", str(env.python), "--no-deps",
-                   "--reinstall-package", name, "--refresh-package", name, str(wheel)]
-    else:
-        command = [str(env.python), "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel)]
-    done = procs.run(command, env=envs.uv_environment(config.pip_index), timeout=600)
-    return None if done.returncode == 0 else f"does not install (exit {done.returncode}): {tail(done.stderr)}"
+    """Install ``wheel`` into ``env`` in place of the frontend there (no deps, forced); why not, or ``None``."""
+    return envs.reinstall(env, wheel, name, use_uv=config.use_uv, index=config.pip_index)
 
 
 def refused_by_frontend(error: str, family: Family) -> bool:

@@ -20,7 +20,8 @@ from jaxrel._util.text import tail
 from jaxrel.distributions.pipconfig import PipIndexConfig, pip_index_config
 from jaxrel.errors import EnvironmentFailure
 
-__all__ = ["INHERITED_TEST_STATE", "Env", "EnvError", "create", "existing", "find_uv", "run_step", "uv_environment"]
+__all__ = ["INHERITED_TEST_STATE", "Env", "EnvError", "create", "existing", "find_uv", "reinstall", "run_step",
+           "uv_environment"]
 
 
 class EnvError(EnvironmentFailure):
@@ -103,12 +104,11 @@ def uv_environment(index: PipIndexConfig | None = None) -> dict[str, str]:
     return env
 
 
-def run_step(command: Sequence[str], env: dict[str, str], what: str) -> None:
-    """Run one setup step; on failure raise :class:`EnvError` naming ``what`` with the output's last lines (eight:
-    a resolver's explanation runs over several)."""
+def run_step(command: Sequence[str], env: dict[str, str], what: str, lines: int = 3) -> None:
+    """Run one setup step; on failure raise :class:`EnvError` naming ``what`` with the output's last ``lines``."""
     done = procs.run(list(command), env=env)
     if done.returncode != 0:
-        raise EnvError(f"{what} failed (exit {done.returncode}): {tail(done.stderr or done.stdout, 8)}")
+        raise EnvError(f"{what} failed (exit {done.returncode}): {tail(done.stderr or done.stdout, lines)}")
 
 
 def create(
@@ -161,7 +161,24 @@ def create(
     files = [arg for path in requirement_files for arg in ("-r", str(path))]
     if requirements or files:
         what = " ".join([*requirements, *(f"-r {path.name}" for path in requirement_files)])
-        run_step([*install, *requirements, *files], env, f"installing {what}")
+        run_step([*install, *requirements, *files], env, f"installing {what}", lines=12)  # a resolver's why: lines
     if no_deps:
         run_step([*install, "--no-deps", *no_deps], env, f"installing {' '.join(no_deps)} without dependencies")
     return Env(root, bytecode.absolute() if bytecode is not None else None)
+
+
+def reinstall(env: Env, wheel: Path, distribution: str, *, use_uv: bool = True, index: PipIndexConfig | None = None
+              ) -> str | None:
+    """Install ``wheel`` into ``env`` in place of ``distribution`` there (no deps, forced); why not, or ``None``.
+
+    uv keeps a built wheel per file name: every revision of a frontend builds a wheel of the same name, so the
+    package is reinstalled and refreshed explicitly, else uv would silently reuse the first.
+    """
+    uv = find_uv() if use_uv else None
+    if uv:
+        command = [uv, "pip", "install", "--quiet", "--python", str(env.python), "--no-deps",
+                   "--reinstall-package", distribution, "--refresh-package", distribution, str(wheel)]
+    else:
+        command = [str(env.python), "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel)]
+    done = procs.run(command, env=uv_environment(index), timeout=600)
+    return None if done.returncode == 0 else f"does not install (exit {done.returncode}): {tail(done.stderr)}"

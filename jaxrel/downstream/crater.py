@@ -24,8 +24,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jaxrel._util import procs
-from jaxrel._util.text import tail
 from jaxrel.cells.records import signature
 from jaxrel.distributions import envs
 from jaxrel.downstream.cellrun import CellResult, CellSpec, Settings, prepare, test
@@ -140,17 +138,6 @@ def group(verdicts: list[LibraryVerdict]) -> None:
             verdict.group = f"G{number}"
 
 
-def _swap_frontend(env: envs.Env, wheel: Path, distribution: str, settings: Settings) -> str | None:
-    uv = envs.find_uv() if settings.use_uv else None
-    if uv:
-        command = [uv, "pip", "install", "--quiet", "--python", str(env.python), "--no-deps",
-                   "--reinstall-package", distribution, "--refresh-package", distribution, str(wheel)]
-    else:
-        command = [str(env.python), "-m", "pip", "install", "--quiet", "--no-deps", "--force-reinstall", str(wheel)]
-    done = procs.run(command, env=envs.uv_environment(settings.index), timeout=600)
-    return None if done.returncode == 0 else f"the candidate frontend does not install: {tail(done.stderr, 2)}"
-
-
 def run_library(library: Library, tests: StagedTests, baseline: CellSpec, candidate_wheel: Path, candidate_label: str,
                 settings: Settings, progress: Callable[[str], None] = lambda line: None) -> LibraryVerdict:
     """Prepare the library's environment once with the baseline, test; swap in the candidate frontend, test again."""
@@ -168,11 +155,12 @@ def run_library(library: Library, tests: StagedTests, baseline: CellSpec, candid
         test(env, library, tests, settings, base)
         progress(f"crater:   baseline: {base.outcome} {base.reason[:120]}")
         cand = CellResult(candidate_label, baseline.backend, "infra", role="candidate", as_of=baseline.as_of)
-        problem = _swap_frontend(env, candidate_wheel, settings.family.frontend.distribution, settings)
+        problem = envs.reinstall(env, candidate_wheel, settings.family.frontend.distribution,
+                                 use_uv=settings.use_uv, index=settings.index)
         if problem is None:
             test(env, library, tests, settings, cand)
         else:
-            cand.outcome, cand.reason = "not-installable", problem
+            cand.outcome, cand.reason = "not-installable", f"the candidate frontend {problem}"
         progress(f"crater:   candidate: {cand.outcome} {cand.reason[:120]}")
     finally:
         shutil.rmtree(env.root, ignore_errors=True)

@@ -148,6 +148,39 @@ def test_bad_input_is_one_line_and_exit_2(index: tuple[str, Path], tmp_path: Pat
     assert not envs.exists() or not any(envs.iterdir())  # nothing left behind
 
 
+def test_a_smoke_command_finds_the_same_minimum_and_the_history_takes_it(index: tuple[str, Path],
+                                                                       tmp_path: Path) -> None:
+    url, frontend = index
+    done = downstream("minimum", "dlib==1.0.0", *family(frontend), "--json", "--smoke",
+                      "import dlib; assert dlib.double_rows([3]) == [6]", workdir=tmp_path / "work", url=url)
+    assert done.returncode == 0, done.stderr[-3000:]
+    answer = json.loads(done.stdout)
+    assert (answer["true_minimum"], answer["fix"], answer["route"]) == ("0.4.0", "dfam>=0.4.0", "smoke")
+    assert answer["failing"]["test"] == "smoke" and "axis" in answer["failing"]["error"]
+    db = tmp_path / "history.sqlite"
+    ingest = subprocess.run([sys.executable, "-m", "jaxrel", "history", "ingest", "--db", str(db),
+                             str(tmp_path / "work" / "minimum.json")], capture_output=True, text=True, timeout=120)
+    assert ingest.returncode == 0, ingest.stderr[-2000:]
+    with sqlite3.connect(db) as connection:
+        cells = {row[0] for row in connection.execute("SELECT DISTINCT cell FROM combos")}
+    assert f"downstream-py{PY}-dlib1.0.0-jax0.3.0-jaxlib0.3.0" in cells
+
+
+def test_a_tag_that_does_not_exist_is_bad_input(index: tuple[str, Path], tmp_path: Path) -> None:
+    url, frontend = index
+    repo = tmp_path / "dlib-repo"
+    repo.mkdir()
+    for args in (["init", "-q"], ["commit", "-q", "--allow-empty", "-m", "start"], ["tag", "v0.9.0"]):
+        subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True,
+                       env={**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t.invalid",
+                            "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t.invalid"})
+    done = downstream("minimum", "dlib==1.0.0", *family(frontend), "--tests", "tests/elsewhere_test.py",
+                      "--library-repo", str(repo), workdir=tmp_path / "w", url=url)
+    assert done.returncode == 2, done.stderr[-2000:]
+    last = done.stderr.strip().splitlines()[-1]
+    assert "has no tag v1.0.0, 1.0.0, dlib-v1.0.0, dlib-1.0.0" in last, last
+
+
 def test_a_checkout_that_is_not_a_python_project(index: tuple[str, Path], tmp_path: Path) -> None:
     url, frontend = index
     (tmp_path / "empty").mkdir()
