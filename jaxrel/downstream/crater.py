@@ -100,8 +100,8 @@ def classify(base: CellResult, cand: CellResult) -> tuple[str, str, list[str], s
         return "broken", f"cannot be installed: {which.reason.splitlines()[-1][:300] if which.reason else ''}", [], ""
     if "infra" in (base.outcome, cand.outcome):
         which = base if base.outcome == "infra" else cand
-        kind = "timeout" if which.reason.startswith("timeout") else "infra"
-        return "spurious", f"{kind}: {which.reason[:300]}", [], ""
+        reason = which.reason if which.reason.startswith("timeout") else f"infra: {which.reason}"
+        return "spurious", reason[:300], [], ""
     before, after = set(base.failing), set(cand.failing)
     new = sorted(after - before)
     if new:

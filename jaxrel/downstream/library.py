@@ -8,7 +8,7 @@ Python), its test extra, when it was uploaded, and where its source lives (``Pro
 from __future__ import annotations
 
 import tarfile
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from packaging.markers import default_environment
@@ -48,7 +48,6 @@ class Library:
     sdist: IndexFile | None = None
     wheel: IndexFile | None = None
     checkout: Path | None = None  # --library-src: installed from this tree
-    requirement_texts: tuple[str, ...] = field(default=(), compare=False)
 
     @property
     def label(self) -> str:

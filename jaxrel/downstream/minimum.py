@@ -11,9 +11,8 @@ fails with its own era's frontend and nothing lower is searched. Otherwise a bin
 neighbours both tested, the lower failing, the upper passing (or the oldest passing: the declared minimum holds);
 the upper is then tested with its newest admitted backend too. With 30 candidates that is at most 1 + 5 + 1 = 7
 cells. A cell that is ``infra`` or not installable is dropped from the candidates and the search goes on.
-``sweep`` tests every candidate
-with both backends instead. The edges, tested apart: the newest release with its newest backend, and a frontend
-built from source (HEAD) when given.
+``sweep`` tests every candidate with both backends instead. The edges, tested apart (by the caller): the newest
+release with its newest backend, and a frontend built from source (HEAD) when given.
 """
 
 from __future__ import annotations
@@ -49,7 +48,7 @@ class Candidate:
 
     version: Version
     backends: list[Version] = field(default_factory=list)  # admitted and installable here, oldest first
-    uploaded: dict[str, str] = field(default_factory=dict)  # "frontend" / "backend VERSION" → upload time
+    uploaded: dict[str, str] = field(default_factory=dict)  # "library" / "frontend" → upload time
     problem: str = ""  # why it is not installable ("" when it is)
 
     def spec(self, backend: Version) -> CellSpec:
@@ -188,7 +187,6 @@ def candidates(library: Library, family: Family, index: Index, python: str,
             wheel = backends.wheel_for(backend, python, tags)
             if wheel is not None and wheel.yanked is None:
                 candidate.backends.append(backend)
-                candidate.uploaded[f"backend {backend}"] = uploaded_at(backends, backend, wheel)
         if not candidate.backends:
             candidate.problem = (f"no {family.backend.distribution} it admits ({admitted or 'any'}) has a wheel for "
                                  f"Python {python} here (deleted from the index, or never built for it)")
@@ -225,7 +223,7 @@ def search(result: MinimumResult, found: list[Candidate], run: RunCell, *, sweep
                 check(candidate, backend, "sweep")
         passing = [c for c in xs if str(c.version) in verdicts and all(
             cell.outcome == "passed" for cell in result.cells if cell.jax == str(c.version) and cell.role == "sweep")]
-        _conclude(result, xs, passing[0] if passing else None, verdicts)
+        _conclude(result, passing[0] if passing else None)
         result.seconds += time.perf_counter() - start
         return
     # the upper anchor: the newest release of the library's own time (what it was developed and tested against)
@@ -234,7 +232,7 @@ def search(result: MinimumResult, found: list[Candidate], run: RunCell, *, sweep
         del xs[anchor]  # not installable or infra: the next older one
         anchor -= 1
     if anchor < 0 or verdicts[str(xs[anchor].version)].outcome != "passed":
-        _conclude(result, xs, None, verdicts)
+        _conclude(result, None)
         result.seconds += time.perf_counter() - start
         return
     lo, hi = -1, anchor  # xs[lo] fails (tested; -1: none below), xs[hi] passes (tested)
@@ -251,7 +249,7 @@ def search(result: MinimumResult, found: list[Candidate], run: RunCell, *, sweep
     found_minimum = xs[hi]
     if found_minimum.backends[-1] != found_minimum.backends[0]:
         check(found_minimum, found_minimum.backends[-1], "confirm")
-    _conclude(result, xs, found_minimum, verdicts)
+    _conclude(result, found_minimum)
     result.seconds += time.perf_counter() - start
 
 
@@ -265,11 +263,13 @@ def _contemporary(xs: list[Candidate], uploaded: str | None) -> int:
     return before[-1] if before else 0
 
 
-def _conclude(result: MinimumResult, xs: list[Candidate], passing: Candidate | None,
-              verdicts: dict[str, CellResult]) -> None:
+def _conclude(result: MinimumResult, passing: Candidate | None) -> None:
     failed = [cell for cell in result.cells if cell.outcome == "failed"]
     if passing is None:
-        result.notes.append("no admitted release passed: the library fails on every frontend it admits here")
+        anchor = next((c for c in result.cells if c.role == "search"), None)
+        result.notes.append(f"the frontend of its own time ({anchor.jax}) fails with it: nothing older was searched"
+                            if anchor is not None
+                            else "no admitted release passed: it fails with every frontend tested here")
         result.highest_failing = max(failed, key=lambda c: Version(c.jax)) if failed else None
         return
     result.true_minimum = str(passing.version)
