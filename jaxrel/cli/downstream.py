@@ -10,6 +10,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from jaxrel.bisect import report as bisect_report
 from jaxrel.bisect import search as bisect_search
 from jaxrel.bisect.git import git
 from jaxrel.cli._common import UsageError, add_common, add_env_option, env_pairs, index_options, say
@@ -167,6 +168,7 @@ def run_crater(args: argparse.Namespace) -> int:
         except (JaxrelError, EnvironmentFailure) as error:
             verdict.culprit = {"error": str(error)[:400]}
             return
+        bisect_report.write(bisect_request.workdir, found)  # bisect.md and bisect.json beside its clone
         first = found.first_bad
         verdict.culprit = ({"commit": first.hash, "subject": first.subject, "steps": found.bisect_steps}
                            if first is not None else {"status": found.status, "candidates":

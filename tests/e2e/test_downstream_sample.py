@@ -103,6 +103,7 @@ def test_crater_classifies_groups_and_bisects(index: tuple[str, Path], tmp_path:
     assert "old_alias" in outcomes["dalias"]["signature"]
     for name in ("dalias", "dalias-two"):
         assert outcomes[name]["culprit"]["commit"] == culprit, outcomes[name]["culprit"]
+        assert culprit in (tmp_path / "crater" / "bisect" / name / "bisect.md").read_text()
     left = subprocess.run(["pgrep", "-f", HANG_MARKER], capture_output=True, text=True)
     assert left.stdout.strip() == ""  # the hanging test's process group was killed at the budget
     markdown = (tmp_path / "crater" / "crater.md").read_text()
