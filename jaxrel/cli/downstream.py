@@ -15,7 +15,7 @@ from jaxrel.bisect import search as bisect_search
 from jaxrel.bisect.git import git
 from jaxrel.cli._common import UsageError, add_common, add_env_option, env_pairs, index_options, say
 from jaxrel.downstream import report, run
-from jaxrel.downstream.cellrun import Settings
+from jaxrel.downstream.cellrun import Settings, test_requirements
 from jaxrel.downstream.crater import LibraryVerdict
 from jaxrel.downstream.library import Library, parse_library_spec
 from jaxrel.downstream.testsource import StagedTests
@@ -155,7 +155,7 @@ def run_crater(args: argparse.Namespace) -> int:
             return
         good = _good(args, family, baseline.jax)
         say(f"crater: bisecting {library.label}'s regression between {good} and {args.ref or 'the working tree'} …")
-        extra = list(settings.test_requirements) or library.test_requirements(settings.python_version, family)
+        extra = test_requirements(library, tests, settings)
         bisect_request = bisect_search.Request(
             Path(args.frontend_src), (good,), args.ref or "HEAD", request.workdir / "bisect" / library.name,
             backend=baseline.jaxlib, python=request.python, tests=tuple(verdict.failing[:5]),

@@ -30,7 +30,7 @@ from jaxrel.downstream.testsource import StagedTests
 from jaxrel.family.model import Family
 
 __all__ = ["OUTCOMES", "CellResult", "CellSpec", "Settings", "prepare", "resolver_cause", "run_cell", "test",
-           "unsatisfiable"]
+           "test_requirements", "unsatisfiable"]
 
 OUTCOMES = ("passed", "failed", "not-installable", "infra")
 UNSATISFIABLE = ("no solution found", "resolutionimpossible", "unsatisfiable", "no matching distribution",
@@ -107,10 +107,16 @@ class CellResult:
         return asdict(self)
 
 
+def test_requirements(library: Library, tests: StagedTests, settings: Settings) -> list[str]:
+    """What the library's tests need besides it: ``--test-requirements``, else its test extra, else the tests' own
+    requirements file."""
+    return (list(settings.test_requirements) or library.test_requirements(settings.python_version, settings.family)
+            or list(tests.requirements))
+
+
 def _requirements(library: Library, tests: StagedTests, spec: CellSpec, settings: Settings) -> list[str]:
     family = settings.family
-    extra = (list(settings.test_requirements) or library.test_requirements(settings.python_version, family)
-             or list(tests.requirements))
+    extra = test_requirements(library, tests, settings)
     frontend = str(spec.frontend_wheel) if spec.frontend_wheel is not None else \
         f"{family.frontend.distribution}=={spec.frontend}"
     return [library.install_requirement(), *extra, "pytest", frontend, f"{family.backend.distribution}=={spec.backend}"]
