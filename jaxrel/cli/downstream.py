@@ -127,7 +127,7 @@ def run_minimum(args: argparse.Namespace) -> int:
     text = "\n\n".join(report.minimum_text(r) for r in results)
     report.write(request.workdir, "minimum", data, text, report.minimum_markdown(results))
     print(json.dumps(data, indent=2) if args.json else text)
-    return ExitCode.OK
+    return ExitCode.REFUSED if any(r.fix for r in results) else ExitCode.OK  # a declared minimum is false
 
 
 def _good(args: argparse.Namespace, family: Family, baseline: str) -> str:
