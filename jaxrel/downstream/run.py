@@ -253,7 +253,7 @@ def crater(request: Request, family: Family, progress: Progress, bisect: Bisecto
         except (LibraryError, EnvironmentFailure) as error:
             if len(specs) == 1:
                 raise
-            name = spec or "?"
+            name = library_line(spec)[0] if spec else str(request.library_src)
             result.libraries.append(crater_module.LibraryVerdict(name, "", "broken", f"cannot be prepared: {error}"))
             progress(f"crater: {name}: broken: {error}")
             continue
