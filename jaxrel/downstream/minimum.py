@@ -91,7 +91,8 @@ class MinimumResult:
             "fix": self.fix, "route": self.route,
             "failing": None if failing is None else {"jax": failing.jax, "jaxlib": failing.jaxlib,
                                                      "test": failing.failing[0] if failing.failing else "",
-                                                     "error": failing.first_error, "signature": failing.signature},
+                                                     "error": failing.first_error or failing.reason,
+                                                     "signature": failing.signature},
             "cells": [cell.to_json() for cell in self.cells],
             "not_installable": [{"jax": v, "why": why} for v, why in self.not_installable],
             "cells_searched": self.searched, "notes": self.notes, "seconds": round(self.seconds, 1),
@@ -274,6 +275,10 @@ def _conclude(result: MinimumResult, passing: Candidate | None) -> None:
         return
     result.true_minimum = str(passing.version)
     below = [cell for cell in failed if Version(cell.jax) < passing.version]
+    # a lower release its own requirements rule out (the resolver's cause names it): the declared bound is false too
+    ruled_out = [cell for cell in result.cells if cell.outcome == "not-installable" and cell.role == "search"
+                 and Version(cell.jax) < passing.version and result.library in cell.reason.lower()]
+    below = below or ruled_out
     result.highest_failing = max(below, key=lambda c: Version(c.jax)) if below else None
     confirm = [c for c in result.cells if c.role == "confirm" and c.jax == str(passing.version)]
     if confirm and confirm[0].outcome == "failed":

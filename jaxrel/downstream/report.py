@@ -31,6 +31,9 @@ def minimum_text(result: MinimumResult) -> str:
     if failing is not None and failing.failing:
         lines.append(f"  highest failing: {result.frontend} {failing.jax} / {failing.jaxlib}: {failing.failing[0]}")
         lines.append(f"    {_cut(failing.first_error, 110)}")
+    elif failing is not None:
+        lines.append(f"  highest ruled out: {result.frontend} {failing.jax}, by its own requirements:")
+        lines.append(f"    {_cut(failing.reason, 110)}")
     for edge in (c for c in result.cells if c.role == "edge"):
         lines.append(f"  top edge: {result.frontend} {edge.jax} / {edge.jaxlib}: {edge.outcome}"
                      + (f": {_cut(edge.first_error, 100)}" if edge.first_error else ""))

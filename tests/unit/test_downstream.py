@@ -57,6 +57,23 @@ def test_a_search_over_30_releases_takes_at_most_7_cells_and_finds_the_minimum(t
     assert ("confirm" in {role for _, _, role in calls}) == (true_minimum > 0)  # the newest backend too
 
 
+def test_a_lower_release_its_own_requirements_rule_out_makes_the_declared_minimum_false() -> None:
+    calls: list[tuple[str, str, str]] = []
+    inner = _runner(0, calls)
+
+    def run(spec: CellSpec, role: str) -> CellResult:
+        if Version(spec.frontend) < Version("0.4.3"):
+            return CellResult(spec.frontend, spec.backend, "not-installable",
+                              reason="Because lineax>=0.0.5 depends on jax>=0.4.3 and lib>=1.0 depends on "
+                                     "lineax>=0.0.5")
+        return inner(spec, role)
+
+    result = MinimumResult("lib", "1.0", "3.12", "jax", "0.4.0", "sdist")
+    search(result, _candidates(8), run)
+    assert (result.true_minimum, result.fix) == ("0.4.3", "jax>=0.4.3")
+    assert result.highest_failing is not None and result.highest_failing.jax == "0.4.2"
+
+
 def test_sweep_runs_every_release_with_both_backends() -> None:
     calls: list[tuple[str, str, str]] = []
     result = MinimumResult("lib", "1.0", "3.12", "jax", None, "sdist")
