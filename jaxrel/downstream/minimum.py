@@ -286,6 +286,12 @@ def _conclude(result: MinimumResult, passing: Candidate | None) -> None:
                             f"({confirm[0].jaxlib}): {confirm[0].reason[:200]}")
     if below:
         result.fix = f"{result.frontend}>={passing.version}"
+        assert result.highest_failing is not None
+        gap = [v for v, _ in result.not_installable
+               if Version(result.highest_failing.jax) < Version(v) < passing.version]
+        if gap:
+            result.notes.append(f"{', '.join(gap)} (between the highest failing release and the true minimum) cannot "
+                                f"be installed here: the bound could be as low as {gap[0]}")
     elif result.not_installable and result.declared and Version(result.declared) < passing.version:
         result.notes.append(f"the releases below {passing.version} that it admits are not installable here, so the "
                             f"declared minimum {result.declared} cannot be tested")
