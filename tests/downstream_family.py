@@ -92,6 +92,9 @@ LIBRARIES: dict[str, tuple[list[str], dict[str, str], dict[str, str]]] = {
     "dhang": (["dfam>=0.2.0"], {"dhang/__init__.py": ""},
               {"tests/test_hang.py": f"import time\n\ndef test_hangs():\n    while True:  # {HANG_MARKER}\n"
                                      "        time.sleep(1)\n"}),
+    "dcrash": (["dfam>=0.2.0"], {"dcrash/__init__.py": ""},
+               {"tests/test_crash.py": "import os\nimport signal\n\ndef test_segfaults():\n"
+                                       "    os.kill(os.getpid(), signal.SIGSEGV)\n"}),
     "dgone": (["dfam==0.1.0"], {"dgone/__init__.py": ""},
               {"tests/test_gone.py": "def test_nothing():\n    pass\n"}),
     "dsecret": (["dfam>=0.2.0"], {"dsecret/__init__.py": ""},

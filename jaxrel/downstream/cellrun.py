@@ -2,16 +2,19 @@
 sandboxed, and the outcome: ``passed``, ``failed``, ``not-installable`` or ``infra``.
 
 The environment holds the library, its test requirements, pytest, the frontend and the backend pinned, resolved by
-uv as of the cell's era (``as_of``: the latest upload among the library and the pinned family releases), and
+uv as of the cell's era (``as_of``: the later of the library's and the frontend's upload, the pins exempt), and
 jaxrel's wheel (without dependencies: its pytest plugin records each test's outcome). A resolver that finds no
 solution makes the cell ``not-installable``; any other failure to build it, a run past the budget or a run that
-recorded nothing is ``infra``. Failing tests are rerun; one that then passes is ``flaky`` and does not fail the cell.
+recorded nothing is ``infra``; a run that crashed (a segfault: a backend built against another NumPy, say) is
+``failed``: that set does not work. Failing tests are rerun; one that then passes is ``flaky`` and does not fail
+the cell.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import signal
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
@@ -164,6 +167,13 @@ def _pytest(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, o
     return ran, {"outcomes": outcomes, "files": files, "recorded": recorded}
 
 
+def _signal_name(number: int) -> str:
+    try:
+        return f"{signal.Signals(number).name} (signal {number})"
+    except ValueError:
+        return f"signal {number}"
+
+
 def _smoke(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, result: CellResult) -> None:
     assert tests.smoke is not None
     ran = sandbox.run([str(env.python), "-c", tests.smoke], cwd=tests.root, home=work / "home",
@@ -187,6 +197,12 @@ def _tests(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, re
     outcomes = seen["outcomes"]
     if ran.timed_out:
         result.outcome, result.reason = "infra", f"timeout: the tests ran past the {settings.budget:.0f} s budget"
+        return
+    if ran.returncode is not None and ran.returncode < 0 and not outcomes:  # killed by a signal it raised itself
+        crash = f"pytest crashed: {_signal_name(-ran.returncode)}"
+        result.outcome, result.failing, result.errors = "failed", ["<crash>"], {"<crash>": crash}
+        result.first_error, result.signature = crash, signature(crash)
+        result.reason = f"{crash} ({tail(ran.output, 2)})"
         return
     if not seen["recorded"] or not outcomes:
         why = ("collected nothing" if ran.returncode in NOTHING_COLLECTED or seen["recorded"]

@@ -84,7 +84,7 @@ def test_crater_classifies_groups_and_bisects(index: tuple[str, Path], tmp_path:
     url, frontend = index
     culprit = subprocess.run(["git", "log", "--format=%H", "--grep", "Remove old_alias"], cwd=frontend,
                              capture_output=True, text=True, check=True).stdout.strip()
-    libraries = "dlib,dalias,dalias-two,dflaky,dhang,dgone,dsecret"
+    libraries = "dlib,dalias,dalias-two,dflaky,dhang,dcrash,dgone,dsecret"
     done = downstream("crater", "--frontend-src", str(frontend), "--ref", "HEAD", "--libraries", libraries,
                       *family(frontend), "--budget", "20", "--json", workdir=tmp_path / "crater", url=url,
                       timeout=1500)
@@ -94,7 +94,9 @@ def test_crater_classifies_groups_and_bisects(index: tuple[str, Path], tmp_path:
     assert result["baseline"] == "0.5.0"
     assert {name: lib["outcome"] for name, lib in outcomes.items()} == {
         "dlib": "test-pass", "dalias": "regressed", "dalias-two": "regressed", "dflaky": "spurious",
-        "dhang": "spurious", "dgone": "broken", "dsecret": "test-pass"}
+        "dhang": "spurious", "dcrash": "test-fail", "dgone": "broken", "dsecret": "test-pass"}
+    assert outcomes["dcrash"]["reason"] == "1 failing on both: <crash>"
+    assert outcomes["dcrash"]["candidate"]["first_error"] == "pytest crashed: SIGSEGV (signal 11)"
     assert outcomes["dhang"]["reason"].startswith("timeout")
     assert outcomes["dflaky"]["reason"].startswith("flaky")
     assert outcomes["dalias"]["group"] == outcomes["dalias-two"]["group"] == "G1"
