@@ -59,7 +59,7 @@ def network_isolation() -> tuple[str, ...]:
     return (unshare, "--net", "--", "sh", "-c", f'{lo}exec "$@"', "sandbox")
 
 
-def scrubbed_environment(home: Path, extra: Mapping[str, str] = ()) -> dict[str, str]:  # type: ignore[assignment]
+def scrubbed_environment(home: Path, extra: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment a library's tests get: :data:`KEPT` and jax's settings from this one (never a variable whose
     name says it holds a secret), a private ``HOME`` and ``TMPDIR`` under ``home``, and ``extra``."""
     kept = {key: value for key, value in os.environ.items()
@@ -70,10 +70,10 @@ def scrubbed_environment(home: Path, extra: Mapping[str, str] = ()) -> dict[str,
                "XDG_CACHE_HOME": str(home / ".cache"), "XDG_CONFIG_HOME": str(home / ".config"),
                "XDG_DATA_HOME": str(home / ".local" / "share"), "PYTHONDONTWRITEBYTECODE": "1",
                "PIP_NO_INPUT": "1", "PYTHONUNBUFFERED": "1"}
-    return {**kept, **private, **dict(extra)}
+    return {**kept, **private, **dict(extra or {})}
 
 
-def run(command: Sequence[str], *, cwd: Path, home: Path, env: Mapping[str, str] = (),  # type: ignore[assignment]
+def run(command: Sequence[str], *, cwd: Path, home: Path, env: Mapping[str, str] | None = None,
         budget: float, offline: bool = True) -> Sandboxed:
     """Run ``command`` sandboxed for at most ``budget`` seconds; ``home`` (made fresh) is its private home."""
     if home.exists():
