@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import NamedTuple
 
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
@@ -29,7 +30,8 @@ from jaxrel.downstream.library import Library, LibraryError
 from jaxrel.errors import BadInput, EnvironmentFailure
 from jaxrel.family.model import Family
 
-__all__ = ["DEFAULT_LIBRARIES", "Request", "build_frontend", "crater", "minimum", "read_libraries"]
+__all__ = ["DEFAULT_LIBRARIES", "LibraryLine", "Request", "build_frontend", "crater", "library_line", "minimum",
+           "read_libraries"]
 
 Progress = Callable[[str], None]
 
@@ -68,12 +70,33 @@ class Request:
     baseline: str | None = None  # crater: the frontend release to compare against (default: the newest)
 
 
-def library_line(text: str) -> tuple[str, str | None, tuple[str, ...]]:
-    """One library of a ``--libraries`` file: ``NAME[==VERSION] [repo=URL|PATH] [TEST ...]`` → (spec, repository,
-    tests): each library of a Crater with its own tests and, where its sdist has none, its repository."""
+class LibraryLine(NamedTuple):
+    """One library of a ``--libraries`` file: ``NAME[==VERSION] [repo=URL|PATH] [budget=SECONDS] [TEST ...]``."""
+
+    spec: str
+    repository: str | None = None  # where its tests are when its sdist has none
+    tests: tuple[str, ...] = ()
+    budget: float | None = None  # its own time budget per test run (diffrax's tests take longer than most)
+
+
+def library_line(text: str) -> LibraryLine:
+    """A ``--libraries`` line parsed: each library of a Crater with its own tests, repository and budget."""
     words = text.split()
-    repository = next((w.removeprefix("repo=") for w in words[1:] if w.startswith("repo=")), None)
-    return words[0], repository, tuple(w for w in words[1:] if not w.startswith("repo="))
+    options = {w.split("=", 1)[0]: w.split("=", 1)[1] for w in words[1:] if w.startswith(("repo=", "budget="))}
+    tests = tuple(w for w in words[1:] if not w.startswith(("repo=", "budget=")))
+    return LibraryLine(words[0], options.get("repo"), tests, _seconds(options["budget"], text)
+                       if "budget" in options else None)
+
+
+def _seconds(value: str, line: str) -> float:
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = 0.0
+    if not 0 < seconds < float("inf"):
+        raise BadInput(f"--libraries {line[:80]!r}: budget={value[:20]} is not a number of seconds; give "
+                       "budget=SECONDS (e.g. budget=600)")
+    return seconds
 
 
 def read_libraries(text: str) -> tuple[str, ...]:
@@ -87,7 +110,7 @@ def read_libraries(text: str) -> tuple[str, ...]:
     if not found:
         raise BadInput(f"--libraries {text[:80]!r}: no library named; give NAME[==VERSION],… or @FILE")
     for item in found:
-        libraries.parse_library_spec(library_line(item)[0])
+        libraries.parse_library_spec(library_line(item).spec)
     return found
 
 
@@ -108,15 +131,23 @@ def _library(request: Request, spec: str | None, family: Family, index: Index, r
     if request.library_src is not None:
         return libraries.from_checkout(request.library_src, family, request.python)
     assert spec is not None
-    name, version = libraries.parse_library_spec(library_line(spec)[0])
+    name, version = libraries.parse_library_spec(library_line(spec).spec)
     return libraries.from_index(index, name, version, family, request.python, reader)
 
 
 def _stage(request: Request, line: str | None, library: Library, workdir: Path, index: Index, progress: Progress
            ) -> testsource.StagedTests:
-    _, repository, tests = library_line(line) if line else (None, None, ())
-    return testsource.stage(library, workdir / "stage" / library.name, index=index, selection=tests or request.tests,
-                            repository=repository or request.library_repo, smoke=request.smoke, progress=progress)
+    parsed = library_line(line) if line else LibraryLine("")
+    return testsource.stage(library, workdir / "stage" / library.name, index=index,
+                            selection=parsed.tests or request.tests,
+                            repository=parsed.repository or request.library_repo, smoke=request.smoke,
+                            progress=progress)
+
+
+def _budgeted(settings: Settings, line: str | None) -> Settings:
+    """``settings`` with the line's own budget, when it gives one."""
+    budget = library_line(line).budget if line else None
+    return replace(settings, budget=budget) if budget is not None else settings
 
 
 def build_frontend(source: Path, ref: str | None, workdir: Path, python: str, index: Index) -> tuple[Path, str]:
@@ -177,9 +208,11 @@ def minimum(request: Request, family: Family, progress: Progress) -> list[minimu
         progress(f"downstream: {library.label} admits {len(found)} {family.frontend.distribution} releases "
                  f"({sum(1 for c in found if not c.problem)} installable here)")
 
-        def run(spec: CellSpec, role: str, library: Library = library, tests: testsource.StagedTests = tests
-                ) -> CellResult:
-            cell = run_cell(library, tests, spec, settings, role)
+        own = _budgeted(settings, spec)
+
+        def run(cell_spec: CellSpec, role: str, library: Library = library, tests: testsource.StagedTests = tests,
+                own: Settings = own) -> CellResult:
+            cell = run_cell(library, tests, cell_spec, own, role)
             if cell.outcome == "infra" and cell.reason.startswith("collected nothing") and tests.selected:
                 raise LibraryError(f"--tests {' '.join(tests.paths)}: the selection collects nothing in "
                                    f"{library.label}'s tests ({tests.route}); give tests that exist "
@@ -194,7 +227,7 @@ def minimum(request: Request, family: Family, progress: Progress) -> list[minimu
             if (str(newest.version), str(newest.backends[-1])) not in tested:
                 result.cells.append(run(newest.spec(newest.backends[-1]), "edge"))
         if request.frontend_src is not None:
-            result.cells.append(_head_cell(request, family, index, settings, library, tests, workdir, progress))
+            result.cells.append(_head_cell(request, family, index, own, library, tests, workdir, progress))
         result.seconds = time.perf_counter() - start
         results.append(result)
     return results
@@ -253,13 +286,14 @@ def crater(request: Request, family: Family, progress: Progress, bisect: Bisecto
         except (LibraryError, EnvironmentFailure) as error:
             if len(specs) == 1:
                 raise
-            name = library_line(spec)[0] if spec else str(request.library_src)
+            name = library_line(spec).spec if spec else str(request.library_src)
             result.libraries.append(crater_module.LibraryVerdict(name, "", "broken", f"cannot be prepared: {error}"))
             progress(f"crater: {name}: broken: {error}")
             continue
         staged[library.name] = (library, tests)
         era = replace(baseline, as_of=minimum_module.era(library.uploaded, baseline_uploaded))
-        verdict = crater_module.run_library(library, tests, era, wheel, f"HEAD {what}", settings, progress)
+        verdict = crater_module.run_library(library, tests, era, wheel, f"HEAD {what}", _budgeted(settings, spec),
+                                            progress)
         result.libraries.append(verdict)
         progress(f"crater: {library.label}: {verdict.outcome}: {verdict.reason[:160]}")
     crater_module.group(result.libraries)

@@ -15,7 +15,9 @@ from jaxrel.downstream import crater, sandbox
 from jaxrel.downstream.cellrun import CellResult, CellSpec, resolver_cause, unsatisfiable
 from jaxrel.downstream.library import Library, LibraryError, from_checkout, parse_library_spec
 from jaxrel.downstream.minimum import Candidate, MinimumResult, admitted_backends, era, search
+from jaxrel.downstream.run import LibraryLine, library_line
 from jaxrel.downstream.testsource import find_tests, staged_path, tag_candidates
+from jaxrel.errors import BadInput
 from jaxrel.family import resolve_family
 
 JAX = resolve_family(None)
@@ -232,3 +234,12 @@ def test_default_tests_and_staged_paths(tmp_path: Path) -> None:
     assert find_tests(tmp_path) == ["tests"]
     assert staged_path("lib/_src/core_test.py::T::test", {"lib"}) == "_tests_in_lib/_src/core_test.py::T::test"
     assert staged_path("tests/test_a.py", {"lib"}) == "tests/test_a.py"
+
+
+def test_a_libraries_line_carries_its_tests_repository_and_budget() -> None:
+    line = library_line("diffrax==0.7.0 repo=/m/diffrax budget=600 test/test_term.py test/test_misc.py")
+    assert line == LibraryLine("diffrax==0.7.0", "/m/diffrax", ("test/test_term.py", "test/test_misc.py"), 600.0)
+    assert library_line("optax") == LibraryLine("optax")
+    for bad in ("optax budget=soon", "optax budget=0", "optax budget=nan"):
+        with pytest.raises(BadInput, match="budget=SECONDS"):
+            library_line(bad)
