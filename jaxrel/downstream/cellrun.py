@@ -105,6 +105,7 @@ class CellResult:
     role: str = ""  # search | confirm | edge | sweep | baseline | candidate
     as_of: str | None = None
     seconds: dict[str, float] = field(default_factory=dict)
+    offline: bool = False  # the tests ran without network (``unshare --net``)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -179,6 +180,7 @@ def _smoke(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, re
     ran = sandbox.run([str(env.python), "-c", tests.smoke], cwd=tests.root, home=work / "home",
                       env={"PATH": f"{env.bin}{os.pathsep}{os.environ.get('PATH', '')}", **dict(settings.test_env)},
                       budget=settings.budget, offline=settings.offline)
+    result.offline = ran.network_isolated
     if ran.timed_out:
         result.outcome = "infra"
         result.reason = f"timeout: the smoke command ran past the {settings.budget:.0f} s budget"
@@ -194,7 +196,7 @@ def _smoke(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, re
 
 def _tests(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, result: CellResult) -> None:
     ran, seen = _pytest(env, tests, settings, work / "run", None)
-    outcomes = seen["outcomes"]
+    outcomes, result.offline = seen["outcomes"], ran.network_isolated
     if ran.timed_out:
         result.outcome, result.reason = "infra", f"timeout: the tests ran past the {settings.budget:.0f} s budget"
         return

@@ -20,6 +20,7 @@ from downstream_family import HANG_MARKER, TOKEN, build_index, frontend_history,
 from simple_index import Behaviour, SimpleIndexServer
 
 from jaxrel.distributions.pipconfig import pip_command
+from jaxrel.downstream.sandbox import network_isolation
 
 pytestmark = pytest.mark.integration
 
@@ -75,6 +76,8 @@ def test_the_planted_false_minimum_is_found_with_its_fix(index: tuple[str, Path]
     by_version = {(c["jax"], c["role"]): c["outcome"] for c in answer["cells"]}
     assert by_version[("0.4.0", "search")] == "passed" and by_version[("0.3.0", "search")] == "failed"
     assert all(c["as_of"] for c in answer["cells"])  # every cell resolved as of its era
+    isolated = bool(network_isolation())  # as root where unshare --net works: the tests ran without network
+    assert all(c["offline"] == isolated for c in answer["cells"] if c["outcome"] != "not-installable")
     text = (tmp_path / "work" / "minimum.txt").read_text()
     assert "true minimum: 0.4.0" in text and "fix: dfam>=0.4.0" in text
     assert not (tmp_path / "work" / "envs").exists() or not any((tmp_path / "work" / "envs").iterdir())
