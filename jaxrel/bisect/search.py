@@ -359,14 +359,15 @@ def _charge_prebuild(record: StepRecord, built: step.Built | None) -> None:
 
 def _test_requirements(request: Request, family: Family, repo: Repo, source: Source, rev: str, workdir: Path
                        ) -> Path | None:
-    """The requirements file of the tests: a library's (downstream), else the family's declared one at ``rev``."""
-    declared = family.frontend.test_requirements
+    """The tests' requirements file: a library's (downstream), else the family's declared one at ``rev``."""
+    path, declared = workdir / "test-requirements.txt", family.frontend.test_requirements
+    if request.tests_root is not None:
+        path.write_text("".join(f"{line}\n" for line in request.requirements), encoding="utf-8")
+        return path
     done = repo.run("show", f"{rev}:{source.path(declared)}", check=False) if declared else None
-    if request.tests_root is None and (done is None or done.returncode != 0):
+    if done is None or done.returncode != 0:
         return None
-    path = workdir / "test-requirements.txt"
-    path.write_text("".join(f"{line}\n" for line in request.requirements) if request.tests_root is not None
-                    else done.stdout if done is not None else "", encoding="utf-8")
+    path.write_text(done.stdout, encoding="utf-8")
     return path
 
 
