@@ -5,10 +5,18 @@ Unit tests use it to exercise file reading offline; the integration tests use re
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 import pytest
 from hypothesis import settings
+
+# A shell without job control starts its background commands with SIGINT ignored, and every process below inherits
+# that (a CI runner's `cmd &`, `nohup … &`): Python then installs no KeyboardInterrupt handler, and jaxrel rightly
+# leaves an ignored SIGINT ignored in its children. The suite tests Ctrl-C as a terminal delivers it, so its
+# processes start from the default disposition whatever launched them.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class Site:
