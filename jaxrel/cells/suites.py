@@ -22,7 +22,7 @@ from jaxrel.distributions import envs
 from jaxrel.errors import JaxrelError
 
 __all__ = ["DEFAULT_SUITE", "PLUGIN_TESTS", "Outcome", "Suite", "SuiteRun", "TestCounts", "compat_suite",
-           "pytest_arguments", "read_record", "run_suite"]
+           "pytest_arguments", "read_record", "recorded", "run_suite", "suite_command"]
 
 DEFAULT_SUITE = Path(__file__).resolve().parent / "suite"  # jaxrel's compat suite; package data in jaxrel's wheel
 PLUGIN_TESTS = "test_plugins.py"  # the suite's tests of the hardware plugins themselves
@@ -138,11 +138,12 @@ def pytest_arguments(suite: Suite, paths: Sequence[str] | None = None, *, junit:
     return arguments
 
 
-def run_suite(
+def suite_command(
     env: envs.Env, suite: Suite, work: Path, *, package: str, junit: Path | None = None,
-    only: Sequence[str] | None = None, shard: str | None = None, jobs: int = 1, timeout: float = 3600,
-) -> SuiteRun:
-    """Run ``suite`` in ``env``; ``work`` (replaced) holds the plugin's records; ``only`` reruns those node ids."""
+    only: Sequence[str] | None = None, shard: str | None = None, jobs: int = 1,
+) -> tuple[list[str], dict[str, str]]:
+    """The command and environment variables of one run of ``suite`` in ``env`` (from ``suite.root``); ``work``
+    (replaced) will hold the plugin's records (:func:`recorded`); ``only`` reruns those node ids."""
     if work.exists():
         shutil.rmtree(work)
     record = work / "record"
@@ -157,12 +158,25 @@ def run_suite(
         paths = sorted({test.split("::", 1)[0] for test in only})
     elif shard:
         variables[records.SHARD] = shard
-    command = [str(env.python), "-m", "pytest", *pytest_arguments(suite, paths, junit=junit, jobs=jobs)]
+    return [str(env.python), "-m", "pytest", *pytest_arguments(suite, paths, junit=junit, jobs=jobs)], variables
+
+
+def recorded(work: Path, returncode: int, output: str, seconds: float) -> SuiteRun:
+    """What the run whose records :func:`suite_command` put under ``work`` recorded, with how it ended."""
+    outcomes, files, main = read_record(work / "record")
+    return SuiteRun(returncode, outcomes, files, tail(output), seconds, main)
+
+
+def run_suite(
+    env: envs.Env, suite: Suite, work: Path, *, package: str, junit: Path | None = None,
+    only: Sequence[str] | None = None, shard: str | None = None, jobs: int = 1, timeout: float = 3600,
+) -> SuiteRun:
+    """Run ``suite`` in ``env``; ``work`` (replaced) holds the plugin's records; ``only`` reruns those node ids."""
+    command, variables = suite_command(env, suite, work, package=package, junit=junit, only=only, shard=shard,
+                                       jobs=jobs)
     start = time.perf_counter()
     done = env.run(*command, env=variables, timeout=timeout, cwd=str(suite.root))
-    outcomes, files, recorded = read_record(record)
-    return SuiteRun(done.returncode, outcomes, files, tail(done.stdout + "\n" + done.stderr),
-                    time.perf_counter() - start, recorded)
+    return recorded(work, done.returncode, done.stdout + "\n" + done.stderr, time.perf_counter() - start)
 
 
 def compat_suite(root: Path, env: tuple[tuple[str, str], ...] = ()) -> Suite:

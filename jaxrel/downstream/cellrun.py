@@ -22,9 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel._util.text import tail
-from jaxrel.cells import records
 from jaxrel.cells.records import signature
-from jaxrel.cells.suites import Suite, pytest_arguments, read_record
+from jaxrel.cells.suites import Suite, SuiteRun, recorded, suite_command
 from jaxrel.distributions import envs
 from jaxrel.distributions.pipconfig import PipIndexConfig
 from jaxrel.downstream import sandbox
@@ -146,26 +145,16 @@ def _environment(library: Library, tests: StagedTests, spec: CellSpec, settings:
 
 
 def _pytest(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, only: Sequence[str] | None
-            ) -> tuple[sandbox.Sandboxed, dict[str, Any]]:
-    record = work / "record"
-    if work.exists():
-        shutil.rmtree(work)
-    record.mkdir(parents=True)
-    variables = {**dict(settings.test_env), records.RECORD: str(record),
-                 records.PACKAGE: settings.family.frontend.package, "PYTHONSAFEPATH": "1",
-                 "VIRTUAL_ENV": str(env.root), "PATH": f"{env.bin}{os.pathsep}{os.environ.get('PATH', '')}"}
-    paths = list(tests.paths)
-    if only is not None:
-        (work / "only.txt").write_text("".join(f"{t}\n" for t in only), encoding="utf-8")
-        variables[records.ONLY] = str(work / "only.txt")
-        paths = sorted({t.split("::", 1)[0] for t in only})
+            ) -> tuple[sandbox.Sandboxed, SuiteRun]:
+    """One sandboxed pytest run of the library's tests (``only``: those node ids), and what the cell plugin recorded."""
     options = (f"--import-mode={tests.import_mode}", *(("-k", settings.keyword) if settings.keyword else ()))
-    suite = Suite("library tests", "library", tests.root, tuple(paths), options)
-    command = [str(env.python), "-m", "pytest", *pytest_arguments(suite, paths)]
+    suite = Suite("library tests", "library", tests.root, tests.paths, options, env=settings.test_env)
+    command, variables = suite_command(env, suite, work, package=settings.family.frontend.package, only=only)
+    variables.update({"VIRTUAL_ENV": str(env.root), "PATH": f"{env.bin}{os.pathsep}{os.environ.get('PATH', '')}"})
     ran = sandbox.run(command, cwd=tests.root, home=work / "home", env=variables, budget=settings.budget,
                       offline=settings.offline)
-    outcomes, files, recorded = read_record(record)
-    return ran, {"outcomes": outcomes, "files": files, "recorded": recorded}
+    killed = -signal.SIGKILL  # at the budget (procs kills the group)
+    return ran, recorded(work, ran.returncode if ran.returncode is not None else killed, ran.output, ran.seconds)
 
 
 def _signal_name(number: int) -> str:
@@ -195,35 +184,34 @@ def _smoke(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, re
 
 
 def _tests(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, result: CellResult) -> None:
-    ran, seen = _pytest(env, tests, settings, work / "run", None)
-    outcomes, result.offline = seen["outcomes"], ran.network_isolated
+    ran, run = _pytest(env, tests, settings, work / "run", None)
+    result.offline = ran.network_isolated
     if ran.timed_out:
         result.outcome, result.reason = "infra", f"timeout: the tests ran past the {settings.budget:.0f} s budget"
         return
-    if ran.returncode is not None and ran.returncode < 0 and not outcomes:  # killed by a signal it raised itself
+    if ran.returncode is not None and ran.returncode < 0 and not run.outcomes:  # killed by a signal it raised itself
         crash = f"pytest crashed: {_signal_name(-ran.returncode)}"
         result.outcome, result.failing, result.errors = "failed", ["<crash>"], {"<crash>": crash}
         result.first_error, result.signature = crash, signature(crash)
         result.reason = f"{crash} ({tail(ran.output, 2)})"
         return
-    if not seen["recorded"] or not outcomes:
-        why = ("collected nothing" if ran.returncode in NOTHING_COLLECTED or seen["recorded"]
+    if not run.recorded or not run.outcomes:
+        why = ("collected nothing" if ran.returncode in NOTHING_COLLECTED or run.recorded
                else f"pytest exited {ran.returncode} without results")
         result.outcome, result.reason = "infra", f"{why}: {tail(ran.output, 2)}"
         return
-    if foreign := [f for f in seen["files"] if not Path(f).resolve().is_relative_to(env.root.resolve())]:
+    if foreign := [f for f in run.frontend_files if not Path(f).resolve().is_relative_to(env.root.resolve())]:
         result.outcome = "infra"
         result.reason = f"the tests imported {settings.family.frontend.package} from {foreign[0]}, not the cell's"
         return
-    bad = {test: o for test, o in outcomes.items() if o.bad}
-    result.passed = sum(1 for o in outcomes.values() if o.outcome == "passed")
+    bad = run.bad()
+    result.passed = run.counts().passed
     still, messages = sorted(bad), {test: o.message for test, o in bad.items()}
     for attempt in range(settings.reruns if bad else 0):
-        again, again_seen = _pytest(env, tests, settings, work / f"rerun{attempt + 1}", still)
-        if again.timed_out or not again_seen["recorded"]:
+        again_ran, again = _pytest(env, tests, settings, work / f"rerun{attempt + 1}", still)
+        if again_ran.timed_out or not again.recorded:
             break
-        flipped = [t for t in still if t in again_seen["outcomes"] and not again_seen["outcomes"][t].bad
-                   and again_seen["outcomes"][t].outcome == "passed"]
+        flipped = [t for t in still if again.passed(t)]
         result.flaky += flipped
         still = [t for t in still if t not in flipped]
         if not still:
