@@ -8,7 +8,7 @@ import re
 import urllib.parse
 from collections.abc import Sequence
 
-__all__ = ["PASSWORD_ENV", "SECRET_ENVS", "excerpt", "markdown_table", "redact", "remember_secret", "shorten",
+__all__ = ["PASSWORD_ENV", "SECRET_ENVS", "clip", "excerpt", "markdown_table", "redact", "remember_secret", "shorten",
            "table", "tail"]
 
 PASSWORD_ENV = "TWINE_PASSWORD"
@@ -87,6 +87,11 @@ def tail(output: str | None, lines: int = 3, *, separator: str = " | ", empty: s
     """The last ``lines`` non-empty lines of a program's output, stripped, on one line (``empty`` if none)."""
     kept = [line.strip() for line in (output or "").splitlines() if line.strip()][-lines:]
     return separator.join(kept) or empty
+
+
+def clip(text: str, width: int) -> str:
+    """``text`` as given when it fits in ``width`` characters, else cut to fit, ending in ``…`` (for table cells)."""
+    return text if len(text) <= width else text[:width - 1] + "…"
 
 
 def shorten(text: str, width: int = 60) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel._util.atomic import write_reports
-from jaxrel._util.text import markdown_table, table
+from jaxrel._util.text import clip, markdown_table, table
 from jaxrel.bisect.git import Commit
 from jaxrel.bisect.records import StepRecord
 from jaxrel.bisect.search import Result
@@ -64,16 +64,12 @@ def to_json(result: Result) -> dict[str, Any]:
     }
 
 
-def _cut(text: str, width: int) -> str:
-    return text if len(text) <= width else text[:width - 1] + "…"
-
-
 def _step_rows(result: Result) -> list[list[str]]:
     rows = []
     for number, step in enumerate(result.steps, 1):
         seconds = step.seconds
-        rows.append([str(number), step.role, step.short, _cut(step.subject, 40), step.verdict,
-                     _cut(step.reason, 90), f"{seconds.get('export', 0):.1f}",
+        rows.append([str(number), step.role, step.short, clip(step.subject, 40), step.verdict,
+                     clip(step.reason, 90), f"{seconds.get('export', 0):.1f}",
                      f"{seconds.get('build+install', 0):.1f}" + (" (cached)" if step.cached else ""),
                      f"{seconds.get('tests', 0):.1f}"])
     return rows

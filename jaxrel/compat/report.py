@@ -193,8 +193,7 @@ def _mark(outcome: str | None) -> str:
 
 
 def _short(message: str, limit: int = 160) -> str:
-    message = " ".join(message.removeprefix("collection: ").split())
-    return message if len(message) <= limit else message[:limit - 1] + "…"
+    return text.clip(" ".join(message.removeprefix("collection: ").split()), limit)
 
 
 def clear(directory: Path) -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from jaxrel._util.atomic import write_reports
-from jaxrel._util.text import table
+from jaxrel._util.text import clip, table
 from jaxrel.downstream.crater import CraterResult
 from jaxrel.downstream.minimum import MinimumResult
 
@@ -17,8 +17,8 @@ __all__ = ["crater_markdown", "crater_text", "minimum_markdown", "minimum_text",
 
 
 def _cut(text: str, width: int = 90) -> str:
-    line = text.strip().splitlines()[0] if text.strip() else ""
-    return line if len(line) <= width else line[: width - 1] + "…"
+    """The first line of ``text``, clipped."""
+    return clip(text.strip().splitlines()[0] if text.strip() else "", width)
 
 
 def minimum_text(result: MinimumResult) -> str:
