@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel.cells.records import signature
-from jaxrel.history.records import Artifact, CellRecord, ReportRecord, TestRecord
-from jaxrel.history.store import CELL_TEST, OWN_TESTS, HistoryError
+from jaxrel.history.records import Artifact, CellRecord, ReportRecord, TestRecord, need, short_text
+from jaxrel.history.store import CELL_TEST, OWN_TESTS
 
 __all__ = ["CRATER_STATES", "read_downstream"]
 
@@ -19,33 +19,25 @@ CRATER_STATES = {"test-pass": "passed", "fixed": "passed", "regressed": "failed"
 MINIMUM_STATES = {"passed": "passed", "failed": "failed", "not-installable": "skipped", "infra": "infra"}
 
 
-def _text(value: object, path: Path, where: str) -> str:
-    if not (isinstance(value, str) and 0 < len(value) <= 500 and value.isprintable()):
-        raise HistoryError(f"{path}: {where} should be a short string; not a report jaxrel downstream wrote, or a "
-                           "damaged one")
-    return value
-
-
 def _list(value: object, path: Path, where: str) -> list[Any]:
-    if not isinstance(value, list):
-        raise HistoryError(f"{path}: {where} should be a list; not a report jaxrel downstream wrote, or a damaged one")
+    need(isinstance(value, list), path, where, "a list")
+    assert isinstance(value, list)
     return value
 
 
 def read_downstream(data: dict[str, Any], path: Path, sha256: str) -> ReportRecord:
     """The report as a :class:`~jaxrel.history.reports.ReportRecord` of kind ``downstream``."""
-    python = _text(data.get("python"), path, "python")
+    python = short_text(data.get("python"), path, "python")
     cells: list[CellRecord] = []
     if data.get("kind") == "downstream-crater":
         frontend = Artifact("jax" if "jax" in str(data.get("frontend", "")) else "frontend",
-                            _text(data.get("baseline"), path, "baseline"), str(data.get("frontend_commit", ""))[:64])
+                            short_text(data.get("baseline"), path, "baseline"),
+                            str(data.get("frontend_commit", ""))[:64])
         for i, item in enumerate(_list(data.get("libraries"), path, "libraries")):
             where = f"libraries[{i}]"
-            if not isinstance(item, dict):
-                raise HistoryError(f"{path}: {where} should be an object")
-            name, outcome = _text(item.get("name"), path, f"{where}.name"), item.get("outcome")
-            if outcome not in CRATER_STATES:
-                raise HistoryError(f"{path}: {where}.outcome should be one of {', '.join(CRATER_STATES)}")
+            need(isinstance(item, dict), path, where, "an object")
+            name, outcome = short_text(item.get("name"), path, f"{where}.name"), item.get("outcome")
+            need(outcome in CRATER_STATES, path, f"{where}.outcome", f"one of {', '.join(CRATER_STATES)}")
             record = CellRecord(f"downstream-py{python}-{name}", python, "any", "cpu",
                                 [("frontend", frontend), ("library", Artifact(name, str(item.get("version", ""))))])
             reason = str(item.get("reason", ""))
@@ -57,13 +49,13 @@ def read_downstream(data: dict[str, Any], path: Path, sha256: str) -> ReportReco
             record.tests = tests
             cells.append(record)
         return ReportRecord(sha256, frontend, cells, "downstream")
-    library = _text(data.get("library"), path, "library")
-    version = _text(data.get("version"), path, "version")
+    library = short_text(data.get("library"), path, "library")
+    version = short_text(data.get("version"), path, "version")
     for i, item in enumerate(_list(data.get("cells"), path, "cells")):
         where = f"cells[{i}]"
-        if not isinstance(item, dict) or item.get("outcome") not in MINIMUM_STATES:
-            raise HistoryError(f"{path}: {where} should be a cell with an outcome ({', '.join(MINIMUM_STATES)})")
-        jax, jaxlib = _text(item.get("jax"), path, f"{where}.jax"), _text(item.get("jaxlib"), path, f"{where}.jaxlib")
+        need(isinstance(item, dict) and item.get("outcome") in MINIMUM_STATES, path, where,
+             f"a cell with an outcome ({', '.join(MINIMUM_STATES)})")
+        jax, jaxlib = (short_text(item.get(k), path, f"{where}.{k}") for k in ("jax", "jaxlib"))
         record = CellRecord(f"downstream-py{python}-{library}{version}-jax{jax.split()[0]}-jaxlib{jaxlib}", python,
                             "any", "cpu", [("frontend", Artifact("jax", jax.split()[0])),
                                            ("backend", Artifact("jaxlib", jaxlib)),

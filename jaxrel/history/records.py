@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass, field
+from pathlib import Path
 
-__all__ = ["Artifact", "BisectRecord", "CellRecord", "ReportRecord", "TestRecord"]
+from jaxrel.history.store import HistoryError
+
+__all__ = ["Artifact", "BisectRecord", "CellRecord", "ReportRecord", "TestRecord", "need", "short_text"]
 
 
 @dataclass(frozen=True)
@@ -62,3 +65,16 @@ class BisectRecord:
     log: str
     tests: tuple[str, ...] = ()  # the selection bisected
     version_only: bool = False  # the culprit changes only the family's version files
+
+
+def need(condition: bool, path: Path, where: str, expected: str) -> None:
+    """A field of a report as expected, else one :class:`HistoryError` line naming the file and the field."""
+    if not condition:
+        raise HistoryError(f"{path}: {where} should be {expected}; not a report jaxrel wrote, or a damaged one: "
+                           "ingest compat's report.json, bisect's bisect.json, atlas.json, device.json or downstream's "
+                           "crater.json and minimum.json as written")
+
+
+def short_text(value: object, path: Path, where: str) -> str:
+    need(isinstance(value, str) and 0 < len(value) <= 500 and value.isprintable(), path, where, "a short string")
+    return str(value)

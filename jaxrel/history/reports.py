@@ -24,7 +24,7 @@ from jaxrel.cells.records import signature
 from jaxrel.distributions.filenames import name_and_version, wheel_tags
 from jaxrel.errors import JaxrelError
 from jaxrel.history.downstream_reports import read_downstream
-from jaxrel.history.records import Artifact, BisectRecord, CellRecord, ReportRecord, TestRecord
+from jaxrel.history.records import Artifact, BisectRecord, CellRecord, ReportRecord, TestRecord, need, short_text
 from jaxrel.history.store import CELL_TEST, OWN_TESTS, HistoryError
 
 __all__ = ["Artifact", "BisectRecord", "CellRecord", "ReportRecord", "TestRecord", "read_any", "read_report"]
@@ -61,27 +61,27 @@ ATLAS_STATES = {"works": "passed", "removed": "passed", "not yet": "skipped", "s
 def _atlas(data: dict[str, Any], path: Path, sha256: str) -> ReportRecord:
     """``jaxrel atlas``'s atlas.json: each column (a jax release with a jaxlib release) a cell, each API a test."""
     columns, rows = data.get("columns"), data.get("rows")
-    _need(isinstance(columns, list) and bool(columns) and isinstance(rows, list), path, "columns and rows",
+    need(isinstance(columns, list) and bool(columns) and isinstance(rows, list), path, "columns and rows",
           "a non-empty list and a list")
     assert isinstance(columns, list) and isinstance(rows, list)
     cells: list[CellRecord] = []
     for i, column in enumerate(columns):
         where = f"columns[{i}]"
-        _need(isinstance(column, dict), path, where, "an object")
-        key, jax, jaxlib = (_text(column.get(k), path, f"{where}.{k}") for k in ("key", "jax", "jaxlib"))
-        python = _text(column.get("python"), path, f"{where}.python")
+        need(isinstance(column, dict), path, where, "an object")
+        key, jax, jaxlib = (short_text(column.get(k), path, f"{where}.{k}") for k in ("key", "jax", "jaxlib"))
+        python = short_text(column.get("python"), path, f"{where}.python")
         problem = column.get("problem")
         record = CellRecord(f"atlas-py{python}-jax{jax}-jaxlib{jaxlib}", python, "any", "cpu",
                             [("frontend", Artifact("jax", jax)), ("backend", Artifact("jaxlib", jaxlib))])
         outcomes = []
         for j, row in enumerate(rows):
-            _need(isinstance(row, dict) and isinstance(row.get("cells"), dict), path, f"rows[{j}]",
+            need(isinstance(row, dict) and isinstance(row.get("cells"), dict), path, f"rows[{j}]",
                   "an object with cells")
-            api = _text(row.get("api"), path, f"rows[{j}].api")
+            api = short_text(row.get("api"), path, f"rows[{j}].api")
             seen = row["cells"].get(key)
             if seen is None:
                 continue
-            _need(isinstance(seen, dict) and seen.get("state") in ATLAS_STATES, path, f"rows[{j}].cells[{key!r}]",
+            need(isinstance(seen, dict) and seen.get("state") in ATLAS_STATES, path, f"rows[{j}].cells[{key!r}]",
                   f"a state ({', '.join(ATLAS_STATES)})")
             detail = str(seen.get("detail", ""))
             outcomes.append(TestRecord(api[:500], ATLAS_STATES[seen["state"]], None,
@@ -101,22 +101,22 @@ def _device(data: dict[str, Any], path: Path, sha256: str) -> ReportRecord:
     """The device check's device.json: the installed set on one GPU a cell; its steps, the kernels and the GPU code
     tests."""
     doctor, probe = data.get("doctor"), data.get("probe")
-    _need(isinstance(doctor, dict) and isinstance(probe, dict), path, "doctor and probe", "objects")
+    need(isinstance(doctor, dict) and isinstance(probe, dict), path, "doctor and probe", "objects")
     assert isinstance(doctor, dict) and isinstance(probe, dict)
     environment = doctor.get("environment")
-    _need(isinstance(environment, dict), path, "doctor.environment", "what jaxrel doctor found installed")
+    need(isinstance(environment, dict), path, "doctor.environment", "what jaxrel doctor found installed")
     assert isinstance(environment, dict)
 
     def named(item: object, where: str) -> Artifact:
-        _need(isinstance(item, dict), path, where, "an object with a name and a version")
+        need(isinstance(item, dict), path, where, "an object with a name and a version")
         assert isinstance(item, dict)
-        return Artifact(str(canonicalize_name(_text(item.get("name"), path, f"{where}.name"))),
-                        _text(item.get("version"), path, f"{where}.version"))
+        return Artifact(str(canonicalize_name(short_text(item.get("name"), path, f"{where}.name"))),
+                        short_text(item.get("version"), path, f"{where}.version"))
 
     frontend = named(environment.get("frontend"), "doctor.environment.frontend")
     backend = named(environment.get("backend"), "doctor.environment.backend")
     plugins = environment.get("plugins", [])
-    _need(isinstance(plugins, list), path, "doctor.environment.plugins", "a list")
+    need(isinstance(plugins, list), path, "doctor.environment.plugins", "a list")
     artifacts = [("frontend", frontend), ("backend", backend),
                  *(("plugin", named(p, f"doctor.environment.plugins[{i}]")) for i, p in enumerate(plugins))]
     python = str(data.get("python", ""))[:20]
@@ -128,7 +128,7 @@ def _device(data: dict[str, Any], path: Path, sha256: str) -> ReportRecord:
     record = CellRecord(f"device-py{python}-{backend.name}{backend.version}-{plugin}-{device}", python, "any",
                         device, artifacts)
     ok = data.get("ok")
-    _need(isinstance(ok, bool), path, "ok", "true or false")
+    need(isinstance(ok, bool), path, "ok", "true or false")
     tests = [TestRecord(CELL_TEST, "infra" if data.get("no_gpu") else "passed" if ok else "failed", None,
                         signature(str(probe.get("error", ""))) if data.get("no_gpu") else "")]
     for step in DEVICE_STEPS:
@@ -151,17 +151,17 @@ def _device(data: dict[str, Any], path: Path, sha256: str) -> ReportRecord:
 
 
 def _bisect(data: dict[str, Any], path: Path, sha256: str) -> BisectRecord:
-    cell = _text(data.get("cell"), path, "cell")
+    cell = short_text(data.get("cell"), path, "cell")
     bad, goods = data.get("bad"), data.get("goods")
-    _need(isinstance(bad, str) and bool(_COMMIT.fullmatch(bad)), path, "bad", "a commit hash")
-    _need(isinstance(goods, list) and bool(goods) and all(isinstance(g, str) and _COMMIT.fullmatch(g) for g in goods),
+    need(isinstance(bad, str) and bool(_COMMIT.fullmatch(bad)), path, "bad", "a commit hash")
+    need(isinstance(goods, list) and bool(goods) and all(isinstance(g, str) and _COMMIT.fullmatch(g) for g in goods),
           path, "goods", "a list of commit hashes")
     assert isinstance(goods, list)
     first = data.get("first_bad")
     culprit = None
     if data.get("status") == "found":
         named = first.get("hash") if isinstance(first, dict) else None
-        _need(isinstance(named, str) and bool(_COMMIT.fullmatch(named)), path, "first_bad.hash",
+        need(isinstance(named, str) and bool(_COMMIT.fullmatch(named)), path, "first_bad.hash",
               "the commit bisect named")
         culprit = str(named)
     message = data.get("message")
@@ -169,34 +169,28 @@ def _bisect(data: dict[str, Any], path: Path, sha256: str) -> BisectRecord:
     log = f"{data.get('status')}: {message if isinstance(message, str) else ''}".strip()[:2000]
     log += f"\n{len(steps) if isinstance(steps, list) else 0} steps"
     tests = data.get("tests", [])
-    _need(isinstance(tests, list) and all(isinstance(t, str) and t.isprintable() for t in tests), path, "tests",
+    need(isinstance(tests, list) and all(isinstance(t, str) and t.isprintable() for t in tests), path, "tests",
           "a list of test ids")
     version_only = data.get("version_only", False)
-    _need(isinstance(version_only, bool), path, "version_only", "true or false")
+    need(isinstance(version_only, bool), path, "version_only", "true or false")
     return BisectRecord(sha256, cell, str(goods[-1]), str(bad), culprit, log, tuple(t[:500] for t in tests[:200]),
                         culprit is not None and bool(version_only))
 
 
 def _other_cuda_wheels(others: object, path: Path) -> list[TestRecord]:
     """One test per CUDA wheel of a major other than the plugin's (refused by the guard, then run without it)."""
-    _need(isinstance(others, list), path, "other_cuda_wheels", "a list")
+    need(isinstance(others, list), path, "other_cuda_wheels", "a list")
     assert isinstance(others, list)
     tests = []
     for index, other in enumerate(others):
         where = f"other_cuda_wheels[{index}]"
-        _need(isinstance(other, dict) and isinstance(other.get("ok"), bool), path, where, "an object with ok")
-        wheel = _text(other.get("wheel"), path, f"{where}.wheel")
+        need(isinstance(other, dict) and isinstance(other.get("ok"), bool), path, where, "an object with ok")
+        wheel = short_text(other.get("wheel"), path, f"{where}.wheel")
         probe = other.get("probe") if isinstance(other.get("probe"), dict) else {}
         why = "" if other["ok"] else signature(str(other.get("guard") or probe.get("error", ""))[-300:])
         tests.append(TestRecord(f"device: {wheel[:60]} (another CUDA major)", "passed" if other["ok"] else "failed",
                                 None, why, "compat"))
     return tests
-
-
-def _need(condition: bool, path: Path, where: str, expected: str) -> None:
-    if not condition:
-        raise HistoryError(f"{path}: {where} should be {expected}; not a report jaxrel wrote, or a damaged one: "
-                           "ingest compat's report.json, bisect's bisect.json, atlas.json or device.json as written")
 
 
 def read_report(path: Path) -> ReportRecord:
@@ -206,42 +200,37 @@ def read_report(path: Path) -> ReportRecord:
         data = localfiles.loads_json(raw, str(path))
     except JaxrelError as error:
         raise HistoryError(str(error)) from None
-    _need(isinstance(data, dict), path, "the file", "a JSON object")
-    _need(isinstance(data.get("matrix"), dict) and isinstance(data.get("cells"), list), path, "matrix and cells",
+    need(isinstance(data, dict), path, "the file", "a JSON object")
+    need(isinstance(data.get("matrix"), dict) and isinstance(data.get("cells"), list), path, "matrix and cells",
           "an object and a list")
     matrix = data["matrix"]
     front = matrix.get("frontend")
-    _need(isinstance(front, dict) and isinstance(front.get("name"), str) and isinstance(front.get("version"), str),
+    need(isinstance(front, dict) and isinstance(front.get("name"), str) and isinstance(front.get("version"), str),
           path, "matrix.frontend", "an object with a name and a version")
     tested = data.get("frontend") if isinstance(data.get("frontend"), dict) else {}
     commit = tested.get("commit", "") if isinstance(tested.get("commit", ""), str) else ""
-    _need(not commit or bool(_COMMIT.fullmatch(commit)), path, "frontend.commit", "a git commit hash")
+    need(not commit or bool(_COMMIT.fullmatch(commit)), path, "frontend.commit", "a git commit hash")
     frontend = Artifact(str(canonicalize_name(front["name"])), front["version"], commit)
     backend_name = matrix.get("backend")
-    _need(isinstance(backend_name, str) and bool(backend_name), path, "matrix.backend", "the backend's name")
+    need(isinstance(backend_name, str) and bool(backend_name), path, "matrix.backend", "the backend's name")
     cells = [_cell(item, i, path, frontend, str(canonicalize_name(backend_name))) for i, item in
              enumerate(data["cells"])]
-    _need(bool(cells), path, "cells", "a non-empty list (a run that tested nothing proves nothing)")
+    need(bool(cells), path, "cells", "a non-empty list (a run that tested nothing proves nothing)")
     return ReportRecord(hashlib.sha256(raw).hexdigest(), frontend, cells)
-
-
-def _text(value: object, path: Path, where: str) -> str:
-    _need(isinstance(value, str) and 0 < len(value) <= 500 and value.isprintable(), path, where, "a short string")
-    return str(value)
 
 
 def _cell(item: Any, i: int, path: Path, frontend: Artifact, backend: str) -> CellRecord:
     where = f"cells[{i}]"
-    _need(isinstance(item, dict) and isinstance(item.get("cell"), dict), path, where, "an object with a cell")
+    need(isinstance(item, dict) and isinstance(item.get("cell"), dict), path, where, "an object with a cell")
     cell = item["cell"]
-    cell_id = _text(cell.get("id"), path, f"{where}.cell.id")
-    python = _text(cell.get("python"), path, f"{where}.cell.python")
-    backend_version = _text(cell.get("backend"), path, f"{where}.cell.backend")
+    cell_id = short_text(cell.get("id"), path, f"{where}.cell.id")
+    python = short_text(cell.get("python"), path, f"{where}.cell.python")
+    backend_version = short_text(cell.get("backend"), path, f"{where}.cell.backend")
     plugins = cell.get("plugins", [])
-    _need(isinstance(plugins, list) and all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
+    need(isinstance(plugins, list) and all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, str) for x in p)
                                             for p in plugins), path, f"{where}.cell.plugins", "[name, version] pairs")
     wheels = item.get("wheels", {})
-    _need(isinstance(wheels, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in wheels.items()),
+    need(isinstance(wheels, dict) and all(isinstance(k, str) and isinstance(v, str) for k, v in wheels.items()),
           path, f"{where}.wheels", "file name → sha256")
     shas, platform = {}, ""
     for filename, sha in wheels.items():
@@ -267,12 +256,12 @@ def _cell(item: Any, i: int, path: Path, frontend: Artifact, backend: str) -> Ce
 
 def _tests(item: dict[str, Any], where: str, path: Path) -> list[TestRecord]:
     ok, problems = item.get("ok"), item.get("problems", [])
-    _need(isinstance(ok, bool), path, f"{where}.ok", "true or false")
-    _need(isinstance(problems, list), path, f"{where}.problems", "a list")
+    need(isinstance(ok, bool), path, f"{where}.ok", "true or false")
+    need(isinstance(problems, list), path, f"{where}.problems", "a list")
     seconds = item.get("seconds")
     duration = float(seconds) if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else None
     failures = item.get("failures", [])
-    _need(isinstance(failures, list) and all(isinstance(f, dict) for f in failures), path, f"{where}.failures",
+    need(isinstance(failures, list) and all(isinstance(f, dict) for f in failures), path, f"{where}.failures",
           "a list of objects")
     infra = not ok and not failures and bool(problems)  # failed before any test: environment, install, timeout
     refused = item.get("observed") == "refused"  # the guard refused the set (as the rules expect, when ok)
@@ -281,9 +270,9 @@ def _tests(item: dict[str, Any], where: str, path: Path) -> list[TestRecord]:
                         signature(str(problems[0])) if problems else "")]
     verdicts = {str(f.get("test")): f for f in failures if isinstance(f.get("test"), str)}
     outcomes = item.get("outcomes", {})
-    _need(isinstance(outcomes, dict), path, f"{where}.outcomes", "test id → outcome")
+    need(isinstance(outcomes, dict), path, f"{where}.outcomes", "test id → outcome")
     for test, outcome in outcomes.items():
-        _need(isinstance(test, str) and isinstance(outcome, str), path, f"{where}.outcomes", "test id → outcome")
+        need(isinstance(test, str) and isinstance(outcome, str), path, f"{where}.outcomes", "test id → outcome")
         tests.append(_test(test, outcome.split(":", 1)[0].strip(), verdicts.pop(test, None), "compat"))
     for test, failure in verdicts.items():  # the frontend's own tests: only their failures are listed
         suite = "own" if failure.get("suite") == "own tests" else "compat"
