@@ -69,8 +69,7 @@ class Library:
 
     def family_requirements(self, family: Family, python: str) -> list[Requirement]:
         """Its requirements on the family that apply on ``python`` (no extra): jax, jaxlib, plugins."""
-        names = {str(canonicalize_name(n)) for n in (family.frontend.distribution, family.backend.distribution,
-                                                     *(p.distribution for p in family.plugins))}
+        names = _family_names(family)
         return [r for r in self._applying(python) if str(canonicalize_name(r.name)) in names]
 
     def specifier(self, distribution: str, family: Family, python: str) -> SpecifierSet:
@@ -98,8 +97,7 @@ class Library:
         extra = self.test_extra()
         if extra is None:
             return []
-        names = {str(canonicalize_name(n)) for n in (family.frontend.distribution, family.backend.distribution,
-                                                     *(p.distribution for p in family.plugins))}
+        names = _family_names(family)
         plain = {str(r) for r in self._applying(python)}
         return [_without_marker(r) for r in self._applying(python, extra)
                 if str(r) not in plain and str(canonicalize_name(r.name)) not in names
@@ -113,6 +111,11 @@ class Library:
             if url and url.startswith("https://"):
                 return url.removesuffix("/").removesuffix(".git")
         return None
+
+
+def _family_names(family: Family) -> set[str]:
+    return {str(canonicalize_name(n)) for n in (family.frontend.distribution, family.backend.distribution,
+                                                *(p.distribution for p in family.plugins))}
 
 
 def _without_marker(requirement: Requirement) -> str:

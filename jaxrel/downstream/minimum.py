@@ -162,6 +162,8 @@ def candidates(library: Library, family: Family, index: Index, python: str,
     wanted = library.specifier(family.frontend.distribution, family, python)
     wanted_backend = library.specifier(family.backend.distribution, family, python)
     tags = python_for(python).tags()
+    installable = [v for v in backends.versions()  # the backends with a wheel for this Python here, once
+                   if (wheel := backends.wheel_for(v, python, tags)) is not None and wheel.yanked is None]
     found = []
     for version in frontends.versions():
         if version.is_prerelease or version.is_devrelease or not wanted.contains(version):
@@ -182,12 +184,7 @@ def candidates(library: Library, family: Family, index: Index, python: str,
             found.append(candidate)
             continue
         admitted = admitted_backends(family, version, requires) & wanted_backend
-        for backend in backends.versions():
-            if not admitted.contains(backend, prereleases=True):
-                continue
-            wheel = backends.wheel_for(backend, python, tags)
-            if wheel is not None and wheel.yanked is None:
-                candidate.backends.append(backend)
+        candidate.backends = [b for b in installable if admitted.contains(b, prereleases=True)]
         if not candidate.backends:
             candidate.problem = (f"no {family.backend.distribution} it admits ({admitted or 'any'}) has a wheel for "
                                  f"Python {python} here (deleted from the index, or never built for it)")

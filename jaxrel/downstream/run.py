@@ -118,9 +118,8 @@ def _settings(request: Request, family: Family, workdir: Path, index: Index) -> 
     interpreter = python_for(request.python)
     requirements: tuple[str, ...] = ()
     if request.test_requirements is not None:
-        text = localfiles.read_text(request.test_requirements, what="--test-requirements")
-        requirements = tuple(line.split("#", 1)[0].strip() for line in text.splitlines()
-                             if line.split("#", 1)[0].strip())
+        requirements = testsource.requirement_lines(localfiles.read_text(request.test_requirements,
+                                                                         what="--test-requirements"))
     use_uv = request.use_uv and envs.find_uv() is not None
     return Settings(family, workdir, interpreter.executable, request.python, jaxrel_wheel(workdir),
                     index.pip_config(), request.budget, request.reruns, use_uv, request.offline, request.keyword,
@@ -162,6 +161,12 @@ def build_frontend(source: Path, ref: str | None, workdir: Path, python: str, in
     return wheel, what
 
 
+def _built_admits(wheel: Path, family: Family) -> SpecifierSet:
+    """The backends a frontend wheel built here admits, from its METADATA."""
+    built = parse_core_metadata(metadata_of_local(wheel), wheel.name, BadInput)
+    return minimum_module.backend_specifier(built.requires_dist, family.backend.distribution)
+
+
 def _newest_backend(family: Family, index: Index, python: str, admitted: str) -> str:
     listing = index.listing(family.backend.distribution)
     tags = python_for(python).tags()
@@ -180,9 +185,7 @@ def _head_cell(request: Request, family: Family, index: Index, settings: Setting
     assert request.frontend_src is not None
     progress(f"downstream: building {family.frontend.distribution} from {request.frontend_src} …")
     wheel, what = build_frontend(request.frontend_src, request.ref, workdir, settings.python, index)
-    parsed = parse_core_metadata(metadata_of_local(wheel), wheel.name, BadInput)
-    backend = _newest_backend(family, index, request.python,
-                              str(minimum_module.backend_specifier(parsed.requires_dist, family.backend.distribution)))
+    backend = _newest_backend(family, index, request.python, str(_built_admits(wheel, family)))
     spec = CellSpec(f"HEAD {what}", backend, None, wheel)
     return run_cell(library, tests, spec, settings, role="edge")
 
@@ -249,9 +252,8 @@ def _baseline(family: Family, index: Index, python: str, reader: MetadataReader,
     newest = finals[-1]
     file = next((f for f in listing.files_for(newest) if f.is_wheel), None)
     requires = reader.metadata(file).requires_dist if file is not None else ()
-    candidate = parse_core_metadata(metadata_of_local(candidate_wheel), candidate_wheel.name, BadInput)
-    both = (minimum_module.backend_specifier(requires, family.backend.distribution)
-            & minimum_module.backend_specifier(candidate.requires_dist, family.backend.distribution))
+    both = minimum_module.backend_specifier(requires, family.backend.distribution) & _built_admits(candidate_wheel,
+                                                                                                   family)
     uploaded = minimum_module.uploaded_at(listing, newest, file) if file is not None else ""
     return CellSpec(str(newest), _newest_backend(family, index, python, str(both))), uploaded
 

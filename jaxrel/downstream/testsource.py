@@ -27,7 +27,8 @@ from jaxrel.distributions.sources import git_environment
 from jaxrel.downstream.library import Library, LibraryError
 from jaxrel.errors import EnvironmentFailure
 
-__all__ = ["GIT_DEADLINE", "StagedTests", "find_tests", "stage", "tag_candidates"]
+__all__ = ["GIT_DEADLINE", "StagedTests", "find_tests", "requirement_lines", "stage", "staged_path",
+           "tag_candidates"]
 
 GIT_DEADLINE = 300.0  # seconds for one clone of a library's repository at a tag
 TEST_DIRS = ("tests", "test")
@@ -238,5 +239,11 @@ def _requirements_file(tree: Path, paths: Sequence[str]) -> tuple[str, ...]:
     found = next((tree / p for p in [*places, *REQUIREMENTS_FILES] if (tree / p).is_file()), None)
     if found is None:
         return ()
-    lines = (line.split("#", 1)[0].strip() for line in found.read_text(encoding="utf-8", errors="replace").splitlines())
-    return tuple(line for line in lines if line and not line.startswith("-"))
+    return tuple(line for line in requirement_lines(found.read_text(encoding="utf-8", errors="replace"))
+                 if not line.startswith("-"))  # its options (-r, -e) name files of its own tree
+
+
+def requirement_lines(text: str) -> tuple[str, ...]:
+    """The lines of a requirements file's text, without comments and blank lines."""
+    lines = (line.split("#", 1)[0].strip() for line in text.splitlines())
+    return tuple(line for line in lines if line)
