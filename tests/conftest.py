@@ -72,6 +72,24 @@ collect_ignore = ["data"]  # data: sample projects with tests of their own (spli
 settings.register_profile("fuzz", max_examples=3000, deadline=None)
 
 
+LONG = 30.0  # seconds: a test over this carries @pytest.mark.long("why") (docs/architecture.md, the suite's budget)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """After ``--durations``: the tests over :data:`LONG` seconds without a ``long`` mark, each with its time (a
+    fixture's first build on a cold machine shows here too). Reported, not failed: no test depends on timing."""
+    over: dict[str, float] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            duration, when = getattr(report, "duration", 0.0), getattr(report, "when", None)
+            if when in ("setup", "call") and duration > LONG and "long" not in getattr(report, "keywords", {}):
+                over[report.nodeid] = max(over.get(report.nodeid, 0.0), duration)
+    if over:
+        terminalreporter.section(f"over {LONG:.0f} s without a long mark")
+        for nodeid, seconds in sorted(over.items(), key=lambda item: -item[1]):
+            terminalreporter.write_line(f"{seconds:7.1f}s {nodeid}")
+
+
 @pytest.fixture(autouse=True)
 def _secrets_of_this_test_only() -> object:
     """Each ``jaxrel`` command is a process of its own, so the secrets it remembers (``remember_secret``) die with

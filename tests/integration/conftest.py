@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from bazel_workspace import shut_down_kept
 
 from jaxrel.distributions.bazel import BuildError, find_launcher
 from jaxrel.distributions.pipconfig import pip_command
@@ -35,11 +36,12 @@ def launcher() -> list[str]:
 
 @pytest.fixture(scope="session", autouse=True)
 def stop_bazel_server() -> Iterator[None]:
-    """After the session, stop the Bazel server the repository's workspace may have started
-    (builds here and in compat cells), so no daemon outlives the test run."""
+    """After the session, stop the Bazel servers the repository's workspace and the kept workspaces
+    (tests/bazel_workspace.py) may have started, so no daemon outlives the test run."""
     yield
     try:
         launcher = find_launcher(REPO)
     except BuildError:
         return
     subprocess.run([*launcher, "shutdown"], cwd=REPO, capture_output=True, timeout=120)
+    shut_down_kept(launcher)

@@ -16,10 +16,10 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from bazel_workspace import CACHE, fresh_workspace, kept_workspace
 
 from jaxrel.distributions.bazel import BuildError, build
 from jaxrel.distributions.pipconfig import pip_command
@@ -37,9 +37,10 @@ TARGET = ["--platform", "manylinux_2_27_aarch64", "--platform", "manylinux_2_17_
 
 @pytest.fixture(scope="module")
 def aarch64_python() -> str:
-    """The launcher of Debian's arm64 python3.11 under qemu-user, made once under build/aarch64; skip (exit 3:
-    apt or the network is missing here) with the reason."""
-    done = subprocess.run(["bash", str(REPO / "scripts" / "aarch64_python.sh"), str(REPO / "build" / "aarch64")],
+    """The launcher of Debian's arm64 python3.11 under qemu-user, made once per machine in the tests' cache (a
+    stable path: Bazel's repository rules see the same interpreter in every run); skip (exit 3: apt or the network
+    is missing here) with the reason."""
+    done = subprocess.run(["bash", str(REPO / "scripts" / "aarch64_python.sh"), str(CACHE / "aarch64-python")],
                           capture_output=True, text=True, timeout=1200)
     if done.returncode == 3:
         pytest.skip(done.stderr.strip().splitlines()[-1])
@@ -47,32 +48,19 @@ def aarch64_python() -> str:
     return done.stdout.strip().splitlines()[-1]
 
 
-def _workspace(launcher: list[str], into: Path) -> Iterator[Path]:
-    from test_build_real import _copy_workspace
-
-    copy = _copy_workspace(into)
-    try:
-        yield copy
-    finally:
-        subprocess.run([*launcher, "clean", "--expunge"], cwd=copy, capture_output=True)
-
-
-@pytest.fixture(scope="module")
-def workspace(launcher: list[str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """A copy of the workspace (its own output base: the repository's stays built for this machine's Python)."""
-    yield from _workspace(launcher, tmp_path_factory.mktemp("aarch64-ws"))
-
-
 RUNTIMES = {12: (12010, 12030), 13: (13000, 13000)}  # built against, oldest NVIDIA ships for aarch64 (× 1000)
 
 
 @pytest.fixture(scope="module")
-def wheels(workspace: Path, aarch64_python: str, index_reachable: None) -> dict[str, Path]:
-    """The CPU, CUDA 12 and CUDA 13 wheels for aarch64, built together."""
+def wheels(aarch64_python: str, index_reachable: None, launcher: list[str],
+           tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """The CPU, CUDA 12 and CUDA 13 wheels for aarch64, built together in the kept workspace of this configuration
+    (tests/bazel_workspace.py)."""
     from test_build_manylinux import GRID, by_kind
 
-    return by_kind(build(workspace, wheels=GRID, python=aarch64_python, bazel_options=OPTIONS,
-                         output=workspace / "dist").wheels)
+    with kept_workspace("manylinux_aarch64") as workspace:
+        return by_kind(build(workspace, wheels=GRID, python=aarch64_python, bazel_options=OPTIONS,
+                             output=tmp_path_factory.mktemp("aarch64-dist")).wheels)
 
 
 @pytest.fixture(scope="module")
@@ -117,13 +105,14 @@ def test_twine_check_and_check_wheel_contents(wheel: Path) -> None:
     assert_twine_and_check_wheel_contents_pass(wheel)
 
 
+@pytest.mark.long("a clean cross build of the aarch64 grid in a new output base is what it compares")
 def test_two_clean_builds_are_byte_identical(wheels: dict[str, Path], aarch64_python: str, launcher: list[str],
                                              tmp_path_factory: pytest.TempPathFactory) -> None:
     """The second build is given only ``--config=manylinux`` (what the release components say): jaxrel adds
     ``--cpu=aarch64`` for the aarch64 Python, and the bytes are the same."""
     from test_build_manylinux import GRID
 
-    for again in _workspace(launcher, tmp_path_factory.mktemp("aarch64-ws2")):
+    with fresh_workspace(launcher, tmp_path_factory.mktemp("aarch64-ws2")) as again:
         rebuilt = build(again, wheels=GRID, python=aarch64_python, bazel_options=["--config=manylinux"],
                         output=again / "dist")
         originals = {w.name: w for w in wheels.values()}
@@ -204,27 +193,28 @@ def test_under_qemu_a_cuda_module_loads_nvidia_s_aarch64_runtime_and_goes_idle_w
     assert "no NVIDIA driver" in result["idle"], result["idle"]
 
 
-def test_the_hosts_compiler_with_the_aarch64_pythons_tags_is_refused(workspace: Path, aarch64_python: str,
-                                                                     wheel: Path) -> None:
-    with pytest.raises(BuildError) as refused:
-        build(workspace, wheels=["rmsnorm"], python=aarch64_python, output=workspace / "wrong")
+def test_the_hosts_compiler_with_the_aarch64_pythons_tags_is_refused(aarch64_python: str, wheel: Path,
+                                                                     tmp_path: Path) -> None:
+    with kept_workspace("manylinux_aarch64") as workspace, pytest.raises(BuildError) as refused:
+        build(workspace, wheels=["rmsnorm"], python=aarch64_python, output=tmp_path / "wrong")
     assert re.search(r"_rmsnorm\.abi3\.so is built for x86_64, the tag "
                      r"manylinux_2_\d+_aarch64 says aarch64", str(refused.value)), str(refused.value)
     assert refused.value.exit_code == ExitCode.BAD_INPUT
-    assert not (workspace / "wrong").exists() or not list((workspace / "wrong").iterdir())
+    assert not (tmp_path / "wrong").exists() or not list((tmp_path / "wrong").iterdir())
 
 
 def test_release_yml_s_aarch64_job_builds_the_same_wheel(wheels: dict[str, Path], aarch64_python: str,
-                                                        workspace: Path, capsys: pytest.CaptureFixture[str]) -> None:
+                                                        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """What release.yml's aarch64 build job runs (`jaxrel release build --component C --python <aarch64 launcher>`,
     the component's own bazel-options) gives, for each compiled component, the wheel built above, byte for byte."""
     from jaxrel.cli import main
 
     for kind, component in (("cpu", "jaxrel-rmsnorm"), ("cuda12", "jaxrel-rmsnorm-cuda12"),
                             ("cuda13", "jaxrel-rmsnorm-cuda13")):
-        out = workspace / f"release-{kind}"
-        assert main(["release", "build", "--project", str(workspace), "--component", component, "--python",
-                     aarch64_python, "--output", str(out)]) == 0, capsys.readouterr().err
+        out = tmp_path / f"release-{kind}"
+        with kept_workspace("manylinux_aarch64") as workspace:
+            assert main(["release", "build", "--project", str(workspace), "--component", component, "--python",
+                         aarch64_python, "--output", str(out)]) == 0, capsys.readouterr().err
         built = sorted(out.glob("*.whl"))
         assert [w.name for w in built] == [wheels[kind].name]
         assert built[0].read_bytes() == wheels[kind].read_bytes(), component

@@ -16,6 +16,7 @@ from email.parser import Parser
 from pathlib import Path
 
 import pytest
+from bazel_workspace import fresh_workspace, kept_workspace
 
 import jaxrel
 from jaxrel import guard, releasedata
@@ -59,7 +60,9 @@ def wheels(index_reachable: None, tmp_path_factory: pytest.TempPathFactory) -> d
         find_launcher(REPO)
     except BuildError as error:
         pytest.skip(str(error))
-    result = build(REPO, wheels=["//rmsnorm:wheel", "//rmsnorm:wheel_cuda13"], output=tmp_path_factory.mktemp("dist"))
+    with kept_workspace("default") as workspace:
+        result = build(workspace, wheels=["//rmsnorm:wheel", "//rmsnorm:wheel_cuda13"],
+                       output=tmp_path_factory.mktemp("dist"))
     return {wheel.name.split("-")[0]: wheel for wheel in result.wheels}
 
 
@@ -102,26 +105,16 @@ def test_metadata_requires_the_cpu_wheel_the_plugin_and_the_runtime(wheels: dict
     assert 'CUDA_VERSION = "13.0"' in facts and 'CUDA_ARCHITECTURES = "sm_80,sm_90,sm_100,sm_120,compute_120"' in facts
 
 
+@pytest.mark.long("a clean CUDA build in a new output base is what it compares")
 def test_two_clean_builds_in_different_directories_are_byte_identical(wheels: dict[str, Path], tmp_path: Path) -> None:
-    copy = tmp_path / "workspace"
-    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=REPO,
-                            capture_output=True, check=True).stdout.decode().split("\0")
-    for relative in filter(None, listed):
-        if (REPO / relative).is_file():
-            (copy / relative).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(REPO / relative, copy / relative)
-    (copy / "build").mkdir()
-    (copy / "build" / "tools").symlink_to(REPO / "build" / "tools")
-    launcher = find_launcher(copy)
-    try:
+    with fresh_workspace(find_launcher(REPO), tmp_path / "workspace") as copy:
         again = build(copy, wheels=["//rmsnorm:wheel_cuda13"], output=tmp_path / "dist")
-    finally:
-        subprocess.run([*launcher, "clean", "--expunge"], cwd=copy, capture_output=True)
     assert [w.read_bytes() for w in again.wheels] == [wheels["jaxrel_rmsnorm_cuda13"].read_bytes()]
 
 
 def test_a_second_build_needs_no_fetch(wheels: dict[str, Path], tmp_path: Path) -> None:
-    again = build(REPO, wheels=["//rmsnorm:wheel_cuda13"], output=tmp_path, bazel_options=["--nofetch"])
+    with kept_workspace("default") as workspace:
+        again = build(workspace, wheels=["//rmsnorm:wheel_cuda13"], output=tmp_path, bazel_options=["--nofetch"])
     assert [w.read_bytes() for w in again.wheels] == [wheels["jaxrel_rmsnorm_cuda13"].read_bytes()]
 
 

@@ -21,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from bazel_workspace import fresh_workspace, kept_workspace
 
 from jaxrel.distributions.bazel import build
 from jaxrel.extension import xla
@@ -49,8 +50,11 @@ def module_of(wheel: Path) -> tuple[str, bytes]:
 
 @pytest.fixture(scope="module")
 def wheels(launcher: list[str], index_reachable: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    """The CPU, CUDA 12 and CUDA 13 wheels, built together under the manylinux configuration."""
-    return by_kind(build(REPO, wheels=GRID, bazel_options=OPTIONS, output=tmp_path_factory.mktemp("portable")).wheels)
+    """The CPU, CUDA 12 and CUDA 13 wheels, built together under the manylinux configuration (in its kept
+    workspace: tests/bazel_workspace.py)."""
+    with kept_workspace("manylinux") as workspace:
+        return by_kind(build(workspace, wheels=GRID, bazel_options=OPTIONS,
+                             output=tmp_path_factory.mktemp("portable")).wheels)
 
 
 @pytest.fixture(scope="module")
@@ -185,15 +189,11 @@ def test_twine_check_and_check_wheel_contents(portable: Path) -> None:
 
 @pytest.fixture(scope="module")
 def workspace_copy(launcher: list[str], tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    from test_build_real import _copy_workspace
-
-    copy = _copy_workspace(tmp_path_factory.mktemp("workspace"))
-    try:
+    with fresh_workspace(launcher, tmp_path_factory.mktemp("workspace")) as copy:
         yield copy
-    finally:
-        subprocess.run([*launcher, "clean", "--expunge"], cwd=copy, capture_output=True)
 
 
+@pytest.mark.long("a clean build with the Zig toolchain in a new output base is what it compares")
 def test_two_clean_builds_are_byte_identical(portable: Path, workspace_copy: Path) -> None:
     again = build(workspace_copy, wheels=["rmsnorm"], bazel_options=OPTIONS, output=workspace_copy / "dist")
     assert [w.name for w in again.wheels] == [portable.name]

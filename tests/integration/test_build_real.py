@@ -19,6 +19,7 @@ from email.parser import Parser
 from pathlib import Path
 
 import pytest
+from bazel_workspace import fresh_workspace, kept_workspace
 from packaging.tags import sys_tags
 
 import jaxrel
@@ -78,24 +79,12 @@ print(json.dumps(result))
 """
 
 
-def _copy_workspace(into: Path) -> Path:
-    """The repository's source files (tracked or not, minus ignored ones) under ``into``."""
-    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"], cwd=REPO,
-                            capture_output=True, check=True).stdout.decode().split("\0")
-    for relative in filter(None, listed):
-        source = REPO / relative
-        if source.is_file():
-            (into / relative).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, into / relative)
-    (into / "build").mkdir(exist_ok=True)
-    (into / "build" / "tools").symlink_to(REPO / "build" / "tools")
-    return into
-
-
 @pytest.fixture(scope="module")
 def wheel(launcher: list[str], index_reachable: None, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The extension wheel built from the repository's workspace (the pin is fetched from the index)."""
-    result = build(REPO, wheels=["rmsnorm"], output=tmp_path_factory.mktemp("dist"))
+    """The extension wheel built from the repository's sources (the pin is fetched from the index), in the kept
+    workspace of the default configuration (tests/bazel_workspace.py)."""
+    with kept_workspace("default") as workspace:
+        result = build(workspace, wheels=["rmsnorm"], output=tmp_path_factory.mktemp("dist"))
     assert len(result.wheels) == 1
     return result.wheels[0]
 
@@ -105,11 +94,8 @@ def workspace_copy(
     launcher: list[str], index_reachable: None, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Path]:
     """A copy of the workspace at another path: its own Bazel server and output base, expunged after."""
-    copy = _copy_workspace(tmp_path_factory.mktemp("workspace"))
-    try:
+    with fresh_workspace(launcher, tmp_path_factory.mktemp("workspace")) as copy:
         yield copy
-    finally:
-        subprocess.run([*launcher, "clean", "--expunge"], cwd=copy, capture_output=True)
 
 
 def _metadata(wheel: Path) -> tuple[dict[str, list[str]], dict[str, bytes]]:

@@ -16,6 +16,7 @@ import xml.etree.ElementTree as ElementTree
 from pathlib import Path
 
 import pytest
+from bazel_workspace import kept_workspace
 
 import jaxrel
 
@@ -24,16 +25,20 @@ pytestmark = pytest.mark.integration
 CELLS = ["py3.11-jaxlib0.10.2", "py3.11-jaxlib0.10.0", "py3.11-jaxlib0.10.2-cuda12@0.10.1"]
 
 
-def compat(workdir: Path, *cells: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def compat(workdir: Path, *cells: str, env: dict[str, str] | None = None,
+           options: tuple[str, ...] = ("--no-extension",)) -> subprocess.CompletedProcess[str]:
     command = [sys.executable, "-m", "jaxrel", "compat", "--frontend", "jax==0.10.2", "--python", "3.11",
-               "--workdir", str(workdir), *(arg for cell in cells for arg in ("--cell", cell))]
+               "--workdir", str(workdir), *(arg for cell in cells for arg in ("--cell", cell)), *options]
     return subprocess.run(command, capture_output=True, text=True, timeout=1800, env={**os.environ, **(env or {})})
 
 
 @pytest.fixture(scope="module")
 def run(index_reachable, tmp_path_factory) -> tuple[subprocess.CompletedProcess[str], Path]:
+    """The three cells with the extension, which compat builds with Bazel as released (in the kept workspace of
+    that configuration: tests/bazel_workspace.py)."""
     workdir = tmp_path_factory.mktemp("compat")
-    return compat(workdir, *CELLS), workdir
+    with kept_workspace("manylinux") as workspace:
+        return compat(workdir, *CELLS, options=("--workspace", str(workspace))), workdir
 
 
 def test_run_passes_and_prints_the_table(run):
@@ -110,7 +115,7 @@ def test_frontend_source_tree_with_its_own_tests(index_reachable, tmp_path):
         "def test_not_selected():\n    raise AssertionError('-k must deselect this')\n")
     before = sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*"))
     command = [sys.executable, "-m", "jaxrel", "compat", "--frontend-src", str(tree), "--python", "3.11",
-               "--cell", "py3.11-jaxlib0.10.2", "--frontend-tests", "tests/test_own.py",
+               "--cell", "py3.11-jaxlib0.10.2", "--frontend-tests", "tests/test_own.py", "--no-extension",
                "-k", "selected and not not_selected", "--workdir", str(tmp_path / "w")]
     done = subprocess.run(command, capture_output=True, text=True, timeout=1800)
     assert done.returncode == 0, done.stderr[-2000:]
