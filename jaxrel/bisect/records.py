@@ -4,16 +4,18 @@ and what each of them leaves (a line of ``steps.jsonl``), written by jaxrel and 
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from jaxrel._util import localfiles
+from jaxrel._util.atomic import write_atomically
 from jaxrel.bisect.git import Source
 from jaxrel.distributions.pipconfig import PipIndexConfig
 from jaxrel.errors import BadInput
 
-__all__ = ["StepConfig", "StepRecord", "append", "read_records"]
+__all__ = ["StepConfig", "StepRecord", "append", "read_records", "rewrite"]
 
 
 @dataclass(frozen=True)
@@ -53,6 +55,19 @@ class StepConfig:
     @property
     def records(self) -> Path:
         return Path(self.workdir) / "steps.jsonl"
+
+    def env_of(self, slot: int) -> Path:
+        """The environment probe slot ``slot`` tests in: the cell's own (slot 0), or its copy for that slot."""
+        return Path(self.env_root if slot == 0 else f"{self.env_root}-{slot}")
+
+    def bytecode_of(self, slot: int) -> Path:
+        """Where probe slot ``slot``'s processes keep compiled bytecode (``PYTHONPYCACHEPREFIX``): outside the
+        environment, so it outlives each reinstall of the frontend (see :func:`jaxrel.bisect.step.precompile`)."""
+        return Path(self.workdir) / "pycache" / f"slot{slot}"
+
+    def work_of(self, slot: int) -> Path:
+        """Probe slot ``slot``'s scratch directory."""
+        return Path(self.workdir) / ("step" if slot == 0 else f"step-{slot}")
 
     def save(self, path: Path) -> None:
         path.write_text(json.dumps(asdict(self), indent=1), encoding="utf-8")
@@ -94,9 +109,18 @@ class StepRecord:
 
 
 def append(config: StepConfig, record: StepRecord) -> None:
-    """Add ``record`` to the run's ``steps.jsonl`` (one line, written at once)."""
-    with open(config.records, "a", encoding="utf-8") as out:
-        out.write(json.dumps(asdict(record)) + "\n")
+    """Add ``record`` to the run's ``steps.jsonl``: one line in one ``write`` to a file opened for appending, so
+    the steps of one multisection round, finishing together, never interleave their lines."""
+    handle = os.open(config.records, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(handle, (json.dumps(asdict(record)) + "\n").encode("utf-8"))
+    finally:
+        os.close(handle)
+
+
+def rewrite(config: StepConfig, records: list[StepRecord]) -> None:
+    """Replace the run's ``steps.jsonl`` with ``records``, at once (a crash leaves the old file or the new)."""
+    write_atomically(config.records, "".join(json.dumps(asdict(record)) + "\n" for record in records))
 
 
 def read_records(path: Path) -> list[StepRecord]:

@@ -28,9 +28,9 @@ from jaxrel._util import workdirs
 from jaxrel._util.progress import Progress
 from jaxrel._util.shape import is_relative_path
 from jaxrel._util.text import shorten, tail
-from jaxrel.bisect import git, step
+from jaxrel.bisect import git, multisect, step
 from jaxrel.bisect.git import Commit, Repo, Source
-from jaxrel.bisect.records import StepConfig, StepRecord, append, read_records
+from jaxrel.bisect.records import StepConfig, StepRecord, append, read_records, rewrite
 from jaxrel.bisect.step import BAD, GOOD, SKIP
 from jaxrel.cells.environment import EnvSettings, environment, jaxrel_wheel
 from jaxrel.cells.frontend import PreparedFrontend
@@ -84,6 +84,7 @@ class Request:
     tests_root: Path | None = None  # a library's staged tests, run at each revision instead of the frontend's own
     requirements: tuple[str, ...] = ()  # what the environment needs for them (the library, its test requirements)
     pytest_options: tuple[str, ...] = ()  # more pytest options for those tests
+    jobs: int = 1  # probes a round (multisection: jaxrel.bisect.multisect); 1 is git bisect run's one at a time
 
 
 @dataclass
@@ -254,15 +255,37 @@ def _inputs(request: Request, family: Family) -> _Inputs:
     return _Inputs(source, bad, goods, python, version, plugin_set, tuple(tests))
 
 
-def _endpoints(request: Request, family: Family, repo: Repo, config: StepConfig, result: Result,
+def _endpoint_records(request: Request, family: Family, repo: Repo, config: StepConfig, config_path: Path,
+                      revs: Sequence[str], prebuilt: dict[str, step.Built], progress: Progress) -> list[StepRecord]:
+    """Each endpoint tested, its record charged with the build done before the environment (see
+    :func:`_charge_prebuild`) and kept in ``steps.jsonl``: one at a time in this process, or ``jobs`` at a time as
+    step processes, each in its own copy of the environment."""
+    if request.jobs == 1:
+        records = []
+        for rev in revs:
+            record = step.run_step(config, family, repo, repo.commit(rev), role="endpoint")
+            _charge_prebuild(record, prebuilt.get(rev))
+            append(config, record)
+            records.append(record)
+        return records
+    for start in range(0, len(revs), request.jobs):
+        multisect.run_probes(config_path, [(rev, "endpoint") for rev in revs[start:start + request.jobs]], progress)
+    kept = read_records(config.records)
+    for record in kept:
+        _charge_prebuild(record, prebuilt.get(record.commit))
+    rewrite(config, kept)
+    by_commit = {record.commit: record for record in kept}
+    return [by_commit[rev] for rev in revs]
+
+
+def _endpoints(request: Request, family: Family, repo: Repo, config: StepConfig, config_path: Path, result: Result,
                prebuilt: dict[str, step.Built], progress: Progress) -> None:
     """``--bad`` must fail and every ``--good`` pass in the cell; :class:`BisectRefused` otherwise."""
     checks = [(request.bad, result.bad, BAD), *((n, g, GOOD) for n, g in zip(request.goods, result.goods,
                                                                              strict=True))]
-    for name, rev, wanted in checks:
-        record = step.run_step(config, family, repo, repo.commit(rev), role="endpoint")
-        _charge_prebuild(record, prebuilt.get(rev))
-        append(config, record)
+    records = _endpoint_records(request, family, repo, config, config_path, [rev for _, rev, _ in checks], prebuilt,
+                                progress)
+    for (name, rev, wanted), record in zip(checks, records, strict=True):
         result.steps.append(record)
         option = "--bad" if wanted == BAD else "--good"
         progress(f"bisect: endpoint {option} {name}: {record.line()}")
@@ -334,10 +357,16 @@ def run(request: Request, family: Family, progress: Progress) -> Result:
     config.records.unlink(missing_ok=True)
     config_path = workdir / "step.json"
     config.save(config_path)
+    if request.jobs > 1:
+        progress(f"bisect: {request.jobs} probes a round, each in its own copy of the environment")
+        multisect.copy_environment(config, request.jobs)
+    for slot in range(request.jobs):
+        step.precompile(config, family, slot)
 
     try:  # the endpoints, then git's bisection
-        _endpoints(request, family, repo, config, result, {bad: bad_built, newest_good.hash: good_built}, progress)
-        outcome = _bisect(repo, bad, goods, config_path, progress)
+        _endpoints(request, family, repo, config, config_path, result, {bad: bad_built, newest_good.hash: good_built},
+                   progress)
+        outcome = _bisect(repo, bad, goods, config_path, request.jobs, progress)
         result.steps = read_records(config.records)
         result.version_files = tuple(source.path(part.version_file) for part in (family.frontend, family.backend))
         _conclude(result, outcome, config, family, repo)
@@ -371,11 +400,22 @@ def _test_requirements(request: Request, family: Family, repo: Repo, source: Sou
     return path
 
 
-def _bisect(repo: Repo, bad: str, goods: Sequence[str], config_path: Path, progress: Progress) -> git.Outcome:
-    """``git bisect start`` and ``git bisect run`` of the step module in the private clone."""
+def _bisect(repo: Repo, bad: str, goods: Sequence[str], config_path: Path, jobs: int,
+            progress: Progress) -> git.Outcome:
+    """``git bisect start``, then ``git bisect run`` of the step module in the private clone, or rounds of ``jobs``
+    probes whose verdicts git is told (:func:`jaxrel.bisect.multisect.search`)."""
     for line in repo.start(bad, goods).splitlines():
         if line.startswith("Bisecting:"):
             progress(f"bisect: {line}")
+    if jobs > 1:
+        try:
+            outcome = multisect.search(repo, config_path, jobs, progress)
+        except BaseException:
+            repo.reset()
+            raise
+        if not outcome.candidates:
+            raise EnvironmentFailure(f"git bisect ended without an answer: {tail(outcome.output, 4)}")
+        return outcome
     env = git_environment()
     env.pop("PYTHONPATH", None)
     outcome = repo.bisect_run([sys.executable, "-m", "jaxrel.bisect.step", str(config_path)], env, progress)

@@ -90,7 +90,7 @@ def build(config: StepConfig, family: Family, repo: Repo, rev: str, into: Path, 
         tree = into / "src"
         repo.export(rev, build_paths, tree)
         built.export_seconds = time.perf_counter() - start
-        staging = cache.with_name(cache.name + ".partial")
+        staging = cache.with_name(f"{cache.name}.partial-{os.getpid()}")  # a multisection round builds side by side
         try:
             wheel = build_wheel(tree / source.subdir if source.subdir else tree, staging, python=config.python,
                                 index=config.pip_index)
@@ -100,9 +100,10 @@ def build(config: StepConfig, family: Family, repo: Repo, rev: str, into: Path, 
                          build_seconds=time.perf_counter() - start - built.export_seconds)
         finally:
             shutil.rmtree(tree, ignore_errors=True)
-        if cache.exists():
-            shutil.rmtree(cache)
-        staging.rename(cache)
+        if cache.exists():  # another step built the same tree meanwhile: theirs serves
+            shutil.rmtree(staging, ignore_errors=True)
+        else:
+            staging.rename(cache)
         built.wheel = cache / wheel.name
         built.build_seconds = time.perf_counter() - start - built.export_seconds
     built.info = inspect(built.wheel, family, use_cache=False)
@@ -229,12 +230,36 @@ def run_tests(config: StepConfig, family: Family, env: envs.Env, root: Path, wor
                      + (f" ({record.first_error})" if record.first_error else ""))
 
 
+PRECOMPILE = """
+import compileall, importlib.util, pathlib, sys
+spec = importlib.util.find_spec(sys.argv[1])
+ok = spec is not None and spec.submodule_search_locations is not None and compileall.compile_dir(
+    list(spec.submodule_search_locations)[0], quiet=1, workers=0,
+    invalidation_mode=compileall.py_compile.PycInvalidationMode.CHECKED_HASH)
+sys.exit(0 if ok else 1)
+"""
+
+
+def precompile(config: StepConfig, family: Family, slot: int) -> None:
+    """Compile the installed frontend in slot ``slot``'s environment once, as *checked-hash* bytecode kept outside
+    the environment (:meth:`StepConfig.bytecode_of`).
+
+    Python validates such a file by its source's hash, not by the source's modification time, and when it
+    replaces a stale one it writes a checked-hash file again. Each step reinstalls the frontend, which gives
+    every file a new modification time: with the usual timestamp bytecode every step compiled all of jax again
+    (about 1.7 s of CPU); with checked-hash bytecode a step compiles only the files its revision changed. A file
+    is reused only when its bytes are the same, so nothing compiled from one revision's source serves another's.
+    """
+    env = envs.existing(config.env_of(slot), config.bytecode_of(slot))
+    env.run(str(env.python), "-c", PRECOMPILE, family.frontend.package.split(".")[0])
+
+
 @contextmanager
 def bytecode_written() -> Iterator[None]:
     """Without ``PYTHONDONTWRITEBYTECODE`` for a while: the processes a step runs in the cell's environment
-    (private to the work directory) keep the bytecode they compile, so the probe, pytest and its reruns
-    do not compile the frontend again each (jax: ~1.7 s of CPU each). Reinstalling the frontend removes
-    its ``__pycache__``: nothing compiled from one revision serves another."""
+    keep the bytecode they compile (in the slot's ``PYTHONPYCACHEPREFIX``), so the probe, pytest and its reruns
+    do not compile the frontend again each (jax: ~1.7 s of CPU each); :func:`precompile` says why a file
+    compiled from one revision's source never serves another's."""
     saved = os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
     try:
         yield
@@ -243,19 +268,21 @@ def bytecode_written() -> Iterator[None]:
             os.environ["PYTHONDONTWRITEBYTECODE"] = saved
 
 
-def run_step(config: StepConfig, family: Family, repo: Repo, commit: Commit, role: str = "step") -> StepRecord:
-    """Test ``commit`` in the cell's environment: export, build (cached), install, probe, run the selection."""
+def run_step(config: StepConfig, family: Family, repo: Repo, commit: Commit, role: str = "step",
+             slot: int = 0) -> StepRecord:
+    """Test ``commit`` in the cell's environment (probe slot ``slot``'s copy of it, and its own work directory):
+    export, build (cached), install, probe, run the selection."""
     with bytecode_written():
-        return _run_step(config, family, repo, commit, role)
+        return _run_step(config, family, repo, commit, role, slot)
 
 
-def _run_step(config: StepConfig, family: Family, repo: Repo, commit: Commit, role: str) -> StepRecord:
+def _run_step(config: StepConfig, family: Family, repo: Repo, commit: Commit, role: str, slot: int) -> StepRecord:
     record = StepRecord(commit.hash, commit.subject, SKIP, "", role)
-    work = Path(config.workdir) / "step"
+    work = config.work_of(slot)
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
-    env = envs.existing(Path(config.env_root))
+    env = envs.existing(config.env_of(slot), config.bytecode_of(slot))
     built = build(config, family, repo, commit.hash, work, with_tests=not config.tests_root)
     if config.tests_root:  # a library's tests, the same at every revision
         built.tests_root = Path(config.tests_root)
@@ -280,14 +307,17 @@ def _run_step(config: StepConfig, family: Family, repo: Repo, commit: Commit, ro
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``git bisect run``'s script: test ``BISECT_HEAD``; exit 0 good, 1 bad, 125 skip, 128 on a bug."""
+    """``git bisect run``'s script: test ``BISECT_HEAD`` (or ``--rev HASH`` in probe slot ``--slot N``, as a
+    multisection round runs it, with ``--role``); exit 0 good, 1 bad, 125 skip, 128 on a bug."""
     arguments = sys.argv[1:] if argv is None else argv
     try:
         config = StepConfig.load(Path(arguments[0]))
+        options = dict(zip(arguments[1::2], arguments[2::2], strict=True))
         family = resolve_family(config.family)
         repo = Repo(Path(config.git_dir))
-        commit = repo.commit(repo.head())
-        record = run_step(config, family, repo, commit)
+        commit = repo.commit(options.get("--rev") or repo.head())
+        record = run_step(config, family, repo, commit, role=options.get("--role", "step"),
+                          slot=int(options.get("--slot", "0")))
         append(config, record)
         print(f"bisect: {record.line()}", file=sys.stderr, flush=True)
         return EXIT[record.verdict]

@@ -48,6 +48,9 @@ def add(verbs: Any) -> None:
     sub.add_argument("--reruns", type=int, default=1, metavar="N",
                      help="rerun failing tests N times; a test that then passes is flaky and the step skipped "
                           "(default 1)")
+    sub.add_argument("--jobs", type=int, default=2, metavar="N",
+                     help="probes a round, each in its own copy of the environment: the commits left shrink "
+                          "(N+1)-fold a round (default 2; 1 is git bisect run's one commit at a time)")
     sub.add_argument("--deps-as-of", metavar="DATE|now",
                      help="resolve the test requirements as of DATE (default: the newest good commit's date)")
     sub.add_argument("--no-uv", action="store_true", help="build the environment with venv + pip")
@@ -72,6 +75,8 @@ def good_from_report(path: str) -> str:
 def run(args: argparse.Namespace) -> int:
     if args.reruns < 0:
         raise UsageError(f"--reruns {args.reruns}: expected 0 or more")
+    if not 1 <= args.jobs <= 16:
+        raise UsageError(f"--jobs {args.jobs}: expected 1 to 16 probes a round")
     if args.cell and (args.backend or args.python or args.plugins):
         raise UsageError("pass --cell ID or --backend/--python/--plugins, not both")
     pinned = parse_pin(args.backend, "--backend") if args.backend else None
@@ -90,7 +95,8 @@ def run(args: argparse.Namespace) -> int:
         tests=tuple(args.frontend_tests), suite_tests=tuple(args.compat_tests),
         keyword=args.k, test_env=env_pairs(args.env), reruns=args.reruns,
         deps_as_of=args.deps_as_of, family=args.family, index_url=args.index_url,
-        wheelhouses=tuple(args.wheelhouse), use_uv=False if args.no_uv else None, refresh=args.refresh)
+        wheelhouses=tuple(args.wheelhouse), use_uv=False if args.no_uv else None, refresh=args.refresh,
+        jobs=args.jobs)
     workdir = Path(args.workdir).resolve()
     try:
         result = search.run(request, family, say)
