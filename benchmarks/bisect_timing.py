@@ -1,8 +1,10 @@
 """What one ``jaxrel bisect`` step costs on real jax, and what a whole bisection over ~500 commits costs.
 
-Run (from any directory): ``python benchmarks/bisect_timing.py steps --frontend-src CHECKOUT [--revisions K]``
-and ``python benchmarks/bisect_timing.py run --frontend-src CHECKOUT --good REV --bad REV [--cell ID]
-[--frontend-tests T ...]``, or ``nox -s bench -- bisect_timing steps|run ...``. The checkout is the bisect
+Run (from any directory): ``python benchmarks/bisect_timing.py steps --frontend-src CHECKOUT [--revisions K]``,
+``python benchmarks/bisect_timing.py run --frontend-src CHECKOUT --good REV --bad REV [--cell ID]
+[--frontend-tests T ...]`` and ``python benchmarks/bisect_timing.py against --frontend-src LAB --against REV``
+(this code's cold bisection beside REV's, in turn, split into phases), or ``nox -s bench -- bisect_timing
+steps|run|against ...``. The checkout is the bisect
 lab ``scripts/make_bisect_lab.py`` makes (real jax history, one regression inserted), or any jax
 git checkout.
 
@@ -345,6 +347,75 @@ def run(args: argparse.Namespace) -> int:
     return worst
 
 
+PHASES = ("start", "builds + environment", "endpoints", "bisection")
+
+
+def phased_bisect(code: Path, args: argparse.Namespace, workdir: Path, extra: list[str]) -> dict[str, Any]:
+    """One cold ``jaxrel bisect`` of the regression range with the jaxrel at ``code`` (a checkout); its wall time
+    split into phases by when its progress lines came, its exit status, culprit, rounds and steps."""
+    shutil.rmtree(workdir, ignore_errors=True)
+    command = [sys.executable, "-m", "jaxrel", "bisect", "--frontend-src", str(args.frontend_src), "--good",
+               args.good, "--bad", args.bad, "--cell", args.cell, "--workdir", str(workdir),
+               "--frontend-tests", *args.frontend_tests, *extra]
+    marks: dict[str, float] = {}
+    start = time.perf_counter()
+    process = subprocess.Popen(command, cwd=code, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                               env={**os.environ, "PYTHONPATH": str(code)})
+    assert process.stderr is not None
+    rounds = 0
+    for line in process.stderr:
+        now = time.perf_counter() - start
+        if line.startswith("bisect: building --bad"):
+            marks.setdefault("start", now)
+        elif line.startswith("bisect: endpoint"):
+            marks.setdefault("builds + environment", now)
+            marks["endpoints"] = now
+        elif line.startswith(("bisect: round ", "bisect: Bisecting:")):
+            rounds += line.startswith("bisect: round ")
+    status = process.wait()
+    total = time.perf_counter() - start
+    report: dict[str, Any] = json.loads((workdir / "bisect.json").read_text()) if (workdir / "bisect.json").is_file() \
+        else {}
+    edges = [0.0, *(marks.get(phase, 0.0) for phase in PHASES[:-1]), total]
+    return {"status": status, "total": total, "phases": {p: edges[i + 1] - edges[i] for i, p in enumerate(PHASES)},
+            "culprit": (report.get("first_bad") or {}).get("hash", ""), "steps": report.get("steps_taken", 0),
+            "rounds": rounds or report.get("steps_taken", 0)}
+
+
+def against(args: argparse.Namespace) -> int:
+    """This code's cold bisection beside REV's, in turn, ``--rounds`` times: phases side by side."""
+    import importlib.util  # _worktree sits beside this file, whose directory is off sys.path (see the top)
+
+    spec = importlib.util.spec_from_file_location("_worktree", Path(__file__).with_name("_worktree.py"))
+    assert spec is not None and spec.loader is not None
+    helper = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(helper)
+    worktree = helper.worktree
+
+    load = os.getloadavg()
+    print(f"jaxrel bisect {args.good}..{args.bad} on {args.frontend_src}, cell {args.cell}, tests "
+          f"{' '.join(args.frontend_tests)}, every wheel cold; load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    expect = rev_parse(args.frontend_src, args.expect)
+    rows: list[tuple[str, dict[str, Any]]] = []
+    with worktree(args.against, WORK / "against-code") as before:
+        for number in range(args.rounds):
+            for label, code, extra in ((f"before ({args.against})", before, []),
+                                       ("now, --jobs 2", ROOT, ["--jobs", "2"])):
+                result = phased_bisect(code, args, WORK / f"against-{number}", extra)
+                rows.append((label, result))
+    print(f"\n{'run':<26}{'exit':>5}{'total s':>9}" + "".join(f"{p:>22}" for p in PHASES)
+          + f"{'steps':>7}{'rounds':>8}  culprit")
+    worst = 0
+    for label, r in rows:
+        same = r["culprit"] == expect
+        worst = worst if same and r["status"] == 0 else 1
+        print(f"{label:<26}{r['status']:>5}{r['total']:>9.1f}" + "".join(f"{r['phases'][p]:>22.1f}" for p in PHASES)
+              + f"{r['steps']:>7}{r['rounds']:>8}  {r['culprit'][:12]}{'' if same else ' (NOT the inserted commit)'}")
+    load = os.getloadavg()
+    print(f"\nload average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
+    return worst
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="what", required=True)
@@ -363,10 +434,22 @@ def main(argv: list[str] | None = None) -> int:
     whole.add_argument("--expect", default="lab-inserted", help="the commit the regression run must name ('' for none)")
     whole.add_argument("--cell", default="py3.12-jaxlib0.11.0")
     whole.add_argument("--frontend-tests", nargs="+", default=["tests/api_util_test.py", "tests/tree_util_test.py"])
+    side = sub.add_parser("against", help="a cold bisection of the regression range, this code beside REV's, "
+                                         "phase by phase")
+    side.add_argument("--frontend-src", type=Path, required=True, help="the lab (or any jax git checkout)")
+    side.add_argument("--against", required=True, metavar="REV", help="the jaxrel commit to compare with")
+    side.add_argument("--good", default="lab-good")
+    side.add_argument("--bad", default="lab")
+    side.add_argument("--expect", default="lab-inserted", help="the commit both must name")
+    side.add_argument("--cell", default="py3.12-jaxlib0.11.0")
+    side.add_argument("--rounds", type=int, default=1)
+    side.add_argument("--frontend-tests", nargs="+", default=[
+        "tests/api_util_test.py::ApiUtilTest::test_resolve_kwargs",
+        "tests/api_util_test.py::ApiUtilTest::test_resolve_kwargs_with_keyword"])
     args = parser.parse_args(argv)
     if not shutil.which("uv"):
         raise SystemExit("bisect bench: needs uv (pip install uv)")
-    return steps(args) if args.what == "steps" else run(args)
+    return {"steps": steps, "run": run, "against": against}[args.what](args)
 
 
 if __name__ == "__main__":

@@ -22,10 +22,11 @@ from jaxrel._util import procs
 from jaxrel._util.text import tail
 from jaxrel.bisect.git import STOP_GRACE, GitError, Outcome, Repo, parse_outcome
 from jaxrel.bisect.records import StepConfig
-from jaxrel.bisect.step import BAD, EXIT, GOOD, SKIP
+from jaxrel.bisect.step import BAD, EXIT, GOOD, SKIP, precompile
 from jaxrel.errors import EnvironmentFailure
+from jaxrel.family import Family
 
-__all__ = ["Remaining", "StepFailed", "choose", "copy_environment", "remaining", "run_probes", "search"]
+__all__ = ["Remaining", "StepFailed", "choose", "prepare_slot", "remaining", "run_probes", "search"]
 
 VERDICT = {code: verdict for verdict, code in EXIT.items()}
 
@@ -89,14 +90,16 @@ def choose(left: Remaining, k: int) -> list[str]:
     return chosen
 
 
-def copy_environment(config: StepConfig, slots: int) -> None:
-    """One copy of the cell's environment per further probe slot (replaced): a virtual environment runs from
-    any directory when started by its own ``bin/python``, which is how every step starts it."""
-    for slot in range(1, slots):
+def prepare_slot(config: StepConfig, family: Family, slot: int) -> None:
+    """Probe slot ``slot`` made ready: a copy of the cell's environment for every slot but the first (replaced; a
+    virtual environment runs from any directory when started by its own ``bin/python``, which is how every step
+    starts it), and its frontend's bytecode compiled (:func:`jaxrel.bisect.step.precompile`)."""
+    if slot > 0:
         target = config.env_of(slot)
         if target.exists():
             shutil.rmtree(target)
         shutil.copytree(config.env_of(0), target, symlinks=True)
+    precompile(config, family, slot)
 
 
 def run_probes(config_path: Path, probes: Sequence[tuple[str, str]], progress: Callable[[str], None]

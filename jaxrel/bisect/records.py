@@ -39,6 +39,8 @@ class StepConfig:
     suite_tests: tuple[str, ...] = ()  # node ids of jaxrel's compat suite, run instead of the frontend's own
     tests_root: str = ""  # a directory of a library's tests, run instead of the frontend's own (downstream)
     pytest_options: tuple[str, ...] = ()  # more pytest options for those (--import-mode=importlib)
+    build_env: str = ""  # an environment holding build_requires: revisions declaring exactly those build in it
+    build_requires: tuple[str, ...] = ()  # [build-system] requires of the bad revision
 
     @property
     def pip_index(self) -> PipIndexConfig | None:
@@ -78,6 +80,7 @@ class StepConfig:
         data["tests"] = tuple(data["tests"])
         data["suite_tests"] = tuple(data.get("suite_tests", ()))
         data["pytest_options"] = tuple(data.get("pytest_options", ()))
+        data["build_requires"] = tuple(data.get("build_requires", ()))
         data["test_env"] = tuple(tuple(pair) for pair in data["test_env"])
         return cls(**data)
 

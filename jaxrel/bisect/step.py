@@ -11,8 +11,8 @@ makes git stop the bisection instead of taking it for a verdict.
   check), when the frontend is imported from outside the environment, when the selection is
   not in the revision or collects nothing, and when failing tests pass on a rerun (flaky).
 - **bad** when selected tests fail on every run, or the frontend fails to import otherwise.
-  (The frontend is imported alone only when the tests did not show a clean import from the
-  environment: a passing step costs no extra import.)
+  (The frontend is imported alone only when the tests did not show it imported: a step whose
+  tests ran with the frontend imported, passing or failing, costs no extra import.)
 - **good** when the selected tests ran and none failed.
 """
 
@@ -34,7 +34,7 @@ from jaxrel.bisect.git import Commit, Repo
 from jaxrel.bisect.records import StepConfig, StepRecord, append
 from jaxrel.cells import probes, suites
 from jaxrel.cells.environment import foreign_files
-from jaxrel.cells.frontend import CompatError, build_wheel, frontend_spec
+from jaxrel.cells.frontend import CompatError, build_requirements, build_wheel, frontend_spec
 from jaxrel.cells.matrix import FrontendSpec
 from jaxrel.cells.owntests import CONFIG_FILES
 from jaxrel.cells.probes import GUARD_PROBE
@@ -91,9 +91,10 @@ def build(config: StepConfig, family: Family, repo: Repo, rev: str, into: Path, 
         repo.export(rev, build_paths, tree)
         built.export_seconds = time.perf_counter() - start
         staging = cache.with_name(f"{cache.name}.partial-{os.getpid()}")  # a multisection round builds side by side
+        top = tree / source.subdir if source.subdir else tree
         try:
-            wheel = build_wheel(tree / source.subdir if source.subdir else tree, staging, python=config.python,
-                                index=config.pip_index)
+            wheel = build_wheel(top, staging, python=config.python, index=config.pip_index,
+                                build_env=_build_env(config, top))
         except (envs.EnvError, CompatError) as error:
             shutil.rmtree(staging, ignore_errors=True)
             return Built(None, f"does not build: {error}", export_seconds=built.export_seconds,
@@ -121,6 +122,16 @@ def build(config: StepConfig, family: Family, repo: Repo, rev: str, into: Path, 
         built.tests_root = tests / source.subdir if source.subdir else tests
         built.export_seconds += time.perf_counter() - exporting
     return built
+
+
+def _build_env(config: StepConfig, top: Path) -> envs.Env | None:
+    """The run's build environment when this revision declares the build requirements it holds, else ``None``
+    (an isolated build, as for any other revision)."""
+    pyproject = top / "pyproject.toml"
+    if not config.build_env or not pyproject.is_file():
+        return None
+    declared = build_requirements(pyproject.read_text(encoding="utf-8", errors="replace"))
+    return envs.existing(Path(config.build_env)) if declared == list(config.build_requires) else None
 
 
 def install(config: StepConfig, env: envs.Env, wheel: Path, name: str) -> str | None:
@@ -152,8 +163,9 @@ def _guard(config: StepConfig, family: Family, env: envs.Env, spec: FrontendSpec
 def _import(config: StepConfig, family: Family, env: envs.Env) -> tuple[str, str] | None:
     """Import the frontend alone: a (verdict, reason) when that fails or finds another copy, else ``None``.
 
-    Run only when the tests did not show a clean import (failures, no record): a step whose
-    tests pass proved the import, from the environment, in every pytest process.
+    Run only when the tests did not show the frontend imported (no record, or no frontend module at the end): a
+    module is left in ``sys.modules`` only by an import that completed, so a run that recorded the frontend's
+    file proved the import, passing or failing; where that file lies is checked next (:func:`foreign_files`).
     """
     imported, error, _ = probes.import_frontend(env, family, smoke=False)
     if error is not None:
@@ -185,7 +197,7 @@ def run_tests(config: StepConfig, family: Family, env: envs.Env, root: Path, wor
                       (*config.pytest_options, *(("-k", config.keyword) if config.keyword else ())),
                       env=config.test_env)
     run = suites.run_suite(env, suite, work / "run", package=family.frontend.package)
-    if not run.recorded or run.bad() or not run.frontend_files:
+    if not run.recorded or not run.frontend_files:
         ended = _import(config, family, env)
         if ended is not None:
             record.verdict, record.reason = ended

@@ -15,6 +15,7 @@ import shutil
 import sys
 import tarfile
 import time
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -92,23 +93,43 @@ def build_python(source: Path) -> str:
                       f"(found: {', '.join(find_pythons()) or 'none'}); install one (e.g. pyenv install 3.12)")
 
 
-def build_wheel(source: Path, out: Path, python: str | None = None, index: PipIndexConfig | None = None) -> Path:
+def build_wheel(source: Path, out: Path, python: str | None = None, index: PipIndexConfig | None = None,
+                build_env: envs.Env | None = None) -> Path:
     """Build a wheel from a source tree (``uv build``, else ``pip wheel``) into ``out`` with ``python``
     (default: :func:`build_python`, an interpreter the tree's requires-python admits); returns it. The build
-    backend comes from ``index`` (default: pip's configuration)."""
+    backend comes from ``index`` (default: pip's configuration), or from ``build_env``: an environment holding
+    exactly the tree's build requirements (:func:`build_requirements`), used as it is instead of a fresh isolated
+    one per build (uv's ``--no-build-isolation``)."""
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
     python = python or build_python(source)
     uv = envs.find_uv()
-    command = ([uv, "build", "--wheel", "--quiet", "--python", python, "--out-dir", str(out), str(source)] if uv
-               else [python, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out),
-                     *(index.pip_arguments() if index is not None else []), str(source)])
+    if uv and build_env is not None:
+        command = [uv, "build", "--wheel", "--quiet", "--no-build-isolation", "--python", str(build_env.python),
+                   "--out-dir", str(out), str(source)]
+    elif uv:
+        command = [uv, "build", "--wheel", "--quiet", "--python", python, "--out-dir", str(out), str(source)]
+    else:
+        command = [python, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out),
+                   *(index.pip_arguments() if index is not None else []), str(source)]
     envs.run_step(command, envs.uv_environment(index), f"building a wheel of {source}")
     wheels = sorted(out.glob("*.whl"))
     if len(wheels) != 1:
         raise CompatError(f"building {source} gave {len(wheels)} wheels in {out}; expected one")
     return wheels[0]
+
+
+def build_requirements(pyproject: str) -> list[str] | None:
+    """A ``pyproject.toml``'s ``[build-system] requires`` (PEP 518), or ``None`` when it declares none or cannot be
+    read (its build then runs isolated, as every frontend does by default)."""
+    try:
+        requires = tomllib.loads(pyproject).get("build-system", {}).get("requires")
+    except tomllib.TOMLDecodeError:
+        return None
+    if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
+        return None
+    return list(requires)
 
 
 KEEP_BUILT = 4  # frontend wheels kept in WORKDIR/frontend/wheels, the newest first
