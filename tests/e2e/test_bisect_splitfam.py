@@ -113,13 +113,16 @@ def one_line_error(done: subprocess.CompletedProcess[str], code: int, *words: st
     return lines[0]
 
 
+@pytest.mark.long("three bisections of one history compared: one probe at a time, again from the wheel cache, and "
+                  "two probes a round")
 def test_bisect_names_the_ungated_commit_skips_the_broken_build_and_the_flaky_step(
         index_reachable: None, wheelhouse: Path, history: History, tmp_path: Path) -> None:
     before = snapshot(history.repo)
     flaky = tmp_path / "flaky"
     flaky.mkdir()
-    # two goods (the release tag and the merged side branch): the flaky test fails on the next good revision
-    extra = ("--env", f"SPLITFAM_FLAKY={flaky}", "--env", "SPLITFAM_FLAKY_RUN=3", "--json")
+    # two goods (the release tag and the merged side branch): the flaky test fails on the next good revision;
+    # one probe at a time (git bisect run), whose picks this test follows step by step
+    extra = ("--env", f"SPLITFAM_FLAKY={flaky}", "--env", "SPLITFAM_FLAKY_RUN=3", "--json", "--jobs", "1")
     workdir = tmp_path / "work"
     done = bisect(history, wheelhouse, workdir, *extra, good=(history.good, "side"))
     assert done.returncode == 0, done.stderr[-4000:]
@@ -164,6 +167,19 @@ def test_bisect_names_the_ungated_commit_skips_the_broken_build_and_the_flaky_st
     second = json.loads(again.stdout)
     assert [s["commit"] for s in second["steps"]] == [s["commit"] for s in steps]
     assert all(s["cached"] for s in second["steps"] if s["commit"] != history.broken)
+    assert snapshot(history.repo) == before
+
+    # multisection (the default --jobs 2: two probes a round, each in its own copy of the environment): the same
+    # culprit and the same verdicts on every commit both tested, in fewer rounds than git's one at a time
+    multi = bisect(history, wheelhouse, tmp_path / "multi", "--json", good=(history.good, "side"))
+    assert multi.returncode == 0, multi.stderr[-4000:]
+    third = json.loads(multi.stdout)
+    assert third["status"] == "found" and third["first_bad"]["hash"] == history.culprit
+    one_at_a_time = {s["commit"]: s["verdict"] for s in steps if not s["flaky"]}
+    assert all(one_at_a_time[s["commit"]] == s["verdict"] for s in third["steps"] if s["commit"] in one_at_a_time)
+    rounds = [line for line in multi.stderr.splitlines() if line.startswith("bisect: round ")]
+    assert 0 < len(rounds) < result["steps_taken"], multi.stderr[-3000:]
+    assert (tmp_path / "multi" / "envs" / f"{result['cell']}-1" / "bin" / "python").exists()
     assert snapshot(history.repo) == before
 
 
