@@ -131,7 +131,7 @@ def doctor(session: nox.Session) -> None:
     session.run("python", "-c", "import jax; print('import jax:', jax.__version__, float(jax.numpy.ones(3).sum()))")
 
 
-@nox.session
+@nox.session(reuse_venv=True)  # a rerun keeps nox's environment; uv reinstalls jaxrel only when its files changed
 def compat(session: nox.Session) -> None:
     """The main job: the frontend at HEAD against every released backend wheel it admits, plugins included.
 

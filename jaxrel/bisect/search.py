@@ -15,8 +15,6 @@
 
 from __future__ import annotations
 
-import datetime
-import re
 import sys
 import time
 from collections.abc import Sequence
@@ -24,21 +22,16 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from jaxrel import policy
 from jaxrel._util import workdirs
 from jaxrel._util.progress import Progress
-from jaxrel._util.shape import is_relative_path
-from jaxrel._util.text import shorten, tail
+from jaxrel._util.text import tail
 from jaxrel.bisect import git, multisect, step
 from jaxrel.bisect.git import Commit, Repo, Source
+from jaxrel.bisect.inputs import Request, check_inputs, exclude_newer, select_cell
 from jaxrel.bisect.records import StepConfig, StepRecord, append, read_records, rewrite
 from jaxrel.bisect.step import BAD, GOOD, SKIP
 from jaxrel.cells.environment import EnvSettings, environment, jaxrel_wheel
 from jaxrel.cells.frontend import PreparedFrontend, build_requirements
-from jaxrel.cells.matrix import Cell, Outcome
-from jaxrel.cells.owntests import check_test_paths
-from jaxrel.cells.planning import matrix_for
-from jaxrel.cells.suites import DEFAULT_SUITE
 from jaxrel.distributions import envs
 from jaxrel.distributions.index import Index, IndexClientError
 from jaxrel.distributions.pythons import python_for
@@ -48,8 +41,6 @@ from jaxrel.family import Family
 
 __all__ = ["BisectRefused", "Request", "Result", "run"]
 
-CELL = re.compile(r"py(?P<python>3\.\d+)-(?P<rest>.+)")
-
 
 class BisectRefused(Refused):
     """The endpoints do not bound a regression in this cell (exit 1); the partial result is kept."""
@@ -57,35 +48,6 @@ class BisectRefused(Refused):
     def __init__(self, message: str, result: Result) -> None:
         super().__init__(message)
         self.result = result
-
-
-@dataclass(frozen=True)
-class Request:
-    """What the command line asked for."""
-
-    source: Path
-    goods: tuple[str, ...]
-    bad: str
-    workdir: Path
-    cell: str | None = None  # --cell ID
-    backend: str | None = None  # --backend NAME==V (the version)
-    python: str | None = None
-    plugins: str | None = None  # a plugin set name
-    tests: tuple[str, ...] = ()
-    keyword: str | None = None
-    test_env: tuple[tuple[str, str], ...] = ()
-    reruns: int = 1
-    suite_tests: tuple[str, ...] = ()  # --compat-tests: node ids of jaxrel's compat suite instead of own tests
-    deps_as_of: str | None = None  # None: the newest good commit's date; "now"; a date or time
-    family: str | None = None
-    index_url: str | None = None
-    wheelhouses: tuple[str, ...] = ()
-    use_uv: bool | None = None
-    refresh: bool = False  # re-read the index's listings
-    tests_root: Path | None = None  # a library's staged tests, run at each revision instead of the frontend's own
-    requirements: tuple[str, ...] = ()  # what the environment needs for them (the library, its test requirements)
-    pytest_options: tuple[str, ...] = ()  # more pytest options for those tests
-    jobs: int = 1  # probes a round (multisection: jaxrel.bisect.multisect); 1 is git bisect run's one at a time
 
 
 @dataclass
@@ -127,133 +89,12 @@ class Result:
 COMPAT_PREFIX = "compat suite: "  # how a test of jaxrel's compat suite is named among a bisection's tests
 
 
-# -- checking the input ------------------------------------------------------------------------------
-
-
-def resolve(source: Source, rev: str, option: str) -> str:
-    """``rev`` as a full commit hash in the user's repository; :class:`BadInput` when it names none."""
-    git.check_revision(rev, option)
-    done = git.git("rev-parse", "--verify", "--quiet", f"{rev}^{{commit}}", git_dir=source.git_dir, check=False)
-    if done.returncode != 0 or not done.stdout.strip():
-        raise BadInput(f"{option} {rev}: no such revision in {source.git_dir} (try a branch, tag or commit hash)")
-    return done.stdout.strip()
-
-
-def check_ancestry(source: Source, goods: Sequence[str], bad: str, names: Sequence[str], bad_name: str) -> None:
-    for good, name in zip(goods, names, strict=True):
-        if good == bad:
-            raise BadInput(f"--good {name} and --bad {bad_name} are the same commit; give an older good revision")
-        done = git.git("merge-base", "--is-ancestor", good, bad, git_dir=source.git_dir, check=False)
-        if done.returncode == 1:
-            raise BadInput(f"--good {name} is not an ancestor of --bad {bad_name}; give a good revision that "
-                           f"{bad_name} contains (git merge-base --is-ancestor {name} {bad_name})")
-        if done.returncode != 0:
-            raise EnvironmentFailure(f"git merge-base failed: {tail(done.stderr)}")
-
-
-def cell_parts(request: Request, family: Family) -> tuple[str, str, str | None]:
-    """(python, backend version, plugin set or None) from ``--cell`` or ``--backend/--python/--plugins``."""
-    backend = family.backend.distribution
-    if request.cell:
-        match = CELL.fullmatch(request.cell)
-        rest = match.group("rest") if match else ""
-        if not match or not rest.startswith(backend):
-            raise BadInput(f"--cell {request.cell}: expected py3.N-{backend}VERSION[-PLUGINS] as jaxrel compat "
-                           f"names cells (e.g. py3.12-{backend}0.11.0)")
-        version, _, plugins = rest.removeprefix(backend).partition("-")
-        python, plugin_set = match.group("python"), plugins or None
-    else:
-        if not request.backend or not request.python:
-            raise BadInput(f"which cell? pass --cell ID (e.g. py3.12-{backend}0.11.0) or --backend "
-                           f"{backend}==V --python 3.N [--plugins SET]")
-        version, python, plugin_set = request.backend, request.python, request.plugins
-    where = shorten(request.cell or request.backend or "")
-    policy.parse_version(version, f"{where}: {backend} version")  # bounded: a 5,000-digit number is bad input
-    if not re.fullmatch(r"3\.\d{1,3}", python or ""):
-        raise BadInput(f"--python {shorten(python or '')!r}: expected a Python version such as 3.12")
-    return python, version, plugin_set
-
-
-def exclude_newer(request: Request, good_date: str) -> str | None:
-    """The time the environment's requirements are resolved as of: ``None`` for now."""
-    if request.deps_as_of == "now":
-        return None
-    if request.deps_as_of is None:
-        return datetime.datetime.fromisoformat(good_date).astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    try:
-        datetime.datetime.fromisoformat(request.deps_as_of)
-    except ValueError:
-        raise BadInput(f"--deps-as-of {request.deps_as_of!r}: expected a date (2025-06-01), a time "
-                       "(2025-06-01T12:00:00Z) or now") from None
-    return request.deps_as_of
-
-
 # -- the run -----------------------------------------------------------------------------------------
-
-
-def select_cell(family: Family, index: Index, bad: PreparedFrontend, python: str, version: str,
-                plugin_set: str | None, bad_name: str) -> Cell:
-    """The cell asked for, as the matrix of the bad revision forms it; :class:`BadInput` when that revision
-    does not admit it (naming the cells it does)."""
-    matrix = matrix_for(family, index, bad.spec, pythons=[python], plugin_sets=[plugin_set] if plugin_set else [],
-                        plugins_on="all")
-    wanted = f"py{python}-{family.backend.distribution}{version}" + (f"-{plugin_set}" if plugin_set else "")
-    admitted = [cell for cell in matrix.cells if cell.expected == Outcome.ACCEPTED]
-    for cell in admitted:
-        if cell.id == wanted:
-            return cell
-    spec = bad.spec
-    raise BadInput(f"cell {wanted}: {spec.name} {spec.version} at --bad {bad_name} does not admit it (minimum "
-                   f"{family.backend.distribution} {spec.minimum_backend}); cells it admits here: "
-                   + ", ".join(c.id for c in admitted))
 
 
 def _prepared(built: step.Built) -> PreparedFrontend:
     assert built.wheel is not None and built.spec is not None and built.info is not None
     return PreparedFrontend(built.spec, built.wheel, built.info)
-
-
-@dataclass(frozen=True)
-class _Inputs:
-    source: Source
-    bad: str
-    goods: list[str]
-    python: str
-    version: str
-    plugin_set: str | None
-    tests: tuple[str, ...]
-
-
-def _inputs(request: Request, family: Family) -> _Inputs:
-    """Everything checked before anything is built or cloned (bad input: exit 2)."""
-    source = git.locate(request.source.resolve())
-    bad = resolve(source, request.bad, "--bad")
-    goods = [resolve(source, good, "--good") for good in request.goods]
-    if not goods:
-        raise BadInput("give at least one --good REV (a revision where the cell passes)")
-    check_ancestry(source, goods, bad, request.goods, request.bad)
-    python, version, plugin_set = cell_parts(request, family)
-    if request.suite_tests:
-        if request.tests:
-            raise BadInput("pass --frontend-tests or --compat-tests, not both: one selection decides each step")
-        if not family.compat_suite:
-            raise BadInput(f"--compat-tests: jaxrel's compat suite tests jax's APIs; the {family.name} family has "
-                           "none; pass --frontend-tests")
-        missing = [t for t in request.suite_tests if not (DEFAULT_SUITE / t.split("::", 1)[0]).is_file()
-                   or not is_relative_path(t.split("::", 1)[0])]
-        if missing:
-            raise BadInput(f"--compat-tests {missing[0][:120]}: not a test of jaxrel's compat suite (e.g. "
-                           "test_api.py::test_api[jax.jit]; `jaxrel compat` names them in its report)")
-        return _Inputs(source, bad, goods, python, version, plugin_set, ())
-    if request.tests_root is not None:  # a downstream library's tests: paths relative to their staged directory
-        if not request.tests or not all((request.tests_root / t.split("::", 1)[0]).exists() for t in request.tests):
-            raise BadInput(f"the library's tests {' '.join(request.tests)} are not all in {request.tests_root}")
-        return _Inputs(source, bad, goods, python, version, plugin_set, tuple(request.tests))
-    tests = request.tests or family.frontend.tests
-    if not tests:
-        raise BadInput("which tests? pass --frontend-tests PATH|NODEID (the family declares no default selection)")
-    check_test_paths(tests, family.frontend.package)
-    return _Inputs(source, bad, goods, python, version, plugin_set, tuple(tests))
 
 
 def _endpoint_records(request: Request, family: Family, repo: Repo, config: StepConfig, config_path: Path,
@@ -305,7 +146,7 @@ def run(request: Request, family: Family, progress: Progress) -> Result:
     """Bisect; the :class:`Result` (``found`` or ``candidates``). :class:`BisectRefused` when the endpoints
     do not bound a regression; :class:`BadInput` for revisions, cells or tests that cannot be."""
     started = time.perf_counter()
-    found = _inputs(request, family)
+    found = check_inputs(request, family)
     source, bad, goods, python = found.source, found.bad, found.goods, found.python
     interpreter = python_for(python)
     checkout = git_toplevel(request.source) or request.source

@@ -15,7 +15,6 @@ import shutil
 import sys
 import tarfile
 import time
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -124,9 +123,10 @@ def build_requirements(pyproject: str) -> list[str] | None:
     """A ``pyproject.toml``'s ``[build-system] requires`` (PEP 518), or ``None`` when it declares none or cannot be
     read (its build then runs isolated, as every frontend does by default)."""
     try:
-        requires = tomllib.loads(pyproject).get("build-system", {}).get("requires")
-    except tomllib.TOMLDecodeError:
+        build_system = localfiles.loads_toml(pyproject, "pyproject.toml").get("build-system", {})
+    except BadInput:
         return None
+    requires = build_system.get("requires") if isinstance(build_system, dict) else None
     if not isinstance(requires, list) or not all(isinstance(r, str) for r in requires):
         return None
     return list(requires)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxrel.bisect import command, report, search
+from jaxrel.bisect import command, inputs, report, search
 from jaxrel.bisect.git import Commit, Repo, locate, parse_outcome
 from jaxrel.bisect.records import StepRecord
 from jaxrel.cells.frontend import build_python, declared_requires_python
@@ -135,22 +135,22 @@ def test_the_release_tag_is_the_newest_release_the_commit_contains(repo: Path) -
 ])
 def test_cells_from_the_command_line(request_args: dict[str, str], expected: tuple[str, ...]) -> None:
     request = search.Request(Path("."), ("a",), "b", Path("w"), **request_args)  # type: ignore[arg-type]
-    assert search.cell_parts(request, resolve_family("jax")) == expected
+    assert inputs.cell_parts(request, resolve_family("jax")) == expected
 
 
 @pytest.mark.parametrize("cell", ["jaxlib0.11.0", "py3.12-splitfam-core0.1.0", "py3.12-jaxlibnext"])
 def test_a_malformed_cell_is_bad_input(cell: str) -> None:
     with pytest.raises(BadInput, match="jaxlib"):
-        search.cell_parts(search.Request(Path("."), ("a",), "b", Path("w"), cell=cell), resolve_family("jax"))
+        inputs.cell_parts(search.Request(Path("."), ("a",), "b", Path("w"), cell=cell), resolve_family("jax"))
 
 
 def test_deps_as_of() -> None:
     request = search.Request(Path("."), ("a",), "b", Path("w"))
-    assert search.exclude_newer(request, "2026-08-07T08:14:48-07:00") == "2026-08-07T15:14:48Z"
+    assert inputs.exclude_newer(request, "2026-08-07T08:14:48-07:00") == "2026-08-07T15:14:48Z"
     now = search.Request(Path("."), ("a",), "b", Path("w"), deps_as_of="now")
-    assert search.exclude_newer(now, "2026-08-07T08:14:48-07:00") is None
+    assert inputs.exclude_newer(now, "2026-08-07T08:14:48-07:00") is None
     with pytest.raises(BadInput, match="--deps-as-of 'yesterday'"):
-        search.exclude_newer(search.Request(Path("."), ("a",), "b", Path("w"), deps_as_of="yesterday"), "")
+        inputs.exclude_newer(search.Request(Path("."), ("a",), "b", Path("w"), deps_as_of="yesterday"), "")
 
 
 def test_env_pairs() -> None:
@@ -196,16 +196,16 @@ def test_compat_suite_tests_as_the_selection_are_checked_before_anything_is_buil
         subprocess.run(["git", *argv], cwd=repo, check=True)
     base = dict(source=repo, goods=("HEAD~1",), bad="HEAD", workdir=tmp_path / "w", backend="0.6.0", python="3.12")
     jax = resolve_family("jax")
-    found = search._inputs(search.Request(**base, suite_tests=("test_api.py::test_api[jax.jit]",)), jax)
+    found = inputs.check_inputs(search.Request(**base, suite_tests=("test_api.py::test_api[jax.jit]",)), jax)
     assert found.tests == ()
     for extra, says in (({"suite_tests": ("test_nope.py::t",)}, "not a test of jaxrel's compat suite"),
                         ({"suite_tests": ("../x.py::t",)}, "not a test of jaxrel's compat suite"),
                         ({"suite_tests": ("test_api.py::t",), "tests": ("tests/a_test.py",)}, "not both")):
         with pytest.raises(BadInput, match=says):
-            search._inputs(search.Request(**base, **extra), jax)  # type: ignore[arg-type]
+            inputs.check_inputs(search.Request(**base, **extra), jax)  # type: ignore[arg-type]
     plain = replace(jax, compat_suite=False)
     with pytest.raises(BadInput, match="has none; pass --frontend-tests"):
-        search._inputs(search.Request(**base, suite_tests=("test_api.py::t",)), plain)
+        inputs.check_inputs(search.Request(**base, suite_tests=("test_api.py::t",)), plain)
     assert command.command("SRC", "cell", [], "good", "bad", suite_tests=["test_api.py::test_api[x y]"]).endswith(
         "--compat-tests 'test_api.py::test_api[x y]'")
 
