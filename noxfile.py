@@ -39,9 +39,10 @@ def tests(session: nox.Session) -> None:
     _uv_env(session)
     _build_tools(session)
     session.install("-e", ".[test]")
-    # two workers, a test module to each at a time (module fixtures stay shared): most of the suite waits on
-    # subprocesses (uv, Bazel, pypiserver, git), so the second core halves the wall time
-    session.run("pytest", "-n", "2", "--dist", "loadfile", "--durations=25", *(session.posargs or ["tests"]))
+    # three workers on this machine kind's two cores, a test module to each at a time (module fixtures stay shared):
+    # much of the suite waits on subprocesses (uv, Bazel, pypiserver, git), so a third worker fills the cores (16.3
+    # min with one a core, 12.4 min with three; four overcommit them: 13.3 min, docs/architecture.md)
+    session.run("pytest", "-n", "3", "--dist", "loadfile", "--durations=25", *(session.posargs or ["tests"]))
 
 
 @nox.session

@@ -7,8 +7,9 @@
 3. The cell's environment is built once, from the newest good revision: its wheel's
    requirements, the verified backend and plugin wheels, its test requirements, resolved as
    of that commit's date (``--deps-as-of`` to change it; uv's ``--exclude-newer``).
-4. The endpoints are checked (``--bad`` must fail, every ``--good`` pass), then
-   ``git bisect run`` calls :mod:`jaxrel.bisect.step` at each revision it picks.
+4. The endpoints are checked (``--bad`` must fail, every ``--good`` pass), then ``git bisect run``
+   calls :mod:`jaxrel.bisect.step` at each revision it picks, or, with ``jobs`` above 1, rounds of
+   that many probes side by side tell git their verdicts (:mod:`jaxrel.bisect.multisect`).
 5. The answer (:class:`Result`): the first bad commit, or the candidates skips left, with the
    failures there and at its parent, and every step.
 """

@@ -1,4 +1,4 @@
-"""``jaxrel bisect``: the first frontend commit that broke a cell, by ``git bisect run`` in a private clone."""
+"""``jaxrel bisect``: the first frontend commit that broke a cell, by git's bisection in a private clone."""
 
 from __future__ import annotations
 

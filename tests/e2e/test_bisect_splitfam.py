@@ -113,8 +113,8 @@ def one_line_error(done: subprocess.CompletedProcess[str], code: int, *words: st
     return lines[0]
 
 
-@pytest.mark.long("three bisections of one history compared: one probe at a time, again from the wheel cache, and "
-                  "two probes a round")
+@pytest.mark.long("two bisections of one history compared: one probe at a time, then two probes a round from the "
+                  "wheel cache")
 def test_bisect_names_the_ungated_commit_skips_the_broken_build_and_the_flaky_step(
         index_reachable: None, wheelhouse: Path, history: History, tmp_path: Path) -> None:
     before = snapshot(history.repo)
@@ -160,26 +160,19 @@ def test_bisect_names_the_ungated_commit_skips_the_broken_build_and_the_flaky_st
     assert "Bisecting:" in done.stderr and "bisect: endpoint --bad HEAD" in done.stderr, "progress lines"
     assert snapshot(history.repo) == before, "the user's checkout changed"
 
-    # the same bisection again: every revision built before comes from the wheel cache
-    (flaky / "runs").unlink()
-    again = bisect(history, wheelhouse, workdir, *extra, good=(history.good, "side"))
-    assert again.returncode == 0, again.stderr[-4000:]
-    second = json.loads(again.stdout)
-    assert [s["commit"] for s in second["steps"]] == [s["commit"] for s in steps]
-    assert all(s["cached"] for s in second["steps"] if s["commit"] != history.broken)
-    assert snapshot(history.repo) == before
-
-    # multisection (the default --jobs 2: two probes a round, each in its own copy of the environment): the same
-    # culprit and the same verdicts on every commit both tested, in fewer rounds than git's one at a time
-    multi = bisect(history, wheelhouse, tmp_path / "multi", "--json", good=(history.good, "side"))
+    # the same range again, two probes a round (the default --jobs 2, each probe in its own copy of the
+    # environment), in the same work directory: the same culprit and the same verdict on every commit both tested,
+    # in fewer rounds than git's one at a time, and every revision built before comes from the wheel cache
+    multi = bisect(history, wheelhouse, workdir, "--json", good=(history.good, "side"))
     assert multi.returncode == 0, multi.stderr[-4000:]
-    third = json.loads(multi.stdout)
-    assert third["status"] == "found" and third["first_bad"]["hash"] == history.culprit
+    second = json.loads(multi.stdout)
+    assert second["status"] == "found" and second["first_bad"]["hash"] == history.culprit
     one_at_a_time = {s["commit"]: s["verdict"] for s in steps if not s["flaky"]}
-    assert all(one_at_a_time[s["commit"]] == s["verdict"] for s in third["steps"] if s["commit"] in one_at_a_time)
+    assert all(one_at_a_time[s["commit"]] == s["verdict"] for s in second["steps"] if s["commit"] in one_at_a_time)
+    assert all(s["cached"] for s in second["steps"] if s["commit"] in by_commit and s["commit"] != history.broken)
     rounds = [line for line in multi.stderr.splitlines() if line.startswith("bisect: round ")]
     assert 0 < len(rounds) < result["steps_taken"], multi.stderr[-3000:]
-    assert (tmp_path / "multi" / "envs" / f"{result['cell']}-1" / "bin" / "python").exists()
+    assert (workdir / "envs" / f"{result['cell']}-1" / "bin" / "python").exists()
     assert snapshot(history.repo) == before
 
 
