@@ -8,6 +8,7 @@ uv's shared cache, so sessions and the tests download each wheel once per machin
 
 from __future__ import annotations
 
+import hashlib
 import shutil
 import sys
 from pathlib import Path
@@ -33,6 +34,25 @@ def _build_tools(session: nox.Session, *options: str) -> None:
     session.run("bash", str(ROOT / "scripts" / "install_build_tools.sh"), *options, external=True)
 
 
+def _install_jaxrel(session: nox.Session, extras: str) -> None:
+    """``.[extras]`` into a kept session environment, unless it holds exactly these sources already: uv reinstalls a
+    named source tree every time (about 3 s here), so a digest of ``pyproject.toml`` and ``jaxrel/`` is kept beside
+    the install and compared first."""
+    digest = hashlib.sha256()
+    sources = [ROOT / "pyproject.toml", *(path for path in (ROOT / "jaxrel").rglob("*")
+                                          if path.is_file() and "__pycache__" not in path.parts)]
+    for path in sorted(sources):
+        digest.update(f"{path.relative_to(ROOT).as_posix()}\0{path.stat().st_size}\0".encode())
+        digest.update(path.read_bytes())
+    stamp = Path(str(session.virtualenv.location)) / f"jaxrel-{extras}.sha256"
+    if stamp.is_file() and stamp.read_text() == digest.hexdigest():
+        session.log(f"jaxrel[{extras}]: these sources are installed already")
+        return
+    stamp.unlink(missing_ok=True)
+    session.install(f".[{extras}]")
+    stamp.write_text(digest.hexdigest())
+
+
 @nox.session
 def tests(session: nox.Session) -> None:
     """Unit, property and integration tests (integration installs real wheels from the index)."""
@@ -41,7 +61,7 @@ def tests(session: nox.Session) -> None:
     session.install("-e", ".[test]")
     # three workers on this machine kind's two cores, a test module to each at a time (module fixtures stay shared):
     # much of the suite waits on subprocesses (uv, Bazel, pypiserver, git), so a third worker fills the cores (16.3
-    # min with one a core, 12.4 min with three; four overcommit them: 13.3 min, docs/architecture.md)
+    # min before the kept Bazel workspaces with two; 12.4 min with three, 13.3 min with four: docs/architecture.md)
     session.run("pytest", "-n", "3", "--dist", "loadfile", "--durations=25", *(session.posargs or ["tests"]))
 
 
@@ -132,7 +152,8 @@ def doctor(session: nox.Session) -> None:
     session.run("python", "-c", "import jax; print('import jax:', jax.__version__, float(jax.numpy.ones(3).sum()))")
 
 
-@nox.session(reuse_venv=True)  # a rerun keeps nox's environment; uv reinstalls jaxrel only when its files changed
+# a rerun keeps nox's environment, and jaxrel in it unless its files changed (_install_jaxrel)
+@nox.session(reuse_venv=True)
 def compat(session: nox.Session) -> None:
     """The main job: the frontend at HEAD against every released backend wheel it admits, plugins included.
 
@@ -149,7 +170,7 @@ def compat(session: nox.Session) -> None:
     _uv_env(session)
     if not {"--no-extension", "--extension-wheels"} & {arg.split("=")[0] for arg in session.posargs}:
         _build_tools(session, "--bazel-only")  # the cells include the XLA FFI extension, built with Bazel
-    session.install(".[envs]")  # the compat suite ships inside jaxrel; WORKSPACE is found from the working directory
+    _install_jaxrel(session, "envs")  # the compat suite ships inside jaxrel; WORKSPACE is found from the cwd
     session.run("jaxrel", "compat", *session.posargs)
 
 
