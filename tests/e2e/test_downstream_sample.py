@@ -83,6 +83,8 @@ def test_the_planted_false_minimum_is_found_with_its_fix(index: tuple[str, Path]
     assert not (tmp_path / "work" / "envs").exists() or not any((tmp_path / "work" / "envs").iterdir())
 
 
+@pytest.mark.long("a whole Crater of the sample ecosystem: each library's tests on the baseline and on HEAD, a hang "
+                  "that waits out its budget, the regression group bisected")
 def test_crater_classifies_groups_and_bisects(index: tuple[str, Path], tmp_path: Path) -> None:
     url, frontend = index
     culprit = subprocess.run(["git", "log", "--format=%H", "--grep", "Remove old_alias"], cwd=frontend,

@@ -84,6 +84,7 @@ def jaxrel(line: dict[str, Any], *args: str, cwd: Path) -> subprocess.CompletedP
                           env={**os.environ, "PIP_FIND_LINKS": links}, cwd=cwd)
 
 
+@pytest.mark.long("a replay: compat on each night's commit, each report ingested, then a bisection of the regression")
 def test_replay_ingests_each_night_and_bisect_names_the_planted_commit(
         index_reachable: None, line: dict[str, Any], tmp_path: Path) -> None:
     repo, db = line["repo"], tmp_path / "history.sqlite"

@@ -61,6 +61,7 @@ def bazel_available() -> None:
         pytest.skip(f"Bazel is not installed: {error}")
 
 
+@pytest.mark.long("a whole release: built with Bazel, published to a real pypiserver, installed from it, and refused")
 def test_release_publish_install_and_refuse_backend_only(
     splitfam: Path, pypiserver: PypiServer, tmp_path: Path
 ) -> None:

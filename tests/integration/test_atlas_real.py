@@ -36,6 +36,7 @@ def cells(atlas: dict[str, Any], api: str) -> dict[str, str]:
     return {key: cell["state"] for key, cell in row["cells"].items()}
 
 
+@pytest.mark.long("its module's fixture runs the atlas: real jax releases, each on its oldest and newest jaxlib")
 def test_every_cell_measured_with_the_time_split(atlas):
     assert atlas["exit"] == 0
     assert [c["key"] for c in atlas["columns"]] == list(COLUMNS)

@@ -121,6 +121,7 @@ def test_two_clean_builds_are_byte_identical(wheels: dict[str, Path], aarch64_py
             assert path.read_bytes() == originals[path.name].read_bytes(), path.name
 
 
+@pytest.mark.long("jax and jaxlib's aarch64 wheels installed and run under qemu-user emulation")
 def test_pip_installs_it_for_aarch64_and_it_computes_like_numpy_under_qemu(wheel: Path, aarch64_python: str,
                                                                            tmp_path: Path) -> None:
     from test_build_real import RUNTIME_SCRIPT
@@ -165,6 +166,7 @@ def test_a_cuda_wheel_carries_aarch64_host_code_and_the_gpu_code_of_x86_64s(whee
     assert f"$ORIGIN/../{runpath}" in table
 
 
+@pytest.mark.long("jax, its CUDA plugin and NVIDIA's runtime for aarch64 installed and run under qemu-user emulation")
 @pytest.mark.parametrize("major", sorted(RUNTIMES))
 def test_under_qemu_a_cuda_module_loads_nvidia_s_aarch64_runtime_and_goes_idle_without_a_driver(
         wheels: dict[str, Path], aarch64_python: str, tmp_path: Path, major: int) -> None:

@@ -98,6 +98,7 @@ def test_a_cell_whose_observation_differs_fails_the_run(run, tmp_path):
     assert case is not None and case.find("failure") is not None
 
 
+@pytest.mark.long("two compat runs of a real cell, each building a jax sdist's tree as the frontend")
 def test_frontend_source_tree_with_its_own_tests(index_reachable, tmp_path):
     """--frontend-src: the tree is built out of tree as the frontend, and its own tests (selected by path and -k)
     run against the wheel installed in the cell, not the tree."""

@@ -64,6 +64,7 @@ def test_newest_release_report(index: Index, tmp_path: Path, capsys: pytest.Capt
         assert result["unparsed"] == {}, "files with 3.12 syntax are re-read by a newer Python"
 
 
+@pytest.mark.long("a real jax release's tree gated, fixed and run against real wheels")
 def test_older_release_fixed_still_works(index: Index, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     tree = unpack(index, OLDER, tmp_path / "src")
     declared = report(tree, capsys)

@@ -18,6 +18,7 @@ pytestmark = pytest.mark.integration
 REQUIREMENT = "jax-cuda13-plugin[with-cuda]==0.11.2"
 
 
+@pytest.mark.long("jax's CUDA extras resolved by pip and by uv against the real index")
 def test_the_resolution_is_pips(index_reachable: None, tmp_path) -> None:
     python = find_pythons().get("3.12")
     if python is None:
