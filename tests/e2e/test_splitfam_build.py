@@ -86,6 +86,7 @@ def metadata(wheel: Path) -> email.message.Message:
         return email.parser.Parser().parsestr(archive.read(name).decode())
 
 
+@pytest.mark.long("the template's compiled core built with Bazel in a new output base, then installed and guarded")
 def test_template_builds_installs_and_guards(splitfam: Path, tmp_path: Path) -> None:
     try:
         find_launcher(splitfam)

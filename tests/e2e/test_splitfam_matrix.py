@@ -26,6 +26,7 @@ def jaxrel(repo: Path, *args: str, env: dict[str, str]) -> str:
     return done.stdout
 
 
+@pytest.mark.long("a build matrix: wheels built with Bazel in a new output base, collected, verified, published")
 def test_a_build_matrix_is_collected_verified_and_published(splitfam: Path, pypiserver: PypiServer,
                                                            tmp_path: Path) -> None:
     try:
