@@ -29,6 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from jaxrel._util import localfiles
 from jaxrel._util.text import tail
 from jaxrel.bisect.git import Commit, Repo
 from jaxrel.bisect.records import StepConfig, StepRecord, append
@@ -41,6 +42,7 @@ from jaxrel.cells.probes import GUARD_PROBE
 from jaxrel.cells.suites import DEFAULT_SUITE, Suite
 from jaxrel.distributions import envs
 from jaxrel.distributions.wheels import ArtifactInfo, inspect
+from jaxrel.errors import BadInput
 from jaxrel.family import Family, resolve_family
 
 __all__ = ["BAD", "GOOD", "SKIP", "Built", "build", "main", "run_step"]
@@ -128,9 +130,12 @@ def _build_env(config: StepConfig, top: Path) -> envs.Env | None:
     """The run's build environment when this revision declares the build requirements it holds, else ``None``
     (an isolated build, as for any other revision)."""
     pyproject = top / "pyproject.toml"
-    if not config.build_env or not pyproject.is_file():
+    if not config.build_env or not localfiles.is_regular(pyproject):
         return None
-    declared = build_requirements(pyproject.read_text(encoding="utf-8", errors="replace"))
+    try:
+        declared = build_requirements(localfiles.read_text(pyproject, what="the revision's"))
+    except BadInput:  # unreadable or not UTF-8: this revision builds isolated, and its build says what is wrong
+        return None
     return envs.existing(Path(config.build_env)) if declared == list(config.build_requires) else None
 
 
@@ -243,7 +248,7 @@ def run_tests(config: StepConfig, family: Family, env: envs.Env, root: Path, wor
 
 
 PRECOMPILE = """
-import compileall, importlib.util, pathlib, sys
+import compileall, importlib.util, sys
 spec = importlib.util.find_spec(sys.argv[1])
 ok = spec is not None and spec.submodule_search_locations is not None and compileall.compile_dir(
     list(spec.submodule_search_locations)[0], quiet=1, workers=0,
