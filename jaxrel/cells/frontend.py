@@ -27,9 +27,9 @@ from jaxrel.cells.matrix import FrontendSpec
 from jaxrel.distributions import envs, sources
 from jaxrel.distributions.index import Index
 from jaxrel.distributions.pipconfig import PipIndexConfig
-from jaxrel.distributions.pythons import find_pythons
+from jaxrel.distributions.pythons import PythonNotFound, find_pythons, python_for
 from jaxrel.distributions.wheels import ArtifactInfo, inspect
-from jaxrel.errors import BadInput
+from jaxrel.errors import BadInput, JaxrelError
 from jaxrel.family import Family
 
 __all__ = ["CompatError", "KEEP_BUILT", "PreparedFrontend", "build_python", "build_wheel", "cached_build",
@@ -85,6 +85,13 @@ def build_python(source: Path) -> str:
     running = f"{sys.version_info.major}.{sys.version_info.minor}"
     if required is None or required.contains(f"{running}.0", prereleases=True):
         return sys.executable
+    oldest = next((f"3.{minor}" for minor in range(100)
+                   if required.contains(f"3.{minor}.0", prereleases=True)), None)
+    if oldest is not None:  # when it is here, it is the answer: one ``uv python find``, not a probe of every one
+        try:
+            return python_for(oldest).executable
+        except PythonNotFound:
+            pass
     for version, python in find_pythons().items():
         if required.contains(f"{version}.0", prereleases=True):
             return python.executable
@@ -170,6 +177,18 @@ def cached_build(tree: Path, workdir: Path, index: PipIndexConfig | None = None)
 
 
 def _unpack_sdist(sdist: Path, into: Path) -> Path:
+    """``sdist``'s one top-level directory, unpacked into ``into``; the tree unpacked there by an earlier run is
+    kept when it came from the same file and its files are still the ones unpacked (its digest, recorded beside it)."""
+    stamp = into.with_name(into.name + ".unpacked")
+    identity = hashlib.sha256(sdist.read_bytes()).hexdigest()
+    tops = [p for p in into.iterdir() if p.is_dir()] if into.is_dir() else []
+    try:
+        recorded = localfiles.read_text(stamp).split()
+    except JaxrelError:
+        recorded = []
+    if len(tops) == 1 and recorded == [identity, files.tree_digest(tops[0])]:
+        return tops[0]
+    stamp.unlink(missing_ok=True)
     if into.exists():
         shutil.rmtree(into)
     into.mkdir(parents=True)
@@ -178,6 +197,7 @@ def _unpack_sdist(sdist: Path, into: Path) -> Path:
     tops = [p for p in into.iterdir() if p.is_dir()]
     if len(tops) != 1:
         raise CompatError(f"{sdist.name}: expected one top-level directory, found {len(tops)}")
+    stamp.write_text(f"{identity} {files.tree_digest(tops[0])}\n", encoding="utf-8")
     return tops[0]
 
 

@@ -6,6 +6,7 @@ import argparse
 import datetime
 import re
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,6 +20,7 @@ from jaxrel.cli._common import UsageError, index_options, say
 from jaxrel.distributions import sources
 from jaxrel.distributions.index import Index
 from jaxrel.distributions.pages import parse_time
+from jaxrel.distributions.pythons import find_pythons
 from jaxrel.family import Family, resolve_family
 
 
@@ -119,7 +121,10 @@ def inputs(args: argparse.Namespace, *, build: bool) -> MatrixInputs:
     family = resolve_family(args.family)
     as_of(args.as_of)
     backends = backend_filter(args.backends)  # bad options are reported before the index is asked
-    index = Index.from_pip(args.index_url, args.wheelhouse, refresh=args.refresh, progress=say)
+    with ThreadPoolExecutor(1) as early:  # the interpreters are probed while pip is asked for its index
+        found = early.submit(find_pythons)
+        index = Index.from_pip(args.index_url, args.wheelhouse, refresh=args.refresh, progress=say)
+        found.result()
     source = Path(args.frontend_src).resolve() if args.frontend_src else None
     workdir = workdirs.claim(Path(args.workdir), keep_out=_sources(source))
     front = frontends.prepare_frontend(

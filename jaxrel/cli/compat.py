@@ -65,6 +65,10 @@ def add(verbs: Any) -> None:
                           "(default: the nearest WORKSPACE at or above the working directory)")
     sub.add_argument("--no-uv", action="store_true", help="build cell environments with venv + pip")
     add_record_options(sub)
+    sub.add_argument("--no-compile-cache", action="store_true",
+                     help="compile every program of the compat suite anew (default: XLA's compiled programs are "
+                          "kept per backend build in WORKDIR/xla-cache and reused by later runs; every test, trace "
+                          "and lowering still runs)")
     sub.add_argument("--no-extension", action="store_true",
                      help="do not build the workspace's wheels with Bazel and add them to the cells")
     sub.add_argument("--bazel-options", action="append", default=None, metavar="'OPTS'",
@@ -210,7 +214,8 @@ def run(args: argparse.Namespace) -> int:
                       use_uv=False if args.no_uv else None, extensions=not args.no_extension,
                       workspace=workspace, bazel_options=extension_options, extension_dir=extension_dir,
                       index=found.index, checkpoint=checkpoint,
-                      test_env=test_env, full_plugin_cells=args.full_plugin_cells, plugin_install=args.plugin_install)
+                      test_env=test_env, full_plugin_cells=args.full_plugin_cells, plugin_install=args.plugin_install,
+                      compile_cache=not args.no_compile_cache)
     results = run_matrix(matrix, found.family, front, options)
     commands = _bisect_commands(args, found.family, front.commit, results, test_env)
     json_path, md_path = report.write(workdir, matrix, results, frontend_build_seconds=front.build_seconds,

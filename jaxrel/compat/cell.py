@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from jaxrel.cells import driver, plugin_install, records, suites
+from jaxrel.cells import compile_cache, driver, plugin_install, records, suites
 from jaxrel.cells.environment import environment, foreign_files
 from jaxrel.cells.frontend import PreparedFrontend
 from jaxrel.cells.matrix import Cell, Outcome
@@ -75,6 +75,10 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
     arguments["plugins"] = [[p.distribution, p.pinned] for p in arguments["plugins"]]
     compat = options.compat_suite() if not cell.negative else None
     variables = {**dict(compat.env), **({records.SHARD: options.shard} if options.shard else {})} if compat else {}
+    if compat and options.compile_cache:
+        leave_out = {front.wheel.name if front.wheel else "", jaxrel_wheel.name}
+        variables = {**compile_cache.variables(compile_cache.cache_dir(options.workdir, cell.id, wheels, leave_out)),
+                     **variables}  # a cache the user sets with --env wins
     plugin_tests = compat.root / PLUGIN_TESTS if compat else None
     cpu_only = (suites.pytest_arguments(compat, [str(plugin_tests)], junit=junit)
                 if compat and plugin_tests and plugin_tests.is_file() and cpu_twin and cell.device else None)

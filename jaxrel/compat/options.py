@@ -40,6 +40,7 @@ class Options:
     full_plugin_cells: bool = False  # the whole suite in plugin cells without their device too (see cpu_twins)
     plugin_install: str = "auto"  # auto | full | light: what plugin cells install (jaxrel.cells.plugin_install)
     keep_bytecode: bool = True  # False: the cells' interpreters write bytecode as the caller's environment says
+    compile_cache: bool = True  # the compat suite keeps XLA's compiled programs per backend build (compile_cache)
 
     def __post_init__(self) -> None:
         self.workdir = self.workdir.absolute()

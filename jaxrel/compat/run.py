@@ -16,7 +16,7 @@ from pathlib import Path
 from packaging.version import Version
 
 from jaxrel._util.parallel import workers
-from jaxrel.cells import suites
+from jaxrel.cells import compile_cache, suites
 from jaxrel.cells.environment import environment, jaxrel_wheel, wheel_file
 from jaxrel.cells.frontend import CompatError, PreparedFrontend
 from jaxrel.cells.matrix import Cell, Matrix, Outcome
@@ -218,4 +218,6 @@ def run(matrix: Matrix, family: Family, front: PreparedFrontend, options: Option
         finally:
             pool.shutdown(wait=False, cancel_futures=True)  # on Ctrl-C: no cell starts after it
     triage(matrix, family, front, wheel, options, extensions, done)
+    if options.compile_cache:
+        compile_cache.prune(options.workdir)
     return done

@@ -5,11 +5,13 @@ interpreter uv will use for a version, and ``uv python list --only-installed`` e
 sees (its JSON, read at this boundary). Then today's search, for what uv misses: the running
 interpreter, ``pythonX.Y`` on ``PATH`` and pyenv's versions (``$PYENV_ROOT/versions/*/bin``,
 where pyenv shims fail unless a version is selected, and uv gives up on them). Each candidate is
-run once to confirm what it is; uv failing, absent or answering garbage only leaves its part out.
+run once to confirm what it is, and a compiled interpreter's answer is kept in jaxrel's cache while
+its file is unchanged; uv failing, absent or answering garbage only leaves its part out.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -23,7 +25,8 @@ from pathlib import Path
 from packaging import tags as packaging_tags
 from packaging.tags import Tag
 
-from jaxrel._util import localfiles, procs
+from jaxrel._util import files, localfiles, procs
+from jaxrel._util.atomic import write_atomically
 from jaxrel._util.text import shorten
 from jaxrel.distributions.envs import find_uv
 from jaxrel.errors import BadInput, EnvironmentFailure, JaxrelError
@@ -100,13 +103,18 @@ def uv_find(version: str) -> str | None:
     return path if done.returncode == 0 and path and "\n" not in path and os.path.isabs(path) else None
 
 
-def _candidates() -> list[str]:
-    found = [sys.executable, *uv_interpreters()]
+def _pyenv_root() -> Path:
+    return Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+
+
+def _own_candidates() -> list[str]:
+    """``python3.N`` on ``PATH``, then pyenv's versions: today's search, for what uv misses."""
+    found = []
     for minor in range(8, 20):
         on_path = shutil.which(f"python3.{minor}")
         if on_path:
             found.append(on_path)
-    root = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv") / "versions"
+    root = _pyenv_root() / "versions"
     try:
         for version_dir in sorted(root.iterdir()) if root.is_dir() else []:
             names = (version_dir / "bin").glob("python3.*")
@@ -114,6 +122,16 @@ def _candidates() -> list[str]:
     except OSError:
         pass  # an unreadable pyenv: its interpreters are not candidates; those on PATH still are
     return found
+
+
+def _candidates() -> list[str]:
+    return [sys.executable, *uv_interpreters(), *_own_candidates()]
+
+
+def _pyenv_shim(executable: str) -> bool:
+    """A shim of the pyenv whose versions :func:`_own_candidates` lists: it runs one of those (or fails when no
+    version is selected, as ``python3.12`` does beside a global 3.11), so it adds nothing but a slow probe."""
+    return Path(executable).parent == _pyenv_root() / "shims"
 
 
 def probe_answer(answer: bytes) -> str | None:
@@ -131,14 +149,71 @@ def _probe(executable: str) -> str | None:
     return probe_answer(done.stdout) if done.returncode == 0 else None
 
 
+PROBES = "interpreters.json"  # under files.cache_root(): the probes' answers, by each interpreter file's identity
+
+
+def _identity(executable: str) -> tuple[str, list[int]] | None:
+    """The file ``executable`` runs, and its device, inode, size, modification and status change times; ``None``
+    for a script (``#!``: what it runs can change without it) or a file that cannot be read."""
+    try:
+        real = os.path.realpath(executable)
+        with open(real, "rb") as handle:
+            status = os.fstat(handle.fileno())
+            if handle.read(2) == b"#!":
+                return None
+    except OSError:
+        return None
+    return real, [status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns]
+
+
+class _Probes:
+    """:func:`_probe` with its answers kept from run to run: a compiled interpreter whose file is unchanged (same
+    inode, size, modification and status change times) is the same version. Only working interpreters are kept;
+    a failure is asked again. The cache is never trusted: any entry not of that shape is a miss."""
+
+    def __init__(self) -> None:
+        self.path = files.cache_root() / PROBES
+        known = localfiles.load_cached_json(self.path)
+        self.known: dict[str, object] = known if isinstance(known, dict) else {}
+        self.changed = False
+
+    def __call__(self, executable: str) -> str | None:
+        identity = _identity(executable)
+        if identity is not None:
+            entry = self.known.get(identity[0])
+            if isinstance(entry, list) and entry[:-1] == identity[1] and isinstance(entry[-1], str):
+                return probe_answer(entry[-1].encode())
+        version = _probe(executable)
+        if version is not None and identity is not None:
+            self.known[identity[0]] = [*identity[1], version]
+            self.changed = True
+        return version
+
+    def save(self) -> None:
+        if self.changed:
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                write_atomically(self.path, json.dumps(self.known, sort_keys=True))
+            except OSError:
+                pass  # a read-only cache: the next run probes again
+
+
 @cache
 def find_pythons() -> dict[str, Python]:
-    """``"3.12"`` → the first working interpreter of that version (running interpreter first)."""
-    found: dict[str, Python] = {}
-    candidates = _candidates()
+    """``"3.12"`` → the first working interpreter of that version: the running one, then uv's list, then
+    ``PATH`` and pyenv (:func:`_own_candidates`). uv lists while the others are probed."""
+    probe = _Probes()
     with ThreadPoolExecutor(max_workers=8) as pool:  # each probe is an interpreter start, mostly waiting
-        answers = list(pool.map(_probe, candidates))
-    for executable, version in zip(candidates, answers, strict=True):
+        listed = pool.submit(uv_interpreters)
+        own = [sys.executable, *_own_candidates()]
+        answers = {c: pool.submit(probe, c) for c in dict.fromkeys(own) if not _pyenv_shim(c)}
+        candidates = [sys.executable, *listed.result(), *own[1:]]
+        answers.update({c: pool.submit(probe, c) for c in candidates if c not in answers and not _pyenv_shim(c)})
+        versions = {c: future.result() for c, future in answers.items()}
+    probe.save()
+    found: dict[str, Python] = {}
+    for executable in candidates:
+        version = versions.get(executable)
         if version and version not in found:
             found[version] = Python(version, executable)
     return dict(sorted(found.items(), key=lambda item: tuple(map(int, item[0].split(".")))))

@@ -68,6 +68,9 @@ def test_positive_cell_runs_the_compat_suite(run):
     assert len(on_cpu) >= 10 and set(on_cpu.values()) == {"passed"}, on_cpu
     suite = ElementTree.parse(workdir / "junit" / "py3.11-jaxlib0.10.2.xml").getroot()
     assert int(suite.find("testsuite").get("tests")) == sum(cell["tests"].values())  # type: ignore[union-attr]
+    # XLA's compiled programs kept for the next run, per backend build; the negative cells ran no suite
+    cached = {p.parent.name.rsplit("-", 1)[0] for p in (workdir / "xla-cache").glob("*/*")}
+    assert cached == {"py3.11-jaxlib0.10.2"}, cached
 
 
 def test_negative_cells_are_refused_by_the_guard_with_the_fix(run):

@@ -249,6 +249,28 @@ def test_a_tree_is_built_with_an_interpreter_its_requires_python_admits(tmp_path
     assert build_python(tmp_path) == sys.executable
 
 
+def test_a_tree_needing_a_newer_python_builds_with_the_oldest_here_it_admits(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from jaxrel.distributions.pythons import find_pythons
+
+    newer = [v for v in find_pythons() if tuple(map(int, v.split("."))) > sys.version_info[:2]]
+    if not newer:
+        pytest.skip("no interpreter here newer than the running one")
+    for required, expected in ((f">={newer[0]}", newer[0]),
+                               (f">={newer[0]},!={newer[0]}.*", newer[1] if len(newer) > 1 else None)):
+        (tmp_path / "pyproject.toml").write_text(f'[project]\nname = "x"\nrequires-python = "{required}"\n')
+        if expected is None:
+            with pytest.raises(BadInput, match="no such interpreter here"):
+                build_python(tmp_path)
+            continue
+        chosen = build_python(tmp_path)
+        said = subprocess.run([chosen, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"],
+                              capture_output=True, text=True, check=True).stdout.strip()
+        assert said == expected, (required, chosen)
+
+
 def test_compat_refuses_a_bad_env_or_a_good_without_a_checkout(tmp_path: Path, capsys: pytest.CaptureFixture[str]
                                                                ) -> None:
     assert main(["compat", "--env", "NOEQ", "--workdir", str(tmp_path)]) == 2

@@ -314,7 +314,10 @@ def test_an_accepted_positive_cell_with_a_passing_suite_is_ok(harness: Harness) 
     assert spec["pytest"][0] == str(suites.DEFAULT_SUITE) and "--junitxml" in spec["pytest"]
     # every pytest run loads the cell plugin, which records outcomes and where the frontend came from
     assert "jaxrel.cells.pytest_plugin" in spec["pytest"]
-    assert spec["env"] == {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}, "the suite needs no plugin but the cell's"
+    cache = spec["env"].pop("JAX_COMPILATION_CACHE_DIR")  # XLA's compiled programs kept per backend build
+    assert Path(cache).parent == harness.workdir / "xla-cache" and Path(cache).name.startswith(f"{PLUGINS.id}-")
+    assert spec["env"] == {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
+                           "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1"}, "the suite needs no plugin but the cell's"
     (variables,) = harness.envs[PLUGINS.id].variables
     assert variables[records.PACKAGE] == "jax" and records.SHARD not in variables
     assert set(result.timings) == {"environment", "probes", "compat suite", *PROBE_PARTS}
@@ -362,6 +365,15 @@ def test_env_reaches_the_compat_suite_run_in_the_driver(harness: Harness) -> Non
     assert json.loads(call[3])["env"]["JAX_ENABLE_X64"] == "1"
     (variables,) = harness.envs[ADMITTED.id].variables
     assert variables["JAX_ENABLE_X64"] == "1" and variables[records.RECORD]
+
+
+def test_the_compile_cache_can_be_turned_off_or_pointed_elsewhere(harness: Harness) -> None:
+    assert harness.run_cell(ADMITTED, compile_cache=False).ok
+    ((call, _),) = harness.envs[ADMITTED.id].calls
+    assert not any(name.startswith("JAX_") for name in json.loads(call[3])["env"]), "--no-compile-cache: none"
+    assert harness.run_cell(ADMITTED, test_env=(("JAX_COMPILATION_CACHE_DIR", "/mine"),)).ok
+    (call, _) = harness.envs[ADMITTED.id].calls[-1]
+    assert json.loads(call[3])["env"]["JAX_COMPILATION_CACHE_DIR"] == "/mine", "the user's --env wins"
 
 
 def test_no_tests_collected_is_not_a_failure(harness: Harness) -> None:

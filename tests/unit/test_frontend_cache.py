@@ -167,3 +167,31 @@ def test_an_environment_with_a_bytecode_cache_keeps_what_its_interpreters_compil
     assert cached.run(sys.executable, "-c", code, str(tmp_path / "site")).stdout.strip() == "1"
     assert [p.name for p in (tmp_path / "pycache").rglob("mod.*.pyc")] == [f"mod.{sys.implementation.cache_tag}.pyc"]
     assert not (tmp_path / "site" / "__pycache__").exists(), "nothing written beside the sources"
+
+
+def _sdist(path: Path, body: str) -> Path:
+    import tarfile
+
+    tree = make_tree(path.parent / f"staging-{path.name}" / "tiny-1.0", body)
+    with tarfile.open(path, "w:gz") as archive:
+        archive.add(tree, arcname="tiny-1.0")
+    return path
+
+
+def test_an_unpacked_sdist_is_kept_only_while_its_file_and_its_files_are_the_same(tmp_path: Path) -> None:
+    first, second = _sdist(tmp_path / "one.tar.gz", "X = 1\n"), _sdist(tmp_path / "two.tar.gz", "X = 2\n")
+    into = tmp_path / "work" / "src"
+    module = frontend._unpack_sdist(first, into) / "tiny" / "__init__.py"
+    inode = module.stat().st_ino
+    assert frontend._unpack_sdist(first, into) / "tiny" / "__init__.py" == module
+    assert module.stat().st_ino == inode, "the same sdist, its files untouched: the tree is kept, not unpacked again"
+    module.write_text("X = 'edited'\n")
+    frontend._unpack_sdist(first, into)
+    assert module.read_text() == "X = 1\n", "an edited tree is unpacked again"
+    (module.parent / "stray.py").write_text("")
+    frontend._unpack_sdist(first, into)
+    assert not (module.parent / "stray.py").exists(), "a file added to the tree: unpacked again"
+    assert frontend._unpack_sdist(second, into) / "tiny" / "__init__.py" == module
+    assert module.read_text() == "X = 2\n", "another sdist: its own files"
+    (into.with_name("src.unpacked")).write_text("garbage")
+    assert frontend._unpack_sdist(second, into) == module.parents[1] and module.read_text() == "X = 2\n"

@@ -82,3 +82,43 @@ def test_uv_failing_leaves_todays_search(find: str, listing: str, code: int, tmp
 def test_no_uv_at_all(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pythons, "find_uv", lambda: None)
     assert pythons.uv_find(RUNNING) is None and pythons.uv_interpreters() == []
+
+
+def test_a_compiled_interpreters_answer_is_kept_while_its_file_is_unchanged(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("JAXREL_CACHE_DIR", str(tmp_path / "cache"))
+    asked: list[str] = []
+    monkeypatch.setattr(pythons, "_probe", lambda executable: asked.append(executable) or "3.12")
+    binary, script = tmp_path / "python3.12", tmp_path / "python3.12-script"
+    binary.write_bytes(b"\x7fELF not really")
+    script.write_bytes(b"#!/bin/sh\nexec python3.12 \"$@\"\n")
+    link = tmp_path / "python3"
+    link.symlink_to(binary)
+
+    def run(*executables: Path) -> list[str | None]:
+        probe = pythons._Probes()
+        answers = [probe(str(e)) for e in executables]
+        probe.save()
+        return answers
+
+    assert run(binary, script) == ["3.12", "3.12"] and asked == [str(binary), str(script)]
+    assert run(binary, link, script) == ["3.12"] * 3
+    assert asked[2:] == [str(script)], "the binary (and a link to it) kept; a script is always asked"
+    binary.write_bytes(b"\x7fELF rebuilt")
+    assert run(binary) == ["3.12"] and asked[3:] == [str(binary)], "a changed file is asked again"
+    (tmp_path / "cache" / pythons.PROBES).write_text('{"%s": [1, 2, "3.12"], "x": "y"}' % binary)
+    assert run(binary) == ["3.12"] and asked[4:] == [str(binary)], "a damaged entry is a miss"
+    (tmp_path / "cache" / pythons.PROBES).write_text("not json")
+    assert run(binary) == ["3.12"] and asked[5:] == [str(binary)]
+    monkeypatch.setattr(pythons, "_probe", lambda executable: None)
+    binary.write_bytes(b"\x7fELF broken")
+    assert run(binary) == [None] and str(binary) in json.loads((tmp_path / "cache" / pythons.PROBES).read_text())
+    assert run(binary) == [None], "a failure is not kept"
+
+
+def test_the_search_leaves_out_the_shims_of_the_pyenv_it_lists(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                             ) -> None:
+    monkeypatch.setenv("PYENV_ROOT", str(tmp_path / "pyenv"))
+    assert pythons._pyenv_shim(str(tmp_path / "pyenv" / "shims" / "python3.12"))
+    assert not pythons._pyenv_shim(str(tmp_path / "pyenv" / "versions" / "3.12.1" / "bin" / "python3.12"))
+    assert not pythons._pyenv_shim(str(tmp_path / "other" / "shims" / "python3.12"))
