@@ -317,7 +317,7 @@ def test_an_accepted_positive_cell_with_a_passing_suite_is_ok(harness: Harness) 
     cache = spec["env"].pop("JAX_COMPILATION_CACHE_DIR")  # XLA's compiled programs kept per backend build
     assert Path(cache).parent == harness.workdir / "xla-cache" and Path(cache).name.startswith(f"{PLUGINS.id}-")
     assert spec["env"] == {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS": "0",
-                           "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1"}, "the suite needs no plugin but the cell's"
+                           "JAX_PERSISTENT_CACHE_MIN_ENTRY_SIZE_BYTES": "-1"}, "no plugin but the cell's"
     (variables,) = harness.envs[PLUGINS.id].variables
     assert variables[records.PACKAGE] == "jax" and records.SHARD not in variables
     assert set(result.timings) == {"environment", "probes", "compat suite", *PROBE_PARTS}

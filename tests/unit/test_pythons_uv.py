@@ -106,7 +106,7 @@ def test_a_compiled_interpreters_answer_is_kept_while_its_file_is_unchanged(
     assert asked[2:] == [str(script)], "the binary (and a link to it) kept; a script is always asked"
     binary.write_bytes(b"\x7fELF rebuilt")
     assert run(binary) == ["3.12"] and asked[3:] == [str(binary)], "a changed file is asked again"
-    (tmp_path / "cache" / pythons.PROBES).write_text('{"%s": [1, 2, "3.12"], "x": "y"}' % binary)
+    (tmp_path / "cache" / pythons.PROBES).write_text(json.dumps({str(binary): [1, 2, "3.12"], "x": "y"}))
     assert run(binary) == ["3.12"] and asked[4:] == [str(binary)], "a damaged entry is a miss"
     (tmp_path / "cache" / pythons.PROBES).write_text("not json")
     assert run(binary) == ["3.12"] and asked[5:] == [str(binary)]
