@@ -75,6 +75,16 @@ settings.register_profile("fuzz", max_examples=3000, deadline=None)
 LONG = 30.0  # seconds: a test over this carries @pytest.mark.long("why") (docs/architecture.md, the suite's budget)
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The modules holding a ``long`` test first, the rest in their order (each module's tests in theirs).
+
+    xdist hands each worker a module at a time in this order (``--dist loadfile``); a three-minute module
+    started near the end held the whole run for its length (``.ci/run``: the clean builds of both machines
+    began 8 minutes in). Longest first is the usual schedule for that."""
+    holds_long = {item.path for item in items if item.get_closest_marker("long") is not None}
+    items.sort(key=lambda item: item.path not in holds_long)
+
+
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """After ``--durations``: the tests over :data:`LONG` seconds without a ``long`` mark, each with its time (a
     fixture's first build on a cold machine shows here too). Reported, not failed: no test depends on timing."""

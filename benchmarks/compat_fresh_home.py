@@ -1,0 +1,69 @@
+"""The main job's first run on a machine with nothing cached: ``python -m nox -s compat`` with a new, empty HOME.
+
+``python benchmarks/compat_fresh_home.py [--revision REV] [--keep]`` checks ``REV`` (default ``HEAD``) out with
+``git worktree`` into a new temporary directory and runs the README's first command there with ``HOME`` (and with
+it uv's, pip's, Bazel's, bazelisk's and jaxrel's caches) pointing at an empty directory beside it. Nothing a run
+leaves is reused: every wheel is downloaded, the Bazel output base and its toolchains start empty, the frontend is
+built from its sdist. What stays is what a machine has rather than caches: the interpreters (pyenv's, found
+through ``PYENV_ROOT``), pip's own configuration outside HOME, and the build tools the set-up script installs
+system-wide. It prints the wall time, nox's own time per command, and each cell's line; ``--keep`` keeps the
+directory (its path is printed). Exit status 1 when the run fails. Needs the index (pip's configuration).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from _worktree import worktree
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--revision", default="HEAD")
+    parser.add_argument("--keep", action="store_true", help="keep the temporary HOME and tree")
+    args = parser.parse_args()
+    base = Path(tempfile.mkdtemp(prefix="jaxrel-fresh-home-"))
+    home = base / "home"
+    home.mkdir()
+    environment = {key: value for key, value in os.environ.items()
+                   if not key.startswith(("XDG_", "JAXREL_", "UV_CACHE", "PIP_CACHE", "NOX_"))}
+    environment.update(HOME=str(home), PYENV_ROOT=os.environ.get("PYENV_ROOT") or str(Path.home() / ".pyenv"))
+    try:
+        with worktree(args.revision, base / "tree") as tree:
+            started = time.perf_counter()
+            done = subprocess.run([sys.executable, "-m", "nox", "-s", "compat"], cwd=tree, env=environment,
+                                  capture_output=True, text=True, timeout=3600)
+            seconds = time.perf_counter() - started
+            stamps = _lines(done.stderr)
+            if args.keep:
+                shutil.copytree(tree / "build" / "compat", base / "compat-report", dirs_exist_ok=True)
+    finally:
+        if not args.keep:
+            subprocess.run(["chmod", "-R", "u+w", str(base)], capture_output=True)  # Bazel's read-only outputs
+            shutil.rmtree(base, ignore_errors=True)
+    print(f"fresh HOME, {args.revision}: nox -s compat {'passed' if done.returncode == 0 else 'FAILED'} "
+          f"in {seconds:.1f} s (load {os.getloadavg()[0]:.2f})")
+    for line in stamps:
+        print("  " + line)
+    if args.keep:
+        print(f"kept: {base}")
+    if done.returncode != 0:
+        raise SystemExit(f"exit {done.returncode}: {done.stdout.strip()[-800:]}")
+
+
+def _lines(stderr: str) -> list[str]:
+    """nox's command lines, jaxrel's extension and frontend lines, and each cell's result line."""
+    keep = re.compile(r"^(nox > |extension: |compat: |\[\d+/\d+\] \S+: (accepted|refused|FAILED|install))")
+    return [line[:160] for line in stderr.splitlines() if keep.match(line)]
+
+
+if __name__ == "__main__":
+    main()
