@@ -19,6 +19,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 
@@ -39,30 +40,33 @@ def main() -> None:
     try:
         with worktree(args.revision, base / "tree") as tree:
             started = time.perf_counter()
-            done = subprocess.run([sys.executable, "-m", "nox", "-s", "compat"], cwd=tree, env=environment,
-                                  capture_output=True, text=True, timeout=3600)
+            with subprocess.Popen([sys.executable, "-m", "nox", "-s", "compat"], cwd=tree, env=environment,
+                                  stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as process:
+                assert process.stdout is not None
+                deadline = threading.Timer(3600, process.kill)  # a run that hangs ends, and fails
+                deadline.start()
+                printed = [(time.perf_counter() - started, line.rstrip()) for line in process.stdout]
+                deadline.cancel()
             seconds = time.perf_counter() - started
-            stamps = _lines(done.stderr)
+            stamps = [f"{at:6.1f} s  {line[:150]}" for at, line in printed if KEPT.match(line)]
             if args.keep:
                 shutil.copytree(tree / "build" / "compat", base / "compat-report", dirs_exist_ok=True)
     finally:
         if not args.keep:
             subprocess.run(["chmod", "-R", "u+w", str(base)], capture_output=True)  # Bazel's read-only outputs
             shutil.rmtree(base, ignore_errors=True)
-    print(f"fresh HOME, {args.revision}: nox -s compat {'passed' if done.returncode == 0 else 'FAILED'} "
+    print(f"fresh HOME, {args.revision}: nox -s compat {'passed' if process.returncode == 0 else 'FAILED'} "
           f"in {seconds:.1f} s (load {os.getloadavg()[0]:.2f})")
     for line in stamps:
         print("  " + line)
     if args.keep:
         print(f"kept: {base}")
-    if done.returncode != 0:
-        raise SystemExit(f"exit {done.returncode}: {done.stdout.strip()[-800:]}")
+    if process.returncode != 0:
+        raise SystemExit(f"exit {process.returncode}: {' / '.join(line for _, line in printed[-8:])}")
 
 
-def _lines(stderr: str) -> list[str]:
-    """nox's command lines, jaxrel's extension and frontend lines, and each cell's result line."""
-    keep = re.compile(r"^(nox > |extension: |compat: |\[\d+/\d+\] \S+: (accepted|refused|FAILED|install))")
-    return [line[:160] for line in stderr.splitlines() if keep.match(line)]
+# the lines printed with the time they came at: nox's commands, jaxrel's frontend and extension, each cell's start
+KEPT = re.compile(r"^(nox > |extension: |compat: |\[\d+/\d+\] \S+: )")
 
 
 if __name__ == "__main__":

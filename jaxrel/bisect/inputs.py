@@ -23,10 +23,15 @@ from jaxrel.distributions.index import Index
 from jaxrel.errors import BadInput, EnvironmentFailure
 from jaxrel.family import Family
 
-__all__ = ["Inputs", "Request", "cell_parts", "check_ancestry", "check_inputs", "exclude_newer", "resolve",
-           "select_cell"]
+__all__ = ["PROBES_A_ROUND", "Inputs", "Request", "cell_parts", "check_ancestry", "check_inputs", "exclude_newer",
+           "resolve", "select_cell"]
 
 CELL = re.compile(r"py(?P<python>3\.\d+)-(?P<rest>.+)")
+
+
+# the probes a round the commands run (``jaxrel bisect --jobs``, the Crater's bisections): two fill this project's
+# 2-core machines; docs/bisect.md has the measurement
+PROBES_A_ROUND = 2
 
 
 @dataclass(frozen=True)

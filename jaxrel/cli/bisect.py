@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel.bisect import report, search
+from jaxrel.bisect.inputs import PROBES_A_ROUND
 from jaxrel.cli._common import (
     UsageError,
     add_common,
@@ -48,9 +49,9 @@ def add(verbs: Any) -> None:
     sub.add_argument("--reruns", type=int, default=1, metavar="N",
                      help="rerun failing tests N times; a test that then passes is flaky and the step skipped "
                           "(default 1)")
-    sub.add_argument("--jobs", type=int, default=2, metavar="N",
+    sub.add_argument("--jobs", type=int, default=PROBES_A_ROUND, metavar="N",
                      help="probes a round, each in its own copy of the environment: the commits left shrink "
-                          "(N+1)-fold a round (default 2; 1 is git bisect run's one commit at a time)")
+                          f"(N+1)-fold a round (default {PROBES_A_ROUND}; 1 is git bisect run's one commit at a time)")
     sub.add_argument("--deps-as-of", metavar="DATE|now",
                      help="resolve the test requirements as of DATE (default: the newest good commit's date)")
     sub.add_argument("--no-uv", action="store_true", help="build the environment with venv + pip")

@@ -10,6 +10,7 @@ from typing import Any
 
 from packaging.version import InvalidVersion, Version
 
+from jaxrel.bisect import inputs as bisect_inputs
 from jaxrel.bisect import report as bisect_report
 from jaxrel.bisect import search as bisect_search
 from jaxrel.bisect.git import git
@@ -162,7 +163,7 @@ def run_crater(args: argparse.Namespace) -> int:
             test_env=request.test_env, reruns=request.reruns, deps_as_of="now", family=args.family,
             index_url=request.index_url, wheelhouses=request.wheelhouses, tests_root=tests.root,
             requirements=(library.install_requirement(), *extra),
-            pytest_options=(f"--import-mode={tests.import_mode}",))
+            pytest_options=(f"--import-mode={tests.import_mode}",), jobs=bisect_inputs.PROBES_A_ROUND)
         try:
             found = bisect_search.run(bisect_request, family, say)
         except (JaxrelError, EnvironmentFailure) as error:
