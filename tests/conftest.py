@@ -76,13 +76,18 @@ LONG = 30.0  # seconds: a test over this carries @pytest.mark.long("why") (docs/
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The modules holding a ``long`` test first, the rest in their order (each module's tests in theirs).
+    """The modules holding a ``long`` test first, longest first (the mark's ``seconds=``, an estimate, else
+    :data:`LONG`), the rest in their order; each module's tests in theirs.
 
-    xdist hands each worker a module at a time in this order (``--dist loadfile``); a three-minute module
-    started near the end held the whole run for its length (``.ci/run``: the clean builds of both machines
-    began 8 minutes in). Longest first is the usual schedule for that."""
-    holds_long = {item.path for item in items if item.get_closest_marker("long") is not None}
-    items.sort(key=lambda item: item.path not in holds_long)
+    ``nox -s tests`` runs xdist with ``--dist loadfile --no-loadscope-reorder``: a worker takes the next module
+    in this order when it runs short. A three-minute module begun near the end held the whole run for its length
+    (``.ci/run``: the clean builds of both machines began 8 minutes in); longest first is the usual cure."""
+    longest: dict[object, float] = {}
+    for item in items:
+        mark = item.get_closest_marker("long")
+        if mark is not None:
+            longest[item.path] = max(longest.get(item.path, 0.0), float(mark.kwargs.get("seconds", LONG)))
+    items.sort(key=lambda item: -longest.get(item.path, 0.0))
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
