@@ -9,30 +9,49 @@ the executable instead of compiling it again.
 
 What still runs every time: every test, every trace and lowering by the frontend (the code under
 test), and every execution. What a hit skips: XLA compiling a module byte-identical to one it
-compiled before, in a backend with the same files. jax's key names the backend by its version
-string only, so the directory is keyed here by the sha256 of every wheel on the backend's side
-(backend, plugins, extensions): a rebuilt jaxlib with an unchanged version number, or a rebuilt
-extension, starts an empty cache. The frontend and jaxrel are left out of the key: what the
-frontend changes reaches XLA as a different module, hence a different key.
+compiled before, in a backend with the same files, on a processor with the same features. jax's
+key names the backend by its version string only, so the directory is keyed here by the sha256 of
+every wheel on the backend's side (backend, plugins, extensions): a rebuilt jaxlib with an
+unchanged version number, or a rebuilt extension, starts an empty cache (a backend installed by
+name, without an index, is known by the version in the cell's id). XLA compiles CPU programs for
+the processor it runs on, so the key holds that processor's features too: a work directory
+restored on another machine (a CI cache) starts empty rather than running instructions the
+processor lacks. The frontend and jaxrel are left out of the key: what the frontend changes
+reaches XLA as a different module, hence a different key.
 """
 
 from __future__ import annotations
 
 import hashlib
 import os
+import platform
 import shutil
 from collections.abc import Mapping
 from pathlib import Path
 
-__all__ = ["KEEP", "cache_dir", "variables"]
+__all__ = ["KEEP", "cache_dir", "host_processor", "prune", "variables"]
 
 KEEP = 32  # cache directories kept under WORKDIR/xla-cache, the most recently used first (each about 0.6 MB)
 
 
-def cache_dir(workdir: Path, cell_id: str, wheels: Mapping[str, str], leave_out: set[str]) -> Path:
+def host_processor() -> str:
+    """This machine's processor as XLA's CPU compiler sees it: the architecture and the feature flags the kernel
+    lists (``/proc/cpuinfo``), else the architecture alone."""
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+            flags = next((line.split(":", 1)[1].strip() for line in handle
+                          if line.split(":", 1)[0].strip() in ("flags", "Features")), "")
+    except OSError:
+        flags = ""
+    return f"{platform.machine()} {flags}"
+
+
+def cache_dir(workdir: Path, cell_id: str, wheels: Mapping[str, str], leave_out: set[str],
+              processor: str | None = None) -> Path:
     """``WORKDIR/xla-cache/<cell>-<key>``: ``key`` digests the ``wheels`` (file name → sha256) except those named
-    in ``leave_out`` (the frontend's and jaxrel's)."""
-    identity = "\n".join(f"{name} {digest}" for name, digest in sorted(wheels.items()) if name not in leave_out)
+    in ``leave_out`` (the frontend's and jaxrel's), and the ``processor`` (default :func:`host_processor`)."""
+    identity = "\n".join([processor if processor is not None else host_processor(),
+                          *(f"{name} {digest}" for name, digest in sorted(wheels.items()) if name not in leave_out)])
     return workdir / "xla-cache" / f"{cell_id}-{hashlib.sha256(identity.encode()).hexdigest()[:16]}"
 
 

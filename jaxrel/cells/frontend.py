@@ -180,7 +180,7 @@ def _unpack_sdist(sdist: Path, into: Path) -> Path:
     """``sdist``'s one top-level directory, unpacked into ``into``; the tree unpacked there by an earlier run is
     kept when it came from the same file and its files are still the ones unpacked (its digest, recorded beside it)."""
     stamp = into.with_name(into.name + ".unpacked")
-    identity = hashlib.sha256(sdist.read_bytes()).hexdigest()
+    identity = files.sha256_of(sdist)
     tops = [p for p in into.iterdir() if p.is_dir()] if into.is_dir() else []
     try:
         recorded = localfiles.read_text(stamp).split()

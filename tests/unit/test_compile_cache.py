@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import platform
 from pathlib import Path
 
 from jaxrel.cells import compile_cache
@@ -25,6 +26,11 @@ def test_the_key_follows_the_backend_side_and_ignores_the_frontend(tmp_path: Pat
     plugin = {**WHEELS, "jax_cuda12_plugin-0.12.0-cp312-cp312-manylinux_2_27_x86_64.whl": "1" * 64}
     assert compile_cache.cache_dir(tmp_path, "py3.12-jaxlib0.12.0", plugin, LEAVE_OUT) != base
     assert compile_cache.cache_dir(tmp_path, "py3.13-jaxlib0.12.0", WHEELS, LEAVE_OUT) != base
+    here = compile_cache.host_processor()
+    assert here.split()[0] == platform.machine()
+    assert compile_cache.cache_dir(tmp_path, "py3.12-jaxlib0.12.0", WHEELS, LEAVE_OUT, processor=here) == base
+    other = compile_cache.cache_dir(tmp_path, "py3.12-jaxlib0.12.0", WHEELS, LEAVE_OUT, processor=here + " avx512f")
+    assert other != base, "another processor's features: another cache (XLA compiles CPU code for the host)"
 
 
 def test_the_variables_cache_every_compile_and_prune_keeps_the_newest(tmp_path: Path) -> None:
