@@ -62,9 +62,7 @@ def tests(session: nox.Session) -> None:
     # three workers on this machine kind's two cores, a test module to each at a time (module fixtures stay shared):
     # much of the suite waits on subprocesses (uv, Bazel, pypiserver, git), so a third worker fills the cores (16.3
     # min before the kept Bazel workspaces with two; 12.4 min with three, 13.3 min with four: docs/architecture.md)
-    # modules in the order tests/conftest.py gives them (the longest first), not xdist's largest-first by count
-    session.run("pytest", "-n", "3", "--dist", "loadfile", "--no-loadscope-reorder", "--durations=25",
-                *(session.posargs or ["tests"]))
+    session.run("pytest", "-n", "3", "--dist", "loadfile", "--durations=25", *(session.posargs or ["tests"]))
 
 
 @nox.session

@@ -75,21 +75,6 @@ settings.register_profile("fuzz", max_examples=3000, deadline=None)
 LONG = 30.0  # seconds: a test over this carries @pytest.mark.long("why") (docs/architecture.md, the suite's budget)
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The modules holding a ``long`` test first, longest first (the mark's ``seconds=``, an estimate, else
-    :data:`LONG`), the rest in their order; each module's tests in theirs.
-
-    ``nox -s tests`` runs xdist with ``--dist loadfile --no-loadscope-reorder``: a worker takes the next module
-    in this order when it runs short. A three-minute module begun near the end held the whole run for its length
-    (``.ci/run``: the clean builds of both machines began 8 minutes in); longest first is the usual cure."""
-    longest: dict[object, float] = {}
-    for item in items:
-        mark = item.get_closest_marker("long")
-        if mark is not None:
-            longest[item.path] = max(longest.get(item.path, 0.0), float(mark.kwargs.get("seconds", LONG)))
-    items.sort(key=lambda item: -longest.get(item.path, 0.0))
-
-
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
     """After ``--durations``: the tests over :data:`LONG` seconds without a ``long`` mark, each with its time (a
     fixture's first build on a cold machine shows here too). Reported, not failed: no test depends on timing."""

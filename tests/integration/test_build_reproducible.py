@@ -19,7 +19,7 @@ from jaxrel.distributions.bazel import build
 pytestmark = pytest.mark.integration
 
 
-@pytest.mark.long("clean builds of both machines' wheels in a new output base are what it compares", seconds=190)
+@pytest.mark.long("clean builds of both machines' wheels in a new output base are what it compares")
 @pytest.mark.usefixtures("index_reachable")
 def test_clean_builds_of_both_machines_are_byte_identical_to_the_kept_ones(
         launcher: list[str], aarch64_python: str, tmp_path: Path) -> None:  # noqa: F811
