@@ -142,7 +142,8 @@ def build_requirements(pyproject: str) -> list[str] | None:
 KEEP_BUILT = 4  # frontend wheels kept in WORKDIR/frontend/wheels, the newest first
 
 
-def cached_build(tree: Path, workdir: Path, index: PipIndexConfig | None = None) -> tuple[Path, bool]:
+def cached_build(tree: Path, workdir: Path, index: PipIndexConfig | None = None,
+                 digest: str | None = None) -> tuple[Path, bool]:
     """The wheel of ``tree``: the one built earlier from exactly these files, at the same commit (a build may put
     its hash, date or nearest tag into the version) with the same interpreter, else a
     fresh build (kept under ``WORKDIR/frontend/wheels/<digest>``, the newest :data:`KEEP_BUILT`). Returns it
@@ -152,7 +153,8 @@ def cached_build(tree: Path, workdir: Path, index: PipIndexConfig | None = None)
     """
     python = build_python(tree)
     interpreter = Path(python).resolve()  # its file's identity changes when it is upgraded in place
-    identity = (f"{files.tree_digest(tree, skip={'.git'})} {sources.git_identity(tree)} "
+    digest = digest if digest is not None else files.tree_digest(tree, skip={".git"})
+    identity = (f"{digest} {sources.git_identity(tree)} "
                 f"{interpreter} {interpreter.stat().st_mtime_ns} {interpreter.stat().st_size}")
     key = hashlib.sha256(identity.encode()).hexdigest()[:32]
     store = workdir / "frontend" / "wheels"
@@ -176,9 +178,10 @@ def cached_build(tree: Path, workdir: Path, index: PipIndexConfig | None = None)
     return home / wheel.name, False
 
 
-def _unpack_sdist(sdist: Path, into: Path) -> Path:
-    """``sdist``'s one top-level directory, unpacked into ``into``; the tree unpacked there by an earlier run is
-    kept when it came from the same file and its files are still the ones unpacked (its digest, recorded beside it)."""
+def _unpack_sdist(sdist: Path, into: Path) -> tuple[Path, str]:
+    """``sdist``'s one top-level directory, unpacked into ``into``, and its digest (:func:`files.tree_digest`
+    without ``.git``, as :func:`cached_build` keys it); the tree unpacked there by an earlier run is kept when it
+    came from the same file and its files are still the ones unpacked (the digest, recorded beside it)."""
     stamp = into.with_name(into.name + ".unpacked")
     identity = files.sha256_of(sdist)
     tops = [p for p in into.iterdir() if p.is_dir()] if into.is_dir() else []
@@ -186,8 +189,8 @@ def _unpack_sdist(sdist: Path, into: Path) -> Path:
         recorded = localfiles.read_text(stamp).split()
     except JaxrelError:
         recorded = []
-    if len(tops) == 1 and recorded == [identity, files.tree_digest(tops[0])]:
-        return tops[0]
+    if len(tops) == 1 and recorded == [identity, digest := files.tree_digest(tops[0], skip={".git"})]:
+        return tops[0], digest
     stamp.unlink(missing_ok=True)
     if into.exists():
         shutil.rmtree(into)
@@ -197,8 +200,9 @@ def _unpack_sdist(sdist: Path, into: Path) -> Path:
     tops = [p for p in into.iterdir() if p.is_dir()]
     if len(tops) != 1:
         raise CompatError(f"{sdist.name}: expected one top-level directory, found {len(tops)}")
-    stamp.write_text(f"{identity} {files.tree_digest(tops[0])}\n", encoding="utf-8")
-    return tops[0]
+    digest = files.tree_digest(tops[0], skip={".git"})
+    stamp.write_text(f"{identity} {digest}\n", encoding="utf-8")
+    return tops[0], digest
 
 
 def frontend_spec(family: Family, info: ArtifactInfo, source: str) -> FrontendSpec:
@@ -277,8 +281,8 @@ def prepare_frontend(
         info = inspect(sdist, family, sha256=sdist_file.sha256)
         return PreparedFrontend(frontend_spec(family, info, label), None, info)
     start = time.perf_counter()
-    tree = _unpack_sdist(sdist, workdir / "frontend" / "src")
-    wheel, reused = cached_build(tree, workdir, index.pip_config())
+    tree, digest = _unpack_sdist(sdist, workdir / "frontend" / "src")
+    wheel, reused = cached_build(tree, workdir, index.pip_config(), digest)
     info = inspect(wheel, family, use_cache=False)
     label += ", its wheel built earlier from the same files" if reused else ""
     return PreparedFrontend(frontend_spec(family, info, label), wheel, info, tree, time.perf_counter() - start)

@@ -110,7 +110,7 @@ def test_frontend_source_tree_with_its_own_tests(index_reachable, tmp_path):
 
     index = Index.from_pip()
     sdist = index.download(index.listing("jax").sdist("0.10.2"))  # type: ignore[arg-type]
-    tree = _unpack_sdist(sdist, tmp_path / "src")
+    tree, _ = _unpack_sdist(sdist, tmp_path / "src")
     (tree / "tests").mkdir()
     (tree / "tests" / "test_own.py").write_text(
         "import jax\nimport jax.numpy as jnp\n\n"

@@ -181,9 +181,9 @@ def _sdist(path: Path, body: str) -> Path:
 def test_an_unpacked_sdist_is_kept_only_while_its_file_and_its_files_are_the_same(tmp_path: Path) -> None:
     first, second = _sdist(tmp_path / "one.tar.gz", "X = 1\n"), _sdist(tmp_path / "two.tar.gz", "X = 2\n")
     into = tmp_path / "work" / "src"
-    module = frontend._unpack_sdist(first, into) / "tiny" / "__init__.py"
+    module = frontend._unpack_sdist(first, into)[0] / "tiny" / "__init__.py"
     inode = module.stat().st_ino
-    assert frontend._unpack_sdist(first, into) / "tiny" / "__init__.py" == module
+    assert frontend._unpack_sdist(first, into)[0] / "tiny" / "__init__.py" == module
     assert module.stat().st_ino == inode, "the same sdist, its files untouched: the tree is kept, not unpacked again"
     module.write_text("X = 'edited'\n")
     frontend._unpack_sdist(first, into)
@@ -191,7 +191,9 @@ def test_an_unpacked_sdist_is_kept_only_while_its_file_and_its_files_are_the_sam
     (module.parent / "stray.py").write_text("")
     frontend._unpack_sdist(first, into)
     assert not (module.parent / "stray.py").exists(), "a file added to the tree: unpacked again"
-    assert frontend._unpack_sdist(second, into) / "tiny" / "__init__.py" == module
+    assert frontend._unpack_sdist(second, into)[0] / "tiny" / "__init__.py" == module
     assert module.read_text() == "X = 2\n", "another sdist: its own files"
     (into.with_name("src.unpacked")).write_text("garbage")
-    assert frontend._unpack_sdist(second, into) == module.parents[1] and module.read_text() == "X = 2\n"
+    tree, digest = frontend._unpack_sdist(second, into)
+    assert tree == module.parents[1] and module.read_text() == "X = 2\n"
+    assert digest == files.tree_digest(tree, skip={".git"}), "the digest cached_build keys the wheel by"
