@@ -1,7 +1,7 @@
 """The ``jaxrel`` console script and ``python -m jaxrel``: Ctrl-C at any moment, start-up included, is one line
 and exit 130.
 
-Importing the command line (every verb, ``packaging``, …) takes a noticeable moment; an interrupt
+Importing the command line (the verb's module, ``packaging``, …) takes a noticeable moment; an interrupt
 then would otherwise end in a ``KeyboardInterrupt`` traceback. Until the command line is imported,
 SIGINT ends the process at once with the one line; from then on :func:`jaxrel.cli.main` handles it
 (children stopped, nothing half written).
@@ -26,7 +26,14 @@ def _interrupted_while_starting(signum: int, frame: FrameType | None) -> None:
 
 def main() -> None:
     previous = signal.signal(signal.SIGINT, _interrupted_while_starting)
-    from jaxrel.cli import main as run  # imported under the start-up handler, on purpose
+    from jaxrel.cli import import_verbs  # imported under the start-up handler, on purpose
+    from jaxrel.cli import main as run
+
+    import_verbs(sys.argv[1:])  # the verb's module too
 
     signal.signal(signal.SIGINT, previous)
-    sys.exit(run())
+    code = run()
+    # Done: a Ctrl-C while the interpreter exits (joining threads, running atexit) ends it at once, the Unix way,
+    # rather than as a KeyboardInterrupt traceback after the command's answer.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+    sys.exit(code)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import io
 import os
 import sys
@@ -21,17 +22,20 @@ from jaxrel import __version__
 from jaxrel._util import procs, workdirs
 from jaxrel._util.shape import printable
 from jaxrel._util.text import redact
-from jaxrel.cli import atlas, bisect, build, compat, doctor, downstream, gates, history, matrix, release, verdict, xla
 from jaxrel.cli._common import UsageError
 from jaxrel.errors import ExitCode, JaxrelError
 
-__all__ = ["UsageError", "build_parser", "main"]
+__all__ = ["UsageError", "build_parser", "import_verbs", "main"]
 
-VERBS = (verdict, doctor, matrix, compat, bisect, downstream, atlas, gates, build, release, xla, history)
+# each verb's module, jaxrel.cli.<verb>, in the order of jaxrel --help
+VERBS = ("verdict", "doctor", "matrix", "compat", "bisect", "downstream", "atlas", "gates", "build", "release", "xla",
+         "history")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The whole command line (the CLI reference in the docs is generated from it)."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The whole command line (the CLI reference in the docs is generated from it); with ``only``, that verb alone,
+    which is all a run of it parses: the other verbs' modules, and what they import, are not loaded (a third of
+    a second of every start)."""
     parser = argparse.ArgumentParser(
         prog="jaxrel", description="Release engineering for split wheels.",
         epilog="exit codes: 0 compatible/done, 1 incompatible or refused, 2 bad input, 3 environment or external "
@@ -40,9 +44,29 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true",
                         help="show the traceback of an unexpected error (also JAXREL_DEBUG=1)")
     verbs = parser.add_subparsers(dest="verb", required=True)
-    for module in VERBS:
-        module.add(verbs)
+    for name in VERBS:
+        if only is None or name == only:
+            importlib.import_module(f"jaxrel.cli.{name}").add(verbs)
     return parser
+
+
+def import_verbs(argv: Sequence[str]) -> None:
+    """Import the verb modules a run of ``argv`` parses with: ``jaxrel``'s start-up does it under its SIGINT
+    handler, as it imports this package, so an interrupt there is its one line too."""
+    verb = _verb_named(argv)
+    for name in (verb,) if verb else VERBS:
+        importlib.import_module(f"jaxrel.cli.{name}")
+
+
+def _verb_named(argv: Sequence[str]) -> str | None:
+    """The verb ``argv`` runs, when it names one before any help option (else the whole command line is needed:
+    for ``--help``, a mistyped verb's list of choices, or none given)."""
+    for word in argv:
+        if word in ("-h", "--help"):
+            return None
+        if not word.startswith("-"):
+            return word if word in VERBS else None
+    return None
 
 
 def _one_line(text: str) -> str:
@@ -109,7 +133,8 @@ def _stopped(stopped: KeyboardInterrupt) -> str:
 
 
 def _main(argv: Sequence[str] | None) -> int:
-    parser = build_parser()
+    verb_named = _verb_named(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(verb_named) if verb_named else build_parser()
     args = parser.parse_args(argv)
     verb = f"{args.verb} {args.action}" if args.verb in ("release", "history") else args.verb
     debug = args.debug or os.environ.get("JAXREL_DEBUG") == "1"

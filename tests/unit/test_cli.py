@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -9,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from jaxrel.cli import main
+from jaxrel.cli import VERBS, build_parser, main
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -102,9 +103,41 @@ def test_console_entry_point_runs_as_module():
 
 def test_the_command_line_does_not_need_pytest():
     """jaxrel depends on packaging only; pytest is installed in compat cells, not beside jaxrel."""
-    done = subprocess.run([sys.executable, "-c", "import sys; sys.modules['pytest'] = None; import jaxrel.cli"],
+    done = subprocess.run([sys.executable, "-c", "import sys; sys.modules['pytest'] = None; import jaxrel.cli; "
+                           "jaxrel.cli.build_parser()"],  # every verb's module
                           capture_output=True, text=True, cwd=REPO)
     assert done.returncode == 0, done.stderr
+
+
+def test_a_run_loads_its_own_verb_alone() -> None:
+    script = ("import sys\nfrom jaxrel.cli import main\ncode = main(['verdict', 'jax==0.4.30', 'jaxlib==0.4.30'])\n"
+              "print(code, sorted(m for m in sys.modules if m.startswith('jaxrel.')))")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=REPO)
+    code, loaded = done.stdout.strip().splitlines()[-1].split(" ", 1)
+    assert code == "0", done.stdout + done.stderr
+    assert "'jaxrel.cli.verdict'" in loaded
+    for other in ("jaxrel.cli.atlas", "jaxrel.cli.compat", "jaxrel.cli.release", "jaxrel.cells.environment"):
+        assert f"'{other}'" not in loaded, other
+
+
+def _verb_help(parser: argparse.ArgumentParser, verb: str) -> str:
+    choices = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction)).choices
+    return choices[verb].format_help()
+
+
+def test_each_verb_alone_is_the_verb_of_the_whole_command_line() -> None:
+    whole = build_parser()
+    for verb in VERBS:
+        assert _verb_help(build_parser(verb), verb) == _verb_help(whole, verb), verb
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["-h", "gates"], ["nosuch"], ["--debug", "nosuch"], []])
+def test_help_or_no_known_verb_is_answered_from_the_whole_command_line(capsys, argv: list[str]) -> None:
+    with pytest.raises(SystemExit):
+        main(argv)
+    out, err = capsys.readouterr()
+    for verb in VERBS:
+        assert verb in out + err, (argv, verb)
 
 
 def test_python_option_takes_a_version_a_path_or_a_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
