@@ -100,12 +100,14 @@ def build_python(source: Path) -> str:
 
 
 def build_wheel(source: Path, out: Path, python: str | None = None, index: PipIndexConfig | None = None,
-                build_env: envs.Env | None = None) -> Path:
+                build_env: envs.Env | None = None, *, git: bool = True) -> Path:
     """Build a wheel from a source tree (``uv build``, else ``pip wheel``) into ``out`` with ``python``
     (default: :func:`build_python`, an interpreter the tree's requires-python admits); returns it. The build
     backend comes from ``index`` (default: pip's configuration), or from ``build_env``: an environment holding
     exactly the tree's build requirements (:func:`build_requirements`), used as it is instead of a fresh isolated
-    one per build (uv's ``--no-build-isolation``)."""
+    one per build (uv's ``--no-build-isolation``). ``git=False``: the tree is no checkout's (an unpacked sdist),
+    and git in the build finds no repository around it (``GIT_CEILING_DIRECTORIES``) rather than the one the work
+    directory happens to lie in."""
     if out.exists():
         shutil.rmtree(out)
     out.mkdir(parents=True)
@@ -119,7 +121,10 @@ def build_wheel(source: Path, out: Path, python: str | None = None, index: PipIn
     else:
         command = [python, "-m", "pip", "wheel", "--no-deps", "-q", "-w", str(out),
                    *(index.pip_arguments() if index is not None else []), str(source)]
-    envs.run_step(command, envs.uv_environment(index), f"building a wheel of {source}")
+    environment = envs.uv_environment(index)
+    if not git:
+        environment["GIT_CEILING_DIRECTORIES"] = str(source.resolve().parent)
+    envs.run_step(command, environment, f"building a wheel of {source}")
     wheels = sorted(out.glob("*.whl"))
     if len(wheels) != 1:
         raise CompatError(f"building {source} gave {len(wheels)} wheels in {out}; expected one")
@@ -143,18 +148,19 @@ KEEP_BUILT = 4  # frontend wheels kept in WORKDIR/frontend/wheels, the newest fi
 
 
 def cached_build(tree: Path, workdir: Path, index: PipIndexConfig | None = None,
-                 digest: str | None = None) -> tuple[Path, bool]:
+                 digest: str | None = None, *, git: bool = True) -> tuple[Path, bool]:
     """The wheel of ``tree``: the one built earlier from exactly these files, at the same commit (a build may put
     its hash, date or nearest tag into the version) with the same interpreter, else a
     fresh build (kept under ``WORKDIR/frontend/wheels/<digest>``, the newest :data:`KEEP_BUILT`). Returns it
-    and whether it was reused.
+    and whether it was reused. ``git=False`` (an unpacked sdist): no commit, and the build sees none
+    (:func:`build_wheel`), so a commit in a checkout that holds the work directory rebuilds nothing.
 
     Reusing the very file keeps uv's unpacked copy, so the bytecode the cells compiled from it stays valid.
     """
     python = build_python(tree)
     interpreter = Path(python).resolve()  # its file's identity changes when it is upgraded in place
     digest = digest if digest is not None else files.tree_digest(tree, skip={".git"})
-    identity = (f"{digest} {sources.git_identity(tree)} "
+    identity = (f"{digest} {sources.git_identity(tree) if git else ''} "
                 f"{interpreter} {interpreter.stat().st_mtime_ns} {interpreter.stat().st_size}")
     key = hashlib.sha256(identity.encode()).hexdigest()[:32]
     store = workdir / "frontend" / "wheels"
@@ -165,7 +171,7 @@ def cached_build(tree: Path, workdir: Path, index: PipIndexConfig | None = None,
         return found[0], True
     staging = store / f"{key}.partial"
     try:
-        wheel = build_wheel(tree, staging, python=python, index=index)
+        wheel = build_wheel(tree, staging, python=python, index=index, git=git)
     except BaseException:
         shutil.rmtree(staging, ignore_errors=True)
         raise
@@ -282,7 +288,7 @@ def prepare_frontend(
         return PreparedFrontend(frontend_spec(family, info, label), None, info)
     start = time.perf_counter()
     tree, digest = _unpack_sdist(sdist, workdir / "frontend" / "src")
-    wheel, reused = cached_build(tree, workdir, index.pip_config(), digest)
+    wheel, reused = cached_build(tree, workdir, index.pip_config(), digest, git=False)
     info = inspect(wheel, family, use_cache=False)
     label += ", its wheel built earlier from the same files" if reused else ""
     return PreparedFrontend(frontend_spec(family, info, label), wheel, info, tree, time.perf_counter() - start)

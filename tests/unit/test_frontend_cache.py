@@ -117,6 +117,33 @@ def test_a_project_below_the_top_of_its_checkout_is_keyed_by_the_commit_too(tmp_
     assert frontend.cached_build(sources.export(repo / "frontend", tmp_path / "export")[0], work)[1] is False
 
 
+SETUP_READING_GIT = """import subprocess
+from setuptools import setup
+done = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+setup(name="tiny", version="1.0" + (f"+g{done.stdout.strip()}" if done.returncode == 0 else ""), packages=["tiny"])
+"""
+
+
+def test_an_unpacked_sdist_inside_another_checkout_neither_sees_it_nor_is_keyed_by_it(tmp_path: Path) -> None:
+    """As in the default compat run, whose work directory lies in jaxrel's own checkout: a build that asks git
+    (here for its version) sees no repository, and a commit there rebuilds nothing."""
+    outer = tmp_path / "outer"
+    tree = make_tree(outer / "build" / "src")
+    (tree / "pyproject.toml").write_text('[build-system]\nrequires = ["setuptools"]\n'
+                                         'build-backend = "setuptools.build_meta"\n')
+    (tree / "setup.py").write_text(SETUP_READING_GIT)
+    git(outer, "init", "-q")
+    git(outer, "commit", "-q", "--allow-empty", "-m", "one")
+    digest = files.tree_digest(tree)  # as unpacked: compat keys the tree by it, not by what builds leave there
+    seen, _ = frontend.cached_build(tree, tmp_path / "work-seeing", digest=digest)
+    assert seen.name.startswith("tiny-1.0+g"), "a build in the checkout sees its commit (what the option prevents)"
+    wheel, reused = frontend.cached_build(tree, tmp_path / "work", digest=digest, git=False)
+    assert (wheel.name, reused) == ("tiny-1.0-py3-none-any.whl", False)
+    git(outer, "commit", "-q", "--allow-empty", "-m", "two")
+    assert frontend.cached_build(tree, tmp_path / "work", digest=digest, git=False) == (wheel, True)
+    assert frontend.cached_build(tree, tmp_path / "work-seeing", digest=digest)[1] is False, "keyed by the commit"
+
+
 def test_only_the_newest_wheels_are_kept_and_a_failed_build_leaves_nothing(tmp_path: Path) -> None:
     work = tmp_path / "work"
     tree = make_tree(tmp_path / "src")
