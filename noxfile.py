@@ -37,8 +37,7 @@ def _build_tools(session: nox.Session, *options: str) -> None:
 def _install_jaxrel(session: nox.Session, extras: str) -> None:
     """``.[extras]`` into a kept session environment, unless it holds exactly these sources already: uv reinstalls a
     named source tree every time (about 3 s here), so a digest of ``pyproject.toml`` and ``jaxrel/`` is kept beside
-    the install and compared first. The environment's bytecode is compiled as it is installed: where
-    PYTHONDONTWRITEBYTECODE is set (this machine kind), every run compiled jaxrel and its dependencies from source."""
+    the install and compared first."""
     digest = hashlib.sha256()
     sources = [ROOT / "pyproject.toml", *(path for path in (ROOT / "jaxrel").rglob("*")
                                           if path.is_file() and "__pycache__" not in path.parts)]
@@ -50,7 +49,7 @@ def _install_jaxrel(session: nox.Session, extras: str) -> None:
         session.log(f"jaxrel[{extras}]: these sources are installed already")
         return
     stamp.unlink(missing_ok=True)
-    session.install("--compile-bytecode", f".[{extras}]")
+    session.install(f".[{extras}]")
     stamp.write_text(digest.hexdigest())
 
 
