@@ -3,18 +3,15 @@
 from __future__ import annotations
 
 import hashlib
-import json
 import os
 import re
 import stat
-import threading
 import time
 from collections.abc import Collection
 from pathlib import Path
 
-from jaxrel._util import localfiles
-from jaxrel._util.atomic import write_atomically
-from jaxrel.errors import BadInput, JaxrelError
+from jaxrel._util.kept import KeptAnswers, identity_of
+from jaxrel.errors import BadInput
 
 __all__ = ["cache_root", "sha256_of", "tree_digest"]
 
@@ -37,8 +34,7 @@ _HASHED: dict[tuple[int, ...], str] = {}  # this process's answers, by the file'
 DIGESTS = "digests.json"  # under cache_root(): large files' answers from run to run, by real path and identity
 KEEP_FROM_SIZE = 1 << 20  # bytes: a smaller file is hashed again sooner than its answer is looked up and kept
 KEEP_AT_MOST = 2048  # files whose answers are kept from run to run: the most recently hashed
-_kept: dict[str, object] | None = None  # DIGESTS as loaded, then as kept
-_KEEPING = threading.Lock()
+_KEPT = KeptAnswers(lambda: cache_root() / DIGESTS)
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
@@ -59,12 +55,12 @@ def sha256_of(path: Path) -> str:
         status = os.fstat(descriptor)
         if not stat.S_ISREG(status.st_mode):
             raise BadInput(f"{path}: not a regular file (a FIFO, a device or a directory); pass a regular file")
-        identity = (status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns)
+        identity = tuple(identity_of(status))
         if identity in _HASHED:
             return _HASHED[identity]
         real = os.path.realpath(path) if status.st_size >= KEEP_FROM_SIZE else None
-        kept = _kept_answer(real, identity) if real is not None else None
-        if kept is not None:
+        kept = _KEPT.get(real, identity) if real is not None else None
+        if kept is not None and _SHA256.fullmatch(kept):
             _HASHED[identity] = kept
             return kept
         digest = hashlib.sha256()
@@ -73,42 +69,9 @@ def sha256_of(path: Path) -> str:
     if time.time_ns() - max(status.st_mtime_ns, status.st_ctime_ns) > 2_000_000_000:
         _HASHED[identity] = digest.hexdigest()
         if real is not None:
-            _keep(real, identity, digest.hexdigest())
+            _KEPT.put(real, identity, digest.hexdigest(), at_most=KEEP_AT_MOST)
+            _KEPT.save()
     return digest.hexdigest()
-
-
-def _kept_digests() -> dict[str, object]:
-    """The answers kept from earlier runs, loaded once (call under ``_KEEPING``); damaged or absent: none."""
-    global _kept
-    if _kept is None:
-        try:
-            loaded = localfiles.load_cached_json(cache_root() / DIGESTS)
-        except JaxrelError:  # the cache's path is not a directory: nothing kept
-            loaded = None
-        _kept = loaded if isinstance(loaded, dict) else {}
-    return _kept
-
-
-def _kept_answer(real: str, identity: tuple[int, ...]) -> str | None:
-    with _KEEPING:
-        entry = _kept_digests().get(real)
-    if isinstance(entry, list) and entry[:-1] == list(identity) and isinstance(entry[-1], str) \
-            and _SHA256.fullmatch(entry[-1]):
-        return entry[-1]
-    return None
-
-
-def _keep(real: str, identity: tuple[int, ...], digest: str) -> None:
-    with _KEEPING:
-        kept = _kept_digests()
-        kept.pop(real, None)
-        kept[real] = [*identity, digest]
-        for stale in list(kept)[:-KEEP_AT_MOST]:
-            del kept[stale]
-        try:
-            write_atomically(cache_root() / DIGESTS, json.dumps(kept))
-        except (OSError, JaxrelError):
-            pass  # a read-only cache: the next run hashes again
 
 
 def tree_digest(root: Path, skip: Collection[str] = ()) -> str:

@@ -11,7 +11,6 @@ its file is unchanged; uv failing, absent or answering garbage only leaves its p
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shutil
@@ -25,8 +24,7 @@ from pathlib import Path
 from packaging import tags as packaging_tags
 from packaging.tags import Tag
 
-from jaxrel._util import files, localfiles, procs
-from jaxrel._util.atomic import write_atomically
+from jaxrel._util import files, kept, localfiles, procs
 from jaxrel._util.text import shorten
 from jaxrel.distributions.envs import find_uv
 from jaxrel.errors import BadInput, EnvironmentFailure, JaxrelError
@@ -153,8 +151,8 @@ PROBES = "interpreters.json"  # under files.cache_root(): the probes' answers, b
 
 
 def _identity(executable: str) -> tuple[str, list[int]] | None:
-    """The file ``executable`` runs, and its device, inode, size, modification and status change times; ``None``
-    for a script (``#!``: what it runs can change without it) or a file that cannot be read."""
+    """The file ``executable`` runs, and its identity (:func:`kept.identity_of`); ``None`` for a script (``#!``:
+    what it runs can change without it) or a file that cannot be read."""
     try:
         real = os.path.realpath(executable)
         with open(real, "rb") as handle:
@@ -163,39 +161,29 @@ def _identity(executable: str) -> tuple[str, list[int]] | None:
                 return None
     except OSError:
         return None
-    return real, [status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns]
+    return real, kept.identity_of(status)
 
 
 class _Probes:
-    """:func:`_probe` with its answers kept from run to run: a compiled interpreter whose file is unchanged (same
-    inode, size, modification and status change times) is the same version. Only working interpreters are kept;
-    a failure is asked again. The cache is never trusted: any entry not of that shape is a miss."""
+    """:func:`_probe` with its answers kept from run to run (:class:`kept.KeptAnswers`): a compiled interpreter
+    whose file is unchanged is the same version. Only working interpreters are kept; a failure is asked again."""
 
     def __init__(self) -> None:
-        self.path = files.cache_root() / PROBES
-        known = localfiles.load_cached_json(self.path)
-        self.known: dict[str, object] = known if isinstance(known, dict) else {}
-        self.changed = False
+        path = files.cache_root() / PROBES
+        self.known = kept.KeptAnswers(lambda: path)
 
     def __call__(self, executable: str) -> str | None:
         identity = _identity(executable)
-        if identity is not None:
-            entry = self.known.get(identity[0])
-            if isinstance(entry, list) and entry[:-1] == identity[1] and isinstance(entry[-1], str):
-                return probe_answer(entry[-1].encode())
+        answer = self.known.get(*identity) if identity is not None else None
+        if answer is not None:
+            return probe_answer(answer.encode())
         version = _probe(executable)
         if version is not None and identity is not None:
-            self.known[identity[0]] = [*identity[1], version]
-            self.changed = True
+            self.known.put(*identity, version)
         return version
 
     def save(self) -> None:
-        if self.changed:
-            try:
-                self.path.parent.mkdir(parents=True, exist_ok=True)
-                write_atomically(self.path, json.dumps(self.known, sort_keys=True))
-            except OSError:
-                pass  # a read-only cache: the next run probes again
+        self.known.save()
 
 
 @cache

@@ -13,6 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from jaxrel._util import files
+from jaxrel._util.kept import KeptAnswers
 
 LARGE = files.KEEP_FROM_SIZE + 1
 
@@ -22,8 +23,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A cache of its own, this process's answers forgotten, and the clock ten seconds on (so every file is old
     enough to be remembered)."""
     monkeypatch.setenv("JAXREL_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(files, "_HASHED", {})
-    monkeypatch.setattr(files, "_kept", None)
+    new_run(monkeypatch)
     later = time.time_ns() + 10 * 10**9
     monkeypatch.setattr(files, "time", SimpleNamespace(time_ns=lambda: later))
     return tmp_path / "cache" / files.DIGESTS
@@ -32,7 +32,7 @@ def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def new_run(monkeypatch: pytest.MonkeyPatch) -> None:
     """What a new process starts with: no answer in memory, the kept ones read again."""
     monkeypatch.setattr(files, "_HASHED", {})
-    monkeypatch.setattr(files, "_kept", None)
+    monkeypatch.setattr(files, "_KEPT", KeptAnswers(lambda: files.cache_root() / files.DIGESTS))
 
 
 def no_hashing(monkeypatch: pytest.MonkeyPatch) -> None:
