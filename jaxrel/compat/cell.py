@@ -101,6 +101,7 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
     result.cpu_suite_in = cpu_twin if driven.cpu_only else None
     result.plugin_install = install.describe() or None
     result.import_output = driven.import_output
+    result.problems += [driven.exit_problem] if driven.exit_problem else []
     seen = installed.read_environment(family, python=str(env.python))
     result.backend_api = {**seen.api_numbers, "xla_ffi_api": seen.xla_ffi_api}
     suite_seconds = driven.timings.get("suite", 0.0)
@@ -111,9 +112,9 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
             result.timings[part] = driven.timings[part]
 
     if result.observed != cell.expected:
-        result.problems.append(f"expected {cell.expected}, the guard {result.observed} it"
+        result.problems.insert(0, f"expected {cell.expected}, the guard {result.observed} it"
                                + (f": {result.guard_message}" if result.guard_message else ""))
-        write_junit(junit, cell, False, result.problems[0])
+        write_junit(junit, cell, False, "; ".join(result.problems))
     elif cell.negative:
         if not (result.guard_fix and "pip install" in result.guard_fix):
             result.problems.append(f"refused without a pip fix command: {result.guard_message}")

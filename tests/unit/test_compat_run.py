@@ -694,6 +694,39 @@ def test_the_real_driver_runs_the_plugin_tests_alone_when_it_sees_only_the_cpu(
     assert sorted(everything.outcomes) == ["test_other.py::test_other", "test_plugins.py::test_plugin"]
 
 
+def test_a_crash_in_the_interpreters_exit_fails_the_cell_naming_the_signal(
+        harness: Harness, site: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Everything passed, then the backend's teardown killed the interpreter: users' programs would die so at exit
+    (before, the driver's status after its answer was not read). A clean exit stays ok."""
+    site.jax("0.10.2", "0.10.1")
+    site.jaxlib("0.10.2")
+    crash = site.write("jax/crash.txt", "")
+    site.write("jax/__init__.py", "import atexit, os, pathlib, signal\n__version__ = '0.10.2'\n"
+                                  "def _teardown():\n"
+                                  "    if (pathlib.Path(__file__).parent / 'crash.txt').read_text():\n"
+                                  "        os.kill(os.getpid(), signal.SIGSEGV)\n"
+                                  "atexit.register(_teardown)\n"
+                                  "class Cpu:\n    platform = 'cpu'\n    def __str__(self):\n        return 'cpu:0'\n"
+                                  "def devices():\n    return [Cpu()]\n")
+    site.write("jax/numpy.py", "class _A:\n    def sum(self):\n        return 3.0\ndef ones(n):\n    return _A()\n")
+    suite = tmp_path / "suite"
+    suite.mkdir()
+    (suite / "pytest.ini").write_text("[pytest]\n")
+    (suite / "test_one.py").write_text("def test_one():\n    pass\n")
+    (harness.workdir / "envs").mkdir(parents=True)
+    (harness.workdir / "envs" / ADMITTED.id).symlink_to(site.root)
+    monkeypatch.setattr(installed, "read_environment", lambda family, python=None: REAL_INSPECT(family, path=site.path))
+    harness.scripts[ADMITTED.id] = Script(site=site.path)
+    clean = harness.run_cell(ADMITTED, suite=suite)
+    assert clean.ok and clean.problems == [] and clean.outcomes == {"test_one.py::test_one": "passed"}, clean.problems
+    crash.write_text("yes")
+    crashed = harness.run_cell(ADMITTED, suite=suite)
+    assert crashed.observed == "accepted" and crashed.outcomes == {"test_one.py::test_one": "passed"}
+    assert not crashed.ok and len(crashed.problems) == 1, crashed.problems
+    assert crashed.problems[0].startswith("the interpreter was killed by SIGSEGV in its exit, after the cell's work "
+                                          "was done"), crashed.problems
+
+
 JAX_PLUGIN_STDERR = """\
 I0000 00:00:1795407629.581548   19899 cudart_stub.cc:31] Could not find cuda drivers on your machine.
 /env/site-packages/jaxlib/plugin_support.py:114: RuntimeWarning: JAX plugin jax_cuda12_plugin version 0.11.0 ...
