@@ -67,7 +67,7 @@ def _uv_json(args: list[str]) -> object:
     if uv is None:
         return None
     try:
-        done = procs.run([uv, *args], timeout=60, env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"})
+        done = procs.run([uv, *args], timeout=60, env=_uv_search_environment())
     except (OSError, subprocess.SubprocessError):
         return None
     if done.returncode != 0:
@@ -79,12 +79,13 @@ def _uv_json(args: list[str]) -> object:
 
 
 def uv_interpreters() -> list[str]:
-    """The CPython interpreters ``uv python list --only-installed`` reports, in uv's order (paths only)."""
+    """The CPython interpreters ``uv python list --only-installed`` reports, in uv's order (absolute paths: uv shows
+    one under the working directory relative to it)."""
     listed = _uv_json(["python", "list", "--only-installed", "--output-format", "json", "--no-config"])
     if not isinstance(listed, list):
         return []
-    return [entry["path"] for entry in listed if isinstance(entry, dict) and entry.get("implementation") == "cpython"
-            and isinstance(entry.get("path"), str) and entry["path"]]
+    return [os.path.abspath(entry["path"]) for entry in listed if isinstance(entry, dict)
+            and entry.get("implementation") == "cpython" and isinstance(entry.get("path"), str) and entry["path"]]
 
 
 def uv_find(version: str) -> str | None:
@@ -93,8 +94,7 @@ def uv_find(version: str) -> str | None:
     if uv is None:
         return None
     try:
-        done = procs.run([uv, "python", "find", "--no-config", version], timeout=60,
-                         env={**os.environ, "UV_PYTHON_DOWNLOADS": "never"})
+        done = procs.run([uv, "python", "find", "--no-config", version], timeout=60, env=_uv_search_environment())
     except (OSError, subprocess.SubprocessError):
         return None
     path = done.stdout.strip()
@@ -103,6 +103,46 @@ def uv_find(version: str) -> str | None:
 
 def _pyenv_root() -> Path:
     return Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
+
+
+def _pyenv_selected() -> list[Path] | None:
+    """The ``bin`` directories of the versions pyenv has selected here (``pyenv version-name``, which reads
+    ``PYENV_VERSION``, ``.python-version`` files and the global ``version`` file as its shims do); ``[]`` for
+    ``system``; ``None`` when pyenv cannot say (not installed, a selected version missing)."""
+    own = _pyenv_root() / "bin" / "pyenv"
+    pyenv = str(own) if own.is_file() else shutil.which("pyenv")  # a packaged pyenv lives outside its root
+    if pyenv is None:
+        return None
+    try:
+        done = procs.run([pyenv, "version-name"], timeout=30)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    names = done.stdout.strip().split(":") if done.returncode == 0 else []
+    if not names or not all(re.fullmatch(r"[\w.+/-]+", name) and ".." not in name for name in names):
+        return None
+    return [_pyenv_root() / "versions" / name / "bin" for name in names if name != "system"]
+
+
+@cache
+def _uv_search_environment() -> dict[str, str]:
+    """This process's environment for asking uv about interpreters (never downloading one), with pyenv's shims
+    directory on ``PATH`` replaced by the directories of the versions pyenv has selected.
+
+    A working shim runs the selected version's interpreter, and the others exit 127; uv runs every one it meets
+    to ask what it is (about 0.1 s each), and ``uv python find`` gives up at the first that fails (0.4 s and no
+    answer on this machine kind, where only 3.11 is selected). With the directories in their place uv sees
+    the interpreters the working shims run, and none that fail. Unchanged when pyenv cannot say which versions
+    are selected."""
+    environment = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
+    shims = str(_pyenv_root() / "shims")
+    entries = environment.get("PATH", "").split(os.pathsep)
+    if shims not in entries or (selected := _pyenv_selected()) is None:
+        return environment
+    replaced: list[str] = []
+    for entry in entries:
+        replaced += [str(path) for path in selected] if entry == shims else [entry]
+    environment["PATH"] = os.pathsep.join(dict.fromkeys(replaced))
+    return environment
 
 
 def _own_candidates() -> list[str]:
