@@ -154,6 +154,36 @@ def test_listing_cache_and_refresh(server, tmp_path):
     assert Index([url], cache=cache, refresh=True).listing("demo").files == []
 
 
+def test_a_cached_listing_is_parsed_once_per_process_while_its_file_is_unchanged(server, tmp_path, monkeypatch):
+    """A compat run asks for jaxlib's listing in every cell; its entry is parsed again only when it was rewritten
+    (a refresh, another run) or damaged."""
+    from jaxrel.distributions import listcache
+
+    parsed: list[str] = []
+    real = listcache.file_from_record
+    monkeypatch.setattr(listcache, "file_from_record", lambda item, where: parsed.append(where) or real(item, where))
+    body = f'<a href="/f/demo-1.0.tar.gz#sha256={"0" * 64}">demo-1.0.tar.gz</a>'.encode()
+    url = server.serve_page("parsed-once", "text/html", body)
+    cache = tmp_path / "cache"
+    Index([url], cache=cache).listing("demo")  # fetched and written
+    first = [f.filename for f in Index([url], cache=cache).listing("demo").files]
+    again = Index([url], cache=cache).listing("demo")
+    assert first == [f.filename for f in again.files] == ["demo-1.0.tar.gz"] and len(parsed) == 1
+    again.files.clear()  # a caller's list is its own
+    assert len(Index([url], cache=cache).listing("demo").files) == 1 and len(parsed) == 1
+
+    server.pages["parsed-once"] = ("text/html", body.replace(b"1.0", b"2.0"))
+    assert [f.filename for f in Index([url], cache=cache, refresh=True).listing("demo").files] == ["demo-2.0.tar.gz"]
+    assert [f.filename for f in Index([url], cache=cache).listing("demo").files] == ["demo-2.0.tar.gz"]
+    assert len(parsed) == 2, "the rewritten entry is parsed once"
+    entry = next(cache.rglob("demo.json"))
+    entry.write_text(entry.read_text().replace("2.0", "3.0.1"))  # the same inode, written in place
+    assert [f.filename for f in Index([url], cache=cache).listing("demo").files] == ["demo-3.0.1.tar.gz"]
+    entry.write_text("{damaged")
+    server.pages["parsed-once"] = ("text/html", body)
+    assert [f.filename for f in Index([url], cache=cache).listing("demo").files] == ["demo-1.0.tar.gz"]
+
+
 def test_a_local_index_is_read_afresh_every_time(tmp_path):
     """A ``file://`` index is not kept an hour: a wheel added to it is seen at once, as pip and uv see it."""
     wheel = make_wheel(tmp_path)
