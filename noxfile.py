@@ -37,7 +37,8 @@ def _build_tools(session: nox.Session, *options: str) -> None:
 def _install_jaxrel(session: nox.Session, extras: str) -> None:
     """``.[extras]`` into a kept session environment, unless it holds exactly these sources already: uv reinstalls a
     named source tree every time (about 3 s here), so a digest of ``pyproject.toml`` and ``jaxrel/`` is kept beside
-    the install and compared first."""
+    the install and compared first. pip's index configuration goes to this install alone: jaxrel asks pip for its
+    own."""
     digest = hashlib.sha256()
     sources = [ROOT / "pyproject.toml", *(path for path in (ROOT / "jaxrel").rglob("*")
                                           if path.is_file() and "__pycache__" not in path.parts)]
@@ -49,7 +50,7 @@ def _install_jaxrel(session: nox.Session, extras: str) -> None:
         session.log(f"jaxrel[{extras}]: these sources are installed already")
         return
     stamp.unlink(missing_ok=True)
-    session.install(f".[{extras}]")
+    session.install(f".[{extras}]", env=pip_index_config().uv_environment())  # asked only here: pip takes 0.45 s
     stamp.write_text(digest.hexdigest())
 
 
@@ -179,7 +180,6 @@ def compat(session: nox.Session) -> None:
     beforehand, e.g. by ``nox -s release -- build``: no Bazel is installed or run). Reports land in
     ``build/compat/`` (report.json, report.md, junit/; see docs/compat.md).
     """
-    _uv_env(session)
     if not {"--no-extension", "--extension-wheels"} & {arg.split("=")[0] for arg in session.posargs}:
         _build_tools(session, "--bazel-only")  # the cells include the XLA FFI extension, built with Bazel
     _install_jaxrel(session, "envs")  # the compat suite ships inside jaxrel; WORKSPACE is found from the cwd
