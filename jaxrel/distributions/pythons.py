@@ -123,7 +123,6 @@ def _pyenv_selected() -> list[Path] | None:
     return [_pyenv_root() / "versions" / name / "bin" for name in names if name != "system"]
 
 
-@cache
 def _uv_search_environment() -> dict[str, str]:
     """This process's environment for asking uv about interpreters (never downloading one), with pyenv's shims
     directory on ``PATH`` replaced by the directories of the versions pyenv has selected.
@@ -133,16 +132,24 @@ def _uv_search_environment() -> dict[str, str]:
     answer on this machine kind, where only 3.11 is selected). With the directories in their place uv sees
     the interpreters the working shims run, and none that fail. Unchanged when pyenv cannot say which versions
     are selected."""
-    environment = {**os.environ, "UV_PYTHON_DOWNLOADS": "never"}
-    shims = str(_pyenv_root() / "shims")
-    entries = environment.get("PATH", "").split(os.pathsep)
+    return {**os.environ, "UV_PYTHON_DOWNLOADS": "never",
+            "PATH": _without_pyenv_shims(os.environ.get("PATH", ""), str(_pyenv_root()),
+                                         os.environ.get("PYENV_VERSION"), os.getcwd())}
+
+
+@cache
+def _without_pyenv_shims(path: str, root: str, selection: str | None, cwd: str) -> str:
+    """``path`` with the shims of the pyenv at ``root`` replaced as :func:`_uv_search_environment` says; asked
+    once per process for each ``PATH``, pyenv, ``PYENV_VERSION`` and working directory (what pyenv's answer
+    depends on, besides its version files)."""
+    entries = path.split(os.pathsep)
+    shims = str(Path(root) / "shims")
     if shims not in entries or (selected := _pyenv_selected()) is None:
-        return environment
+        return path
     replaced: list[str] = []
     for entry in entries:
-        replaced += [str(path) for path in selected] if entry == shims else [entry]
-    environment["PATH"] = os.pathsep.join(dict.fromkeys(replaced))
-    return environment
+        replaced += [str(directory) for directory in selected] if entry == shims else [entry]
+    return os.pathsep.join(dict.fromkeys(replaced))
 
 
 def _own_candidates() -> list[str]:

@@ -26,12 +26,12 @@ def _fake_uv(tmp_path: Path, find: str, listing: str, code: int = 0) -> str:
 
 @pytest.fixture(autouse=True)
 def fresh_answers() -> Iterator[None]:
-    """Each test asks anew: python_for and uv's environment keep their answers for the process."""
+    """Each test asks anew: python_for and the PATH uv is given keep their answers for the process."""
     pythons.python_for.cache_clear()
-    pythons._uv_search_environment.cache_clear()
+    pythons._without_pyenv_shims.cache_clear()
     yield
     pythons.python_for.cache_clear()
-    pythons._uv_search_environment.cache_clear()
+    pythons._without_pyenv_shims.cache_clear()
 
 
 @pytest.fixture
@@ -153,10 +153,10 @@ def test_uv_sees_the_versions_pyenv_selected_in_place_of_its_shims(pyenv: Path) 
     assert environment["PATH"].split(os.pathsep) == [str(pyenv / "versions" / "9.9.9" / "bin"), "/usr/bin", "/bin"]
     assert environment["UV_PYTHON_DOWNLOADS"] == "never"
     (pyenv / "selected").write_text("system\n")  # shims run the next interpreter on PATH: none in their place
-    pythons._uv_search_environment.cache_clear()
+    pythons._without_pyenv_shims.cache_clear()
     assert pythons._uv_search_environment()["PATH"].split(os.pathsep) == ["/usr/bin", "/bin"]
     (pyenv / "selected").write_text("")  # pyenv cannot say (a version missing): the PATH stays as it is
-    pythons._uv_search_environment.cache_clear()
+    pythons._without_pyenv_shims.cache_clear()
     assert pythons._uv_search_environment()["PATH"] == os.environ["PATH"]
 
 
