@@ -663,6 +663,18 @@ def test_the_real_probes_against_a_fake_site(harness: Harness, site: Any, monkey
     assert accepted.frontend_import is not None and accepted.frontend_import["platforms"] == ["cpu"]
 
 
+FAKE_NUMPY = "class _A:\n    def sum(self):\n        return 3.0\ndef ones(n):\n    return _A()\n"  # the smoke code's
+
+
+def _passing_suite(root: Path, tests: dict[str, str]) -> Path:
+    """A compat suite at ``root``: each file (name → its one test's name) holds a test that passes."""
+    root.mkdir()
+    (root / "pytest.ini").write_text("[pytest]\n")
+    for name, test in tests.items():
+        (root / name).write_text(f"def {test}():\n    pass\n")
+    return root
+
+
 def test_the_real_driver_runs_the_plugin_tests_alone_when_it_sees_only_the_cpu(
         harness: Harness, site: Any, monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     """The driver decides after the import, from the platforms the frontend lists."""
@@ -675,12 +687,8 @@ def test_the_real_driver_runs_the_plugin_tests_alone_when_it_sees_only_the_cpu(
                                   "    platform = (pathlib.Path(__file__).parent / 'platform.txt').read_text()\n"
                                   "    def __str__(self):\n        return self.platform + ':0'\n"
                                   "def devices():\n    return [Device()]\n")
-    site.write("jax/numpy.py", "class _A:\n    def sum(self):\n        return 3.0\ndef ones(n):\n    return _A()\n")
-    suite = tmp_path / "suite"
-    suite.mkdir()
-    (suite / "pytest.ini").write_text("[pytest]\n")
-    (suite / suites.PLUGIN_TESTS).write_text("def test_plugin():\n    pass\n")
-    (suite / "test_other.py").write_text("def test_other():\n    pass\n")
+    site.write("jax/numpy.py", FAKE_NUMPY)
+    suite = _passing_suite(tmp_path / "suite", {suites.PLUGIN_TESTS: "test_plugin", "test_other.py": "test_other"})
     (harness.workdir / "envs").mkdir(parents=True)
     (harness.workdir / "envs" / PLUGINS.id).symlink_to(site.root)
     monkeypatch.setattr(installed, "read_environment", lambda family, python=None: REAL_INSPECT(family, path=site.path))
@@ -708,11 +716,8 @@ def test_a_crash_in_the_interpreters_exit_fails_the_cell_naming_the_signal(
                                   "atexit.register(_teardown)\n"
                                   "class Cpu:\n    platform = 'cpu'\n    def __str__(self):\n        return 'cpu:0'\n"
                                   "def devices():\n    return [Cpu()]\n")
-    site.write("jax/numpy.py", "class _A:\n    def sum(self):\n        return 3.0\ndef ones(n):\n    return _A()\n")
-    suite = tmp_path / "suite"
-    suite.mkdir()
-    (suite / "pytest.ini").write_text("[pytest]\n")
-    (suite / "test_one.py").write_text("def test_one():\n    pass\n")
+    site.write("jax/numpy.py", FAKE_NUMPY)
+    suite = _passing_suite(tmp_path / "suite", {"test_one.py": "test_one"})
     (harness.workdir / "envs").mkdir(parents=True)
     (harness.workdir / "envs" / ADMITTED.id).symlink_to(site.root)
     monkeypatch.setattr(installed, "read_environment", lambda family, python=None: REAL_INSPECT(family, path=site.path))
