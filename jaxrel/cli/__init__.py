@@ -33,9 +33,9 @@ VERBS = ("verdict", "doctor", "matrix", "compat", "bisect", "downstream", "atlas
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The whole command line (the CLI reference in the docs is generated from it); with ``only``, that verb alone,
-    which is all a run of it parses: the other verbs' modules, and what they import, are not loaded (a third of
-    a second of every start)."""
+    """The whole command line (the CLI reference in the docs is generated from it); with ``only``, that verb alone
+    (``""``: none, for ``--version``), which is all a run of it parses: the other verbs' modules, and what they
+    import, are not loaded (a third of a second of every start)."""
     parser = argparse.ArgumentParser(
         prog="jaxrel", description="Release engineering for split wheels.",
         epilog="exit codes: 0 compatible/done, 1 incompatible or refused, 2 bad input, 3 environment or external "
@@ -54,14 +54,18 @@ def import_verbs(argv: Sequence[str]) -> None:
     """Import the verb modules a run of ``argv`` parses with: ``jaxrel``'s start-up does it under its SIGINT
     handler, as it imports this package, so an interrupt there is its one line too."""
     verb = _verb_named(argv)
-    for name in (verb,) if verb else VERBS:
-        importlib.import_module(f"jaxrel.cli.{name}")
+    for name in (verb,) if verb is not None else VERBS:
+        if name:
+            importlib.import_module(f"jaxrel.cli.{name}")
 
 
 def _verb_named(argv: Sequence[str]) -> str | None:
     """The verb ``argv`` runs, when it names one before any help option (else the whole command line is needed:
-    for ``--help``, a mistyped verb's list of choices, or none given)."""
+    for ``--help``, a mistyped verb's list of choices, or none given); ``""`` for ``--version`` before either,
+    which needs no verb."""
     for word in argv:
+        if word == "--version":
+            return ""
         if word in ("-h", "--help"):
             return None
         if not word.startswith("-"):
@@ -134,7 +138,7 @@ def _stopped(stopped: KeyboardInterrupt) -> str:
 
 def _main(argv: Sequence[str] | None) -> int:
     verb_named = _verb_named(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(verb_named) if verb_named else build_parser()
+    parser = build_parser(verb_named) if verb_named is not None else build_parser()
     args = parser.parse_args(argv)
     verb = f"{args.verb} {args.action}" if args.verb in ("release", "history") else args.verb
     debug = args.debug or os.environ.get("JAXREL_DEBUG") == "1"
