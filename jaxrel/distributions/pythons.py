@@ -6,7 +6,9 @@ sees (its JSON, read at this boundary). Then today's search, for what uv misses:
 interpreter, ``pythonX.Y`` on ``PATH`` and pyenv's versions (``$PYENV_ROOT/versions/*/bin``,
 where pyenv shims fail unless a version is selected, and uv gives up on them). Each candidate is
 run once to confirm what it is, and a compiled interpreter's answer is kept in jaxrel's cache while
-its file is unchanged; uv failing, absent or answering garbage only leaves its part out.
+its file is unchanged; uv failing, absent or answering garbage only leaves its part out. A
+free-threaded build (``Py_GIL_DISABLED``: ``python3.14t``, uv's ``+freethreaded``) answers ``3.14t``
+and is never the interpreter of a ``3.14`` cell: its wheels are another ABI (``cp314t``).
 """
 
 from __future__ import annotations
@@ -180,21 +182,29 @@ def _pyenv_shim(executable: str) -> bool:
 
 
 def probe_answer(answer: bytes) -> str | None:
-    """``"3.N"`` when an interpreter's answer to the probe is one (bytes of any kind, checked); else ``None``."""
+    """``"3.N"`` (or ``"3.Nt"``, a free-threaded build) when an interpreter's answer to the probe is one (bytes of
+    any kind, checked); else ``None``."""
     text = answer.strip()
-    return text.decode("ascii") if re.fullmatch(rb"3\.\d{1,3}", text) else None
+    return text.decode("ascii") if re.fullmatch(rb"3\.\d{1,3}t?", text) else None
+
+
+# what an interpreter answers: its major.minor, with "t" for a free-threaded build (Py_GIL_DISABLED), whose
+# extension modules and wheels (cp314t) are another ABI: never the interpreter of a "3.14" cell
+_PROBE = ("import sys, sysconfig; print('%d.%d%s' % (sys.version_info[0], sys.version_info[1], "
+          "'t' if sysconfig.get_config_var('Py_GIL_DISABLED') else ''))")
 
 
 def _probe(executable: str) -> str | None:
     try:
-        done = procs.run([executable, "-c", "import sys; print('%d.%d' % sys.version_info[:2])"], timeout=30,
+        done = procs.run([executable, "-c", _PROBE], timeout=30,
                          text=False)
     except (OSError, ValueError, subprocess.SubprocessError):
         return None
     return probe_answer(done.stdout) if done.returncode == 0 else None
 
 
-PROBES = "interpreters.json"  # under files.cache_root(): the probes' answers, by each interpreter file's identity
+PROBES = "interpreters-2.json"  # under files.cache_root(): the probes' answers, by each interpreter file's identity
+# ("-2": the answers tell free-threaded builds apart; the first file's "3.14" for one must not be reused)
 
 
 def _identity(executable: str) -> tuple[str, list[int]] | None:
@@ -236,7 +246,8 @@ class _Probes:
 @cache
 def find_pythons() -> dict[str, Python]:
     """``"3.12"`` → the first working interpreter of that version: the running one, then uv's list, then
-    ``PATH`` and pyenv (:func:`_own_candidates`). uv lists while the others are probed."""
+    ``PATH`` and pyenv (:func:`_own_candidates`); free-threaded builds left out. uv lists while the others are
+    probed."""
     probe = _Probes()
     with ThreadPoolExecutor(max_workers=8) as pool:  # each probe is an interpreter start, mostly waiting
         listed = pool.submit(uv_interpreters)
@@ -249,7 +260,7 @@ def find_pythons() -> dict[str, Python]:
     found: dict[str, Python] = {}
     for executable in candidates:
         version = versions.get(executable)
-        if version and version not in found:
+        if version and not version.endswith("t") and version not in found:  # free-threaded builds: not "3.N"
             found[version] = Python(version, executable)
     return dict(sorted(found.items(), key=lambda item: tuple(map(int, item[0].split(".")))))
 
@@ -263,7 +274,7 @@ def newest_python() -> Python:
         if (3, minor) <= running:
             break
         version = _probe(executable)
-        if version and tuple(map(int, version.split("."))) > running:
+        if version and not version.endswith("t") and tuple(map(int, version.split("."))) > running:
             return Python(version, executable)
     return Python(f"{running[0]}.{running[1]}", sys.executable)
 

@@ -404,8 +404,9 @@ def test_an_interpreter_answer_of_the_wrong_shape_is_bad_input(answer: bytes) ->
 def test_the_interpreter_probe_accepts_only_a_version() -> None:
     from jaxrel.distributions.pythons import probe_answer
 
-    assert probe_answer(b"3.12\n") == "3.12"
-    assert [probe_answer(b) for b in (b"\xff", b"3.12\n3.13", b"banana", b"", b"3." + b"9" * 5000)] == [None] * 5
+    assert probe_answer(b"3.12\n") == "3.12" and probe_answer(b"3.14t\n") == "3.14t"
+    assert [probe_answer(b) for b in (b"\xff", b"3.12\n3.13", b"banana", b"", b"3." + b"9" * 5000, b"3.14tt",
+                                      b"3.14T")] == [None] * 7
 
 
 # -- hostile files through the command line -------------------------------------------------------------------

@@ -173,3 +173,27 @@ def test_uv_finds_the_selected_interpreter_without_running_a_failing_shim(
     assert found is not None and Path(found).parent == pyenv / "versions" / "9.9.9" / "bin", found
     assert str(pyenv / "versions" / "9.9.9" / "bin" / f"python{RUNNING}") in pythons.uv_interpreters()
     assert not (pyenv / "shim-runs").exists(), "uv ran the failing shim"
+
+
+def test_a_free_threaded_build_is_never_the_interpreter_of_a_plain_version(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A free-threaded CPython answers the probe with ``3.Nt`` (its wheels are ``cp3Nt``): listed first, as uv lists
+    its ``+freethreaded`` builds, it is still passed over for ``3.N``; before, both answered ``3.N``."""
+    def interpreter(name: str, answer: str) -> str:
+        script = tmp_path / name
+        script.write_text(f"#!/bin/sh\necho {answer}\n")  # a script: its answer is never kept
+        script.chmod(0o755)
+        return str(script)
+
+    free_threaded, plain = interpreter("python3.99t", "3.99t"), interpreter("python3.99", "3.99")
+    monkeypatch.setattr(pythons, "uv_interpreters", lambda: [free_threaded, plain])
+    monkeypatch.setattr(pythons, "_own_candidates", lambda: [])
+    monkeypatch.setenv("JAXREL_CACHE_DIR", str(tmp_path / "cache"))
+    pythons.find_pythons.cache_clear()
+    try:
+        found = pythons.find_pythons()
+        assert found["3.99"] == pythons.Python("3.99", plain) and "3.99t" not in found
+        assert found[RUNNING].executable == sys.executable
+    finally:
+        pythons.find_pythons.cache_clear()
+    assert pythons._probe(sys.executable) == RUNNING, "this interpreter is a GIL build, and says so"
