@@ -121,8 +121,8 @@ def _interpreter(kind: str) -> str:
         return sys.executable
     found = _free_threaded()
     if found is None:
-        pytest.skip("no free-threaded CPython here (python3.13t to 3.19t on PATH or in pyenv's versions): none can be "
-                    "had on this machine kind")
+        pytest.skip("no free-threaded CPython here (python3.13t to 3.19t on PATH or in pyenv's versions); install one "
+                    "(e.g. pyenv install 3.14t) to run this half")
     return found
 
 
