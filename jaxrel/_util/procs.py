@@ -22,7 +22,8 @@ from pathlib import Path
 from types import FrameType
 from typing import IO, Any
 
-__all__ = ["DRAIN", "GRACE", "MAX_OUTPUT", "Terminated", "popen", "run", "stop", "terminate_as_interrupt"]
+__all__ = ["DRAIN", "GRACE", "MAX_OUTPUT", "Terminated", "popen", "run", "signal_name", "stop",
+           "terminate_as_interrupt"]
 
 MAX_OUTPUT = 4 << 20  # bytes of each stream kept (the end of it: errors and answers come last)
 GRACE = 3.0  # seconds between SIGINT and SIGKILL
@@ -56,6 +57,14 @@ def popen(args: Sequence[str | Path], **options: Any) -> subprocess.Popen[Any]:
         for sig in caught:  # as it would have been delivered: KeyboardInterrupt, Terminated, or the default
             signal.raise_signal(sig)
     return process
+
+
+def signal_name(number: int) -> str:
+    """A signal in words, for a process it ended: ``SIGSEGV (signal 11)``, or ``signal 99`` for one without a name."""
+    try:
+        return f"{signal.Signals(number).name} (signal {number})"
+    except ValueError:
+        return f"signal {number}"
 
 
 class Terminated(KeyboardInterrupt):

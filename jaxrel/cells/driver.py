@@ -21,14 +21,13 @@ cycles; their memory goes back with the process.
 from __future__ import annotations
 
 import json
-import signal
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from jaxrel._util import localfiles
+from jaxrel._util import localfiles, procs
 from jaxrel._util.text import tail
 from jaxrel.cells import records
 from jaxrel.cells.probes import traceback_summary
@@ -209,10 +208,5 @@ def run_driver(env: envs.Env, *, guard: dict[str, Any], package: str, work: Path
 
 
 def _ended(returncode: int) -> str:
-    """How a process with this exit status ended, in words: ``was killed by SIGSEGV``, ``exited 3``."""
-    if returncode < 0:
-        try:
-            return f"was killed by {signal.Signals(-returncode).name}"
-        except ValueError:
-            return f"was killed by signal {-returncode}"
-    return f"exited {returncode}"
+    """How a process with this exit status ended, in words: ``was killed by SIGSEGV (signal 11)``, ``exited 3``."""
+    return f"was killed by {procs.signal_name(-returncode)}" if returncode < 0 else f"exited {returncode}"

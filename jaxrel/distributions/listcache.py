@@ -16,6 +16,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from jaxrel._util.atomic import write_bytes_atomically
+from jaxrel._util.kept import identity_of
 from jaxrel.distributions.pages import IndexFile, file_from_record
 from jaxrel.distributions.transport import MIB, IndexClientError
 
@@ -60,7 +61,7 @@ def read(path: Path) -> tuple[bool, list[IndexFile] | None]:
         status = os.fstat(handle)
         if not stat.S_ISREG(status.st_mode):
             return False, None
-        identity = [status.st_dev, status.st_ino, status.st_size, status.st_mtime_ns, status.st_ctime_ns]
+        identity = identity_of(status)
         known = _read.get(str(path))
         if known is not None and known[0] == identity:
             return True, None if known[1] is None else list(known[1])

@@ -21,6 +21,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from jaxrel._util import procs
 from jaxrel._util.text import tail
 from jaxrel.cells.records import signature
 from jaxrel.cells.suites import Suite, SuiteRun, recorded, suite_command
@@ -157,13 +158,6 @@ def _pytest(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, o
     return ran, recorded(work, ran.returncode if ran.returncode is not None else killed, ran.output, ran.seconds)
 
 
-def _signal_name(number: int) -> str:
-    try:
-        return f"{signal.Signals(number).name} (signal {number})"
-    except ValueError:
-        return f"signal {number}"
-
-
 def _smoke(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, result: CellResult) -> None:
     assert tests.smoke is not None
     ran = sandbox.run([str(env.python), "-c", tests.smoke], cwd=tests.root, home=work / "home",
@@ -190,7 +184,7 @@ def _tests(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, re
         result.outcome, result.reason = "infra", f"timeout: the tests ran past the {settings.budget:.0f} s budget"
         return
     if ran.returncode is not None and ran.returncode < 0 and not run.outcomes:  # killed by a signal it raised itself
-        crash = f"pytest crashed: {_signal_name(-ran.returncode)}"
+        crash = f"pytest crashed: {procs.signal_name(-ran.returncode)}"
         result.outcome, result.failing, result.errors = "failed", ["<crash>"], {"<crash>": crash}
         result.first_error, result.signature = crash, signature(crash)
         result.reason = f"{crash} ({tail(ran.output, 2)})"

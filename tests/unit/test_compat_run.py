@@ -728,8 +728,8 @@ def test_a_crash_in_the_interpreters_exit_fails_the_cell_naming_the_signal(
     crashed = harness.run_cell(ADMITTED, suite=suite)
     assert crashed.observed == "accepted" and crashed.outcomes == {"test_one.py::test_one": "passed"}
     assert not crashed.ok and len(crashed.problems) == 1, crashed.problems
-    assert crashed.problems[0].startswith("the interpreter was killed by SIGSEGV in its exit, after the cell's work "
-                                          "was done"), crashed.problems
+    assert crashed.problems[0].startswith("the interpreter was killed by SIGSEGV (signal 11) in its exit, after the "
+                                          "cell's work was done"), crashed.problems
 
 
 JAX_PLUGIN_STDERR = """\
