@@ -44,19 +44,21 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     parser.add_argument("--debug", action="store_true",
                         help="show the traceback of an unexpected error (also JAXREL_DEBUG=1)")
     verbs = parser.add_subparsers(dest="verb", required=True)
-    for name in VERBS:
-        if only is None or name == only:
-            importlib.import_module(f"jaxrel.cli.{name}").add(verbs)
+    for name in _verbs(only):
+        importlib.import_module(f"jaxrel.cli.{name}").add(verbs)
     return parser
+
+
+def _verbs(only: str | None) -> tuple[str, ...]:
+    """The verbs whose modules a parser built with ``only`` (see :func:`build_parser`) holds."""
+    return VERBS if only is None else tuple(name for name in VERBS if name == only)
 
 
 def import_verbs(argv: Sequence[str]) -> None:
     """Import the verb modules a run of ``argv`` parses with: ``jaxrel``'s start-up does it under its SIGINT
     handler, as it imports this package, so an interrupt there is its one line too."""
-    verb = _verb_named(argv)
-    for name in (verb,) if verb is not None else VERBS:
-        if name:
-            importlib.import_module(f"jaxrel.cli.{name}")
+    for name in _verbs(_verb_named(argv)):
+        importlib.import_module(f"jaxrel.cli.{name}")
 
 
 def _verb_named(argv: Sequence[str]) -> str | None:
