@@ -107,11 +107,11 @@ def _pyenv_root() -> Path:
     return Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
 
 
-def _pyenv_selected() -> list[Path] | None:
-    """The ``bin`` directories of the versions pyenv has selected here (``pyenv version-name``, which reads
-    ``PYENV_VERSION``, ``.python-version`` files and the global ``version`` file as its shims do); ``[]`` for
-    ``system``; ``None`` when pyenv cannot say (not installed, a selected version missing)."""
-    own = _pyenv_root() / "bin" / "pyenv"
+def _pyenv_selected(root: Path) -> list[Path] | None:
+    """The ``bin`` directories of the versions the pyenv at ``root`` has selected here (``pyenv version-name``,
+    which reads ``PYENV_VERSION``, ``.python-version`` files and the global ``version`` file as its shims do);
+    ``[]`` for ``system``; ``None`` when pyenv cannot say (not installed, a selected version missing)."""
+    own = root / "bin" / "pyenv"
     pyenv = str(own) if own.is_file() else shutil.which("pyenv")  # a packaged pyenv lives outside its root
     if pyenv is None:
         return None
@@ -122,7 +122,7 @@ def _pyenv_selected() -> list[Path] | None:
     names = done.stdout.strip().split(":") if done.returncode == 0 else []
     if not names or not all(re.fullmatch(r"[\w.+/-]+", name) and ".." not in name for name in names):
         return None
-    return [_pyenv_root() / "versions" / name / "bin" for name in names if name != "system"]
+    return [root / "versions" / name / "bin" for name in names if name != "system"]
 
 
 def _uv_search_environment() -> dict[str, str]:
@@ -146,7 +146,7 @@ def _without_pyenv_shims(path: str, root: str, selection: str | None, cwd: str) 
     depends on, besides its version files)."""
     entries = path.split(os.pathsep)
     shims = str(Path(root) / "shims")
-    if shims not in entries or (selected := _pyenv_selected()) is None:
+    if shims not in entries or (selected := _pyenv_selected(Path(root))) is None:
         return path
     replaced: list[str] = []
     for entry in entries:

@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from jaxrel.distributions import pythons
+
 REPO = Path(__file__).resolve().parents[2]
 THREADS = 8
 ITERATIONS = 20
@@ -94,12 +96,8 @@ def _free_threaded() -> str | None:
     pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
     found = [shutil.which(f"python3.{minor}t") for minor in range(13, 20)]
     found += sorted(glob.glob(str(pyenv / "versions" / "*t" / "bin" / "python3.*t")))
-    for executable in filter(None, found):
-        asked = "import sysconfig; print(sysconfig.get_config_var('Py_GIL_DISABLED'))"
-        done = subprocess.run([executable, "-c", asked], capture_output=True, text=True, timeout=60)
-        if done.returncode == 0 and done.stdout.strip() == "1":
-            return executable
-    return None
+    return next((executable for executable in filter(None, found)
+                 if (pythons._probe(executable) or "").endswith("t")), None)  # jaxrel's probe: "3.14t"
 
 
 INTERPRETERS = [pytest.param("gil", id="gil-build"), pytest.param("free-threaded", id="free-threaded")]
