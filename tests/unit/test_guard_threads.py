@@ -60,14 +60,17 @@ print(json.dumps({"verdicts": verdicts, "gil": getattr(sys, "_is_gil_enabled", l
 """
 
 RACY_GUARD = '''"""Test-only: the guard, its verdict kept in a shared dict written without a lock (planted)."""
-import time
+import threading
 from jaxrel.guard import check
 _verdict = {}
+_looked = threading.Event()
 def cached_check(**arguments):
-    if "found" not in _verdict:
-        _verdict["found"] = None  # the entry exists before its verdict does: another thread can read it now
-        time.sleep(0.05)  # the work between (reading files): the window
-        _verdict["found"] = check(**arguments)
+    if "found" in _verdict:
+        _looked.set()
+        return _verdict["found"]
+    _verdict["found"] = None  # the entry exists before its verdict does: another thread can read it now
+    _looked.wait(60)  # the work between (reading files) lasts until another caller has looked: no timing decides
+    _verdict["found"] = check(**arguments)
     return _verdict["found"]
 '''
 
