@@ -196,12 +196,15 @@ def test_an_unreachable_index_and_a_bad_upload_url(unused_port: int) -> None:
 
 
 @pytest.fixture
-def unused_port() -> int:
+def unused_port() -> Iterator[int]:
+    """A loopback port held bound for the test and never listened on: a connection to it is refused. A port only
+    probed and released could go to any server bound meanwhile (a parallel worker's, this test's own), which then
+    answered where nothing should: seen once in a fresh-clone CI run."""
     import socket
 
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+    with socket.socket() as held:
+        held.bind(("127.0.0.1", 0))
+        yield int(held.getsockname()[1])
 
 
 def test_the_transport_returns_error_answers_whole_when_asked_and_never_shows_a_query(
