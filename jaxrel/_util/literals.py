@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import ast
 
+from jaxrel import policy
 from jaxrel._util import localfiles
 from jaxrel.errors import JaxrelError
 
-__all__ = ["VERSION_VARIABLES", "assigned_int", "assigned_string", "ffi_api_in", "line_starts", "module_literals",
-    "read_assignment", "read_ffi_api", "read_text", "read_version_file", "span"]
+__all__ = ["VERSION_VARIABLES", "assigned_int", "assigned_string", "checked_version", "ffi_api_in", "line_starts",
+    "module_literals", "read_assignment", "read_ffi_api", "read_text", "read_version", "read_version_file", "span"]
 
 
 def line_starts(source: bytes) -> list[int]:
@@ -98,13 +99,38 @@ def read_assignment(path: str, variables: tuple[str, ...]) -> str | None:
 VERSION_VARIABLES = ("_release_version", "_version", "__version__")
 
 
+def checked_version(value: str | None, file: str, field: str) -> str | None:
+    """``value``, read from ``field`` of ``file``, if it is a PEP 440 version (``None`` stays ``None``: unset).
+
+    A word where a version belongs (``"latest"``, a template's ``"{version}"``, a merge gone wrong) is
+    :class:`~jaxrel.policy.VersionError` (exit 2) naming the file, the field and the value: every reader of a
+    version file checks here, once, so none carries the word on to where it crashes."""
+    if value is None:
+        return None
+    try:
+        policy.parse_version(value, f"{file}: {field} =")
+    except policy.VersionError as error:
+        raise policy.VersionError(f"{error}; correct it in {file}") from None
+    return value
+
+
+def read_version(path: str, variables: tuple[str, ...]) -> str | None:
+    """:func:`read_assignment`, checked by :func:`checked_version` (a word there is one line, exit 2)."""
+    text = read_text(path)
+    if text is None:
+        return None
+    found = module_literals(text)
+    name = next((name for name in variables if isinstance(found.get(name), str)), None)
+    return None if name is None else checked_version(str(found[name]), path, name)
+
+
 def read_version_file(path: str) -> str | None:
-    """``_release_version``, else ``_version`` or ``__version__``, from a version module's source.
+    """``_release_version``, else ``_version`` or ``__version__``, from a version module's source, checked.
 
     JAX's version modules hold ``_version = "X.Y.Z"`` and a build-stamped ``_release_version``
     (``None`` in unstamped builds); other projects use ``__version__``.
     """
-    return read_assignment(path, VERSION_VARIABLES)
+    return read_version(path, VERSION_VARIABLES)
 
 
 def ffi_api_in(header_text: str) -> str | None:

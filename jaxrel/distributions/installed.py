@@ -19,7 +19,7 @@ from packaging.utils import canonicalize_name
 
 from jaxrel import policy
 from jaxrel._util import localfiles, procs
-from jaxrel._util.literals import read_assignment, read_ffi_api, read_version_file
+from jaxrel._util.literals import read_ffi_api, read_version, read_version_file
 from jaxrel.errors import BadInput
 from jaxrel.family import Family, Package
 from jaxrel.gating import read_api_number
@@ -143,7 +143,7 @@ def read_environment(family: Family, python: str | None = None, path: list[str] 
     if env.frontend is not None:
         variable = family.frontend.minimum_backend_variable
         if variable:
-            env.minimum_backend = read_assignment(
+            env.minimum_backend = read_version(
                 os.path.join(env.frontend.location, family.frontend.version_file), (variable,)
             )
         env.minimum_backend = env.minimum_backend or family.frontend.minimum_backend

@@ -27,7 +27,7 @@ from packaging.utils import canonicalize_name
 
 from jaxrel._util.atomic import write_bytes_atomically
 from jaxrel._util.files import cache_root, sha256_of
-from jaxrel._util.literals import assigned_int, assigned_string, ffi_api_in
+from jaxrel._util.literals import assigned_int, assigned_string, checked_version, ffi_api_in
 from jaxrel.distributions.archives import MIB, Archive, WheelError, first_line, verify_record
 from jaxrel.family import Family
 
@@ -213,7 +213,9 @@ def _read(archive: Archive, family: Family, digest: str) -> ArtifactInfo:
     variable = family.frontend.minimum_backend_variable
     if name == canonicalize_name(family.frontend.distribution):
         text = member_text(family.frontend.version_file) if variable else None
-        minimum = (assigned_string(text, (variable,)) if text and variable else None) or family.frontend.minimum_backend
+        declared = assigned_string(text, (variable,)) if text and variable else None
+        minimum = checked_version(declared, f"{archive.path.name}: {family.frontend.version_file}",
+                                  str(variable)) or family.frontend.minimum_backend
     return ArtifactInfo(
         filename=archive.path.name, sha256=digest, name=str(name), version=str(metadata.version),
         kind="wheel" if archive.is_wheel else "sdist", tags=_tags(archive) if archive.is_wheel else [],

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel._util import localfiles
-from jaxrel._util.literals import read_assignment, read_version_file
+from jaxrel._util.literals import read_version, read_version_file
 from jaxrel._util.text import markdown_table, shorten
 from jaxrel.errors import BadInput
 from jaxrel.family import Family
@@ -31,7 +31,7 @@ def declared_minimum(tree: Path, family: Family) -> tuple[str, str | None, Path]
     if tree.name == frontend.package.split(".")[-1]:
         candidates.append(localfiles.inside(tree.parent, frontend.version_file, what=what))
     for path in candidates:
-        value = read_assignment(str(path), (variable,)) if variable else None
+        value = read_version(str(path), (variable,)) if variable else None
         if value:
             return value, read_version_file(str(path)), path
     names = " or ".join(str(c) for c in candidates)

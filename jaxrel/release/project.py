@@ -14,8 +14,8 @@ from pathlib import Path
 from tempfile import TemporaryDirectory
 from typing import Any
 
-from jaxrel import policy
 from jaxrel._util import localfiles, procs, tarballs
+from jaxrel._util.literals import checked_version
 from jaxrel._util.shape import found
 from jaxrel.distributions.pages import parse_time
 from jaxrel.distributions.sources import git_environment
@@ -49,8 +49,7 @@ class Project:
         """Every declared version location of ``component`` and its value (each a PEP 440 version)."""
         readings = self.read(self.release.version_locations(component))
         for reading in readings:
-            if reading.value is not None:
-                policy.parse_version(reading.value, str(reading.location))
+            checked_version(reading.value, reading.location.file, reading.location.key)
         return readings
 
     def read(self, where: Sequence[Location]) -> list[Reading]:
@@ -77,7 +76,8 @@ class Project:
         frontend = self.release.frontend()
         if frontend is None or frontend.minimum_backend is None:
             return self.family.frontend.minimum_backend
-        return locations.read(self.root, frontend.minimum_backend)
+        where = frontend.minimum_backend
+        return checked_version(locations.read(self.root, where), where.file, where.key)
 
     def git(self, *arguments: str) -> subprocess.CompletedProcess[str]:
         return procs.run(["git", *arguments], cwd=self.root, env=git_environment())

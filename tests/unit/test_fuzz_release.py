@@ -10,9 +10,11 @@ from __future__ import annotations
 
 import datetime
 import hashlib
+import json
 import shutil
 import subprocess
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -21,6 +23,7 @@ from matrix_family import build_matrix, project, wheel
 from test_fuzz_net_archive import fuzz
 from test_release_audit import Served, run, served  # noqa: F401 (served: the fixture)
 
+from jaxrel import policy
 from jaxrel.cli import main
 from jaxrel.cli._common import UsageError
 from jaxrel.cli._matrix import as_of
@@ -159,3 +162,55 @@ def test_audit_answers_or_refuses_hostile_pages_in_one_line(served: Served,  # n
         assert error.exit_code in (2, 3) and "\n" not in str(error), str(error)
         return
     assert all("\n" not in f.detail for f in result.findings), result.findings
+
+
+FIELDS = [  # every version field of the sample family's files: (file, field, how its value is written there)
+    ("frontend/splitfam/version.py", "_version", repr), ("frontend/splitfam/version.py", "_minimum_core_version", repr),
+    ("frontend/pyproject.toml", "version", json.dumps), ("core/splitfam_core/version.py", "_version", repr),
+    ("core/version.bzl", "VERSION", json.dumps), ("plugin/splitfam_cpu_plugin/version.py", "_version", repr),
+]
+WORDS = st.one_of(st.sampled_from(["latest", "{version}", "<<<<<<< HEAD", "TODO", "0.2.0 # comment", "v0.2.0",
+                                   "1!0.2.0", "9" * 5000, "", "None", "0.2.0;rm -rf /"]), VERSIONS)
+
+
+def _is_version(text: str) -> bool:
+    try:
+        policy.parse_version(text)
+    except policy.VersionError:
+        return False
+    return True
+
+
+@fuzz(ci=30)
+@given(field=st.sampled_from(FIELDS), value=WORDS)
+def test_a_word_in_any_version_field_of_a_file_is_one_line_naming_the_file_and_field(
+        template_repo: Path, tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str],
+        field: tuple[str, str, Any], value: str) -> None:
+    """The file form of each version field (the option form is the test above): plan, check and bump read the
+    files; a value that is not a version is exit 2 naming the file, the field and the value, never a crash (a
+    "latest" in the minimum once ended bump in an InvalidVersion traceback, exit 70), and nothing is written."""
+    file, name, literal = field
+    repo = tmp_path_factory.mktemp("word") / "splitfam"
+    shutil.copytree(template_repo, repo, symlinks=True)
+    path = repo / file
+    lines = path.read_text().splitlines()
+    key = "version" if file.endswith(".toml") else name
+    assert any(line.startswith(f"{key} = ") for line in lines), f"{file} has no {key}"
+    path.write_text("\n".join(f"{key} = {literal(value)}" if line.startswith(f"{key} = ") else line
+                              for line in lines) + "\n")
+    before = _tree(repo)
+    word = not _is_version(value)
+    verbs = [["release", "plan", "--project", str(repo)], ["release", "bump", "0.2.0", "--project", str(repo)]]
+    if word:  # a good version goes on to ask the index; a word is refused before
+        verbs.append(["release", "check", str(repo)])
+    for argv in verbs:
+        capsys.readouterr()
+        code = main(argv)
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and "internal error" not in err, err
+        assert code in (0, 1, 2, 3), err
+        if word:
+            assert code == 2 and len(err.strip().splitlines()) == 1, (argv, err)
+            assert file in err and f"{name} = " in err, err
+            assert "is not a PEP 440 version" in err or "has an epoch" in err, err
+            assert _tree(repo) == before, "a refused command wrote something"
