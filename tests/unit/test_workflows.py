@@ -208,6 +208,26 @@ def test_every_action_is_pinned_to_a_listed_commit_with_its_tag(path: Path) -> N
         assert (use["comment"], sha) == table[action], f"{use.group(0).strip()}: expected {table[action]}"
 
 
+CONTAINER = re.compile(r"^\s*(?:container|image):\s*(?P<ref>\S+)(?:\s+#\s*(?P<comment>\S+))?\s*$", re.MULTILINE)
+IMAGE_ROW = re.compile(r"^\| `(?P<image>[\w./-]+)` \| (?P<tag>[\w.-]+) \| `(?P<digest>sha256:[0-9a-f]{64})` \|$",
+                       re.MULTILINE)
+
+
+@pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
+def test_every_container_is_pinned_by_digest_with_its_tag(path: Path) -> None:
+    """A container named by a tag alone is whatever the registry serves that day: each names the digest listed in
+    docs/release.md, its tag in the reference and in a comment."""
+    table = {row["image"]: (row["tag"], row["digest"]) for row in IMAGE_ROW.finditer(
+        (ROOT / "docs" / "release.md").read_text())}
+    assert table, "docs/release.md lists the pinned images"
+    for found in CONTAINER.finditer(path.read_text()):
+        image, _, digest = found["ref"].partition("@")
+        name, _, tag = image.partition(":")
+        assert name in table and digest, f"{found.group(0).strip()}: not pinned by a digest listed in docs/release.md"
+        assert (tag, digest) == table[name] and found["comment"] == tag, \
+            f"{found.group(0).strip()}: expected {name}:{table[name][0]}@{table[name][1]}  # {table[name][0]}"
+
+
 @pytest.mark.parametrize("path", WORKFLOW_FILES, ids=lambda p: p.name)
 def test_least_privilege_and_no_persisted_credentials(path: Path) -> None:
     wf = _load(path.name)
