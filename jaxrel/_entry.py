@@ -12,11 +12,14 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
+import time
 from types import FrameType
 
 __all__ = ["main"]
 
 INTERRUPTED = 130
+LINGER = 5.0  # seconds an interrupted run waits for its worker threads before it exits anyway
 
 
 def _interrupted_while_starting(signum: int, frame: FrameType | None) -> None:
@@ -36,4 +39,19 @@ def main() -> None:
     # Done: a Ctrl-C while the interpreter exits (joining threads, running atexit) ends it at once, the Unix way,
     # rather than as a KeyboardInterrupt traceback after the command's answer.
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+    if code == INTERRUPTED:
+        _leave_interrupted()
     sys.exit(code)
+
+
+def _leave_interrupted() -> None:
+    """Exit 130 now that every child is stopped: worker threads get a moment to finish what they were writing (each
+    write is atomic), but the interpreter does not wait for one still reading the network (a pool's threads are
+    joined at exit)."""
+    deadline = time.monotonic() + LINGER
+    for thread in threading.enumerate():
+        if thread is not threading.main_thread() and not thread.daemon:
+            thread.join(max(0.0, deadline - time.monotonic()))
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(INTERRUPTED)

@@ -19,6 +19,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from jaxrel import policy
+from jaxrel._util import procs
 from jaxrel._util.progress import Progress, say
 from jaxrel.atlas.table import CellRun
 from jaxrel.cells import driver, suites
@@ -124,7 +125,8 @@ def run_cell(item: AtlasCell, family: Family, jaxrel_wheel: Path) -> CellRun:
     spec = item.front.spec
     measured = CellRun(spec.version, item.cell.backend, item.cell.python)
     try:
-        env, _ = environment(item.cell, family, item.front, jaxrel_wheel, item.settings)
+        with procs.phase("atlas.environment"):
+            env, _ = environment(item.cell, family, item.front, jaxrel_wheel, item.settings)
     except (envs.EnvError, IndexClientError) as error:
         measured.problem = f"environment: {error}"
         measured.timings = {"environment": time.perf_counter() - start, "cell": time.perf_counter() - start}
@@ -133,7 +135,8 @@ def run_cell(item: AtlasCell, family: Family, jaxrel_wheel: Path) -> CellRun:
     arguments = family.guard_arguments(spec.version, spec.minimum_backend)
     arguments["plugins"] = [[p.distribution, p.pinned] for p in arguments["plugins"]]
     suite = suites.compat_suite(suites.DEFAULT_SUITE)
-    result = driver.run_driver(env, guard=arguments, package=family.frontend.package,
+    with procs.phase("atlas.cell"):
+        result = driver.run_driver(env, guard=arguments, package=family.frontend.package,
                                    work=item.settings.workdir / "runs" / item.cell.id, smoke=family.frontend.smoke,
                                    pytest=suites.pytest_arguments(suite), cwd=suite.root, variables=dict(suite.env))
     measured.outcomes, measured.properties, measured.problem = result.outcomes, result.properties, result.problem

@@ -52,10 +52,11 @@ def check_revision(rev: object, option: str) -> str:
 
 
 def git(*args: str, cwd: Path | None = None, git_dir: Path | None = None, check: bool = True,
-        timeout: float = 600) -> subprocess.CompletedProcess[str]:
-    """Run git (with ``--git-dir`` when given); raise :class:`GitError` on failure when ``check``."""
+        timeout: float = 600, cleanup: bool = False) -> subprocess.CompletedProcess[str]:
+    """Run git (with ``--git-dir`` when given); raise :class:`GitError` on failure when ``check``. ``cleanup``: runs
+    while jaxrel stops after an interrupt (:func:`jaxrel._util.procs.popen`)."""
     command = ["git", *(["--git-dir", str(git_dir)] if git_dir else []), *args]
-    done = procs.run(command, cwd=cwd, timeout=timeout, env=git_environment())
+    done = procs.run(command, cwd=cwd, timeout=timeout, env=git_environment(), cleanup=cleanup)
     if check and done.returncode != 0:
         raise GitError(f"git {' '.join(args[:3])} failed (exit {done.returncode}): {tail(done.stderr or done.stdout)}")
     return done
@@ -136,8 +137,9 @@ class Repo:
         git("clone", "--quiet", "--bare", "--shared", "--no-tags", str(source.git_dir), str(dest))
         return cls(dest)
 
-    def run(self, *args: str, check: bool = True, timeout: float = 600) -> subprocess.CompletedProcess[str]:
-        return git(*args, git_dir=self.git_dir, check=check, timeout=timeout)
+    def run(self, *args: str, check: bool = True, timeout: float = 600,
+            cleanup: bool = False) -> subprocess.CompletedProcess[str]:
+        return git(*args, git_dir=self.git_dir, check=check, timeout=timeout, cleanup=cleanup)
 
     def fetch_commits(self, hashes: Sequence[str]) -> None:
         """Make sure ``hashes`` are reachable here (a clone copies branches; a detached commit needs a ref)."""
@@ -199,7 +201,7 @@ class Repo:
 
     def start(self, bad: str, goods: Sequence[str]) -> str:
         """``git bisect start --no-checkout BAD GOOD…`` (``BISECT_HEAD`` moves, nothing is checked out); its output."""
-        self.run("bisect", "reset", check=False)
+        self.run("bisect", "reset", check=False, cleanup=True)  # on the way out of an interrupt too
         return self.run("bisect", "start", "--no-checkout", bad, *goods).stdout
 
     def head(self) -> str:
@@ -210,7 +212,7 @@ class Repo:
         return self.run("bisect", "log", check=False).stdout
 
     def reset(self) -> None:
-        self.run("bisect", "reset", check=False)
+        self.run("bisect", "reset", check=False, cleanup=True)  # on the way out of an interrupt too
 
     def bisect_run(self, command: Sequence[str], env: dict[str, str], progress: Callable[[str], None]) -> Outcome:
         """``git bisect run COMMAND`` after :meth:`start`: git's messages and the step's ``bisect:`` lines go to

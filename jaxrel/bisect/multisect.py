@@ -90,6 +90,7 @@ def choose(left: Remaining, k: int) -> list[str]:
     return chosen
 
 
+@procs.in_phase("bisect.environment")
 def prepare_slot(config: StepConfig, family: Family, slot: int) -> None:
     """Probe slot ``slot`` made ready: a copy of the cell's environment for every slot but the first (replaced; a
     virtual environment runs from any directory when started by its own ``bin/python``, which is how every step

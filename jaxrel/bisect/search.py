@@ -23,7 +23,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from jaxrel._util import workdirs
+from jaxrel._util import procs, workdirs
 from jaxrel._util.progress import Progress
 from jaxrel._util.text import tail
 from jaxrel.bisect import git, multisect, step
@@ -121,6 +121,7 @@ def _endpoint_records(request: Request, family: Family, repo: Repo, config: Step
     return [by_commit[rev] for rev in revs]
 
 
+@procs.in_phase("bisect.step")
 def _endpoints(request: Request, family: Family, repo: Repo, config: StepConfig, config_path: Path, result: Result,
                prebuilt: dict[str, step.Built], progress: Progress) -> None:
     """``--bad`` must fail and every ``--good`` pass in the cell; :class:`BisectRefused` otherwise."""
@@ -197,7 +198,8 @@ def run(request: Request, family: Family, progress: Progress) -> Result:
     settings = EnvSettings(workdir=workdir, index=index, use_uv=use_uv, exclude_newer=as_of,
                            bytecode=workdir / "pycache", test_requirements=requirements)
     try:
-        environment(cell, family, _prepared(good_built), jaxrel_wheel(workdir), settings)
+        with procs.phase("bisect.environment"):
+            environment(cell, family, _prepared(good_built), jaxrel_wheel(workdir), settings)
     except (envs.EnvError, IndexClientError) as error:
         raise EnvironmentFailure(f"the environment of {cell.id} could not be built: {error}") from None
     result.environment_seconds = time.perf_counter() - env_start
@@ -222,6 +224,7 @@ def run(request: Request, family: Family, progress: Progress) -> Result:
     return result
 
 
+@procs.in_phase("bisect.build")
 def _with_build_env(config: StepConfig, repo: Repo, source: Source, bad: str, workdir: Path, python: str,
                     index: Index, use_uv: bool) -> StepConfig:
     """``config`` with a build environment made once from the bad revision's ``[build-system] requires``: each
@@ -262,6 +265,7 @@ def _test_requirements(request: Request, family: Family, repo: Repo, source: Sou
     return path
 
 
+@procs.in_phase("bisect.step")
 def _bisect(repo: Repo, bad: str, goods: Sequence[str], config_path: Path, jobs: int,
             progress: Progress) -> git.Outcome:
     """``git bisect start``, then ``git bisect run`` of the step module in the private clone, or rounds of ``jobs``

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from jaxrel._util import localfiles
+from jaxrel._util import localfiles, procs
 from jaxrel._util.text import tail
 from jaxrel.bisect.git import Commit, Repo
 from jaxrel.bisect.records import StepConfig, StepRecord, append
@@ -70,6 +70,7 @@ def _tops(paths: tuple[str, ...]) -> list[str]:
     return list(dict.fromkeys(p.split("::", 1)[0].strip("/").split("/")[0] for p in paths))
 
 
+@procs.in_phase("bisect.build")
 def build(config: StepConfig, family: Family, repo: Repo, rev: str, into: Path, *,
           with_tests: bool = True) -> Built:
     """Export ``rev``'s build inputs (unless its wheel is cached by tree hash) and tests; build its wheel."""
@@ -186,6 +187,7 @@ def _first_line(message: str) -> str:
     return next((line.strip() for line in message.splitlines() if line.strip()), "")
 
 
+@procs.in_phase("bisect.step-tests")
 def run_tests(config: StepConfig, family: Family, env: envs.Env, root: Path, work: Path, record: StepRecord) -> None:
     """Run the selection from ``root`` (outside any source tree), or the selected tests of jaxrel's compat suite;
     set ``record``'s verdict and reason."""
@@ -347,7 +349,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _entry() -> None:
     os.environ.pop("PYTHONPATH", None)
-    sys.exit(main())
+    with procs.interrupts_stop_children():  # the step's own children (a build, the tests) go with it
+        code = main()
+    procs.finish_stopping()
+    sys.exit(code)
 
 
 if __name__ == "__main__":

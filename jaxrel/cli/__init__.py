@@ -124,13 +124,15 @@ def _redacted_output() -> Iterator[None]:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one ``jaxrel`` command; the exit code (see the module docstring). Everything it prints is redacted."""
     try:
-        with _redacted_output(), procs.terminate_as_interrupt():
-            return _main(argv)
+        with _redacted_output(), procs.interrupts_stop_children():
+            code = _main(argv)
     except KeyboardInterrupt as stopped:  # while parsing, or between the verb and its error line
         print(f"jaxrel: {_stopped(stopped)}", file=sys.stderr)
-        return int(ExitCode.INTERRUPTED)
+        code = int(ExitCode.INTERRUPTED)
     finally:
         workdirs.discard_unused()  # a run that wrote nothing leaves no empty work directory behind
+    procs.finish_stopping()  # after an interrupt: every child's SIGKILL sent before jaxrel exits
+    return code
 
 
 def _stopped(stopped: KeyboardInterrupt) -> str:

@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from jaxrel._util import procs
 from jaxrel.cells import compile_cache, driver, plugin_install, records, suites
 from jaxrel.cells.environment import environment, foreign_files
 from jaxrel.cells.frontend import PreparedFrontend
@@ -61,8 +62,9 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
     settings = options.environment_settings()
     install: PluginInstall | None = None
     try:
-        install = plugin_install.plan(cell, settings)
-        env, wheels = environment(cell, family, front, jaxrel_wheel, settings, extensions, install)
+        with procs.phase("compat.environment"):
+            install = plugin_install.plan(cell, settings)
+            env, wheels = environment(cell, family, front, jaxrel_wheel, settings, extensions, install)
     except (envs.EnvError, IndexClientError) as error:
         result = CellResult(cell, Outcome.INSTALL_FAILED, False, time.perf_counter() - start, problems=[str(error)],
                             plugin_install=install.describe() or None if install else None)
@@ -70,7 +72,15 @@ def run_cell(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: 
         write_junit(junit, cell, False, str(error))
         return result
     built = time.perf_counter()
+    with procs.phase("compat.cell"):
+        return _run(cell, family, front, jaxrel_wheel, options, extensions, cpu_twin, env, wheels, install, junit,
+                    start, built)
 
+
+def _run(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: Path, options: Options,
+         extensions: list[Path] | str | None, cpu_twin: str | None, env: envs.Env, wheels: dict[str, str],
+         install: PluginInstall, junit: Path, start: float, built: float) -> CellResult:
+    """The cell in its environment: the guard, the import, the suites."""
     arguments = family.guard_arguments(front.spec.version, front.spec.minimum_backend)
     arguments["plugins"] = [[p.distribution, p.pinned] for p in arguments["plugins"]]
     compat = options.compat_suite() if not cell.negative else None

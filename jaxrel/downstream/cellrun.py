@@ -126,6 +126,7 @@ def _requirements(library: Library, tests: StagedTests, spec: CellSpec, settings
     return [library.install_requirement(), *extra, "pytest", frontend, f"{family.backend.distribution}=={spec.backend}"]
 
 
+@procs.in_phase("downstream.environment")
 def _environment(library: Library, tests: StagedTests, spec: CellSpec, settings: Settings, result: CellResult
                  ) -> envs.Env | None:
     start = time.perf_counter()
@@ -145,6 +146,7 @@ def _environment(library: Library, tests: StagedTests, spec: CellSpec, settings:
     return env
 
 
+@procs.in_phase("downstream.tests")
 def _pytest(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, only: Sequence[str] | None
             ) -> tuple[sandbox.Sandboxed, SuiteRun]:
     """One sandboxed pytest run of the library's tests (``only``: those node ids), and what the cell plugin recorded."""
@@ -158,6 +160,7 @@ def _pytest(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, o
     return ran, recorded(work, ran.returncode if ran.returncode is not None else killed, ran.output, ran.seconds)
 
 
+@procs.in_phase("downstream.tests")
 def _smoke(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, result: CellResult) -> None:
     assert tests.smoke is not None
     ran = sandbox.run([str(env.python), "-c", tests.smoke], cwd=tests.root, home=work / "home",

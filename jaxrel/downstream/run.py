@@ -12,7 +12,7 @@ from typing import NamedTuple
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
-from jaxrel._util import localfiles, workdirs
+from jaxrel._util import localfiles, procs, workdirs
 from jaxrel.cells.environment import jaxrel_wheel
 from jaxrel.cells.frontend import CompatError, build_wheel
 from jaxrel.distributions import envs
@@ -303,7 +303,8 @@ def crater(request: Request, family: Family, progress: Progress, bisect: Bisecto
         for verdict in result.libraries:
             if verdict.outcome == "regressed" and verdict.name in staged:
                 library, tests = staged[verdict.name]
-                bisect(verdict, library, tests, settings)
+                with procs.phase("downstream.bisection"):
+                    bisect(verdict, library, tests, settings)
     result.seconds = time.perf_counter() - start
     return result
 

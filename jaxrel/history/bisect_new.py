@@ -38,6 +38,7 @@ class Bisected:
     said: str  # one line: what came of it
 
 
+@procs.in_phase("history.bisect-new")
 def run_jaxrel(arguments: Sequence[str], log: Path, timeout: float | None = None) -> int:
     """``python -m jaxrel ARGUMENTS`` as a child process (its own process group), its output kept in ``log``."""
     log.parent.mkdir(parents=True, exist_ok=True)

@@ -154,6 +154,7 @@ class _Running:
             procs.stop(self.process)
 
 
+@procs.in_phase("history.replay")
 def _start(request: ReplayRequest, number: int, night: str, commit: str, slot: Path) -> _Running:
     """``jaxrel compat`` on ``commit`` as of ``night``, in ``slot``, its output in the night's ``compat.log``."""
     (slot / "report.json").unlink(missing_ok=True)

@@ -37,6 +37,7 @@ class ReleaseBuildError(EnvironmentFailure):
     """A component failed to build, or built the wrong thing; ``dist/`` was not touched."""
 
 
+@procs.in_phase("release.build")
 def _python_build(project: Project, component: Component, into: Path, progress: Progress) -> None:
     command = [sys.executable, "-m", "build", "--sdist", "--wheel", "--outdir", str(into)]
     if shutil.which("uv"):
@@ -53,6 +54,7 @@ def _python_build(project: Project, component: Component, into: Path, progress: 
         raise ReleaseBuildError(f"{component.distribution}: python -m build failed: {last.strip()}")
 
 
+@procs.in_phase("release.build")
 def _bazel_build(project: Project, component: Component, into: Path, python: str | None, progress: Progress) -> None:
     command = " ".join([*component.bazel_options, *component.targets])
     progress(f"building {component.distribution}: bazel build {command}")

@@ -237,3 +237,103 @@ def test_an_ignored_sigint_stays_ignored_while_a_child_starts(monkeypatch: pytes
         procs.stop(process)
     finally:
         signal.signal(signal.SIGINT, previous)
+
+
+HOLDER = Path(__file__).resolve().parents[1] / "interrupt_holder.py"
+# a jaxrel command whose verb waits on two children at once, as bisect's builds do: one from the main thread, one
+# from a worker of a pool the main thread joins on its way out (the pool's `with` waits for the worker)
+POOLED_VERB = """
+import sys
+from concurrent.futures import ThreadPoolExecutor
+from jaxrel import cli
+from jaxrel._util import procs
+HOLDER, KIND, WHERE = sys.argv[1:4]
+def verb(args):
+    with ThreadPoolExecutor(2) as pool:
+        other = pool.submit(procs.run, [sys.executable, HOLDER, KIND, WHERE])
+        procs.run([sys.executable, HOLDER, KIND, WHERE])
+        other.result()
+    return 0
+class Parser:
+    def parse_args(self, argv):
+        import argparse
+        return argparse.Namespace(run=verb, verb='bisect', debug=False)
+cli.build_parser = Parser
+from jaxrel import _entry
+sys.argv = ['jaxrel']
+_entry.main()
+"""
+
+
+def _held(where: Path, count: int, process: subprocess.Popen[str]) -> list[int]:
+    """Wait until ``count`` holders hold (each says so; no sleep decides anything), then their pids."""
+    deadline = time.monotonic() + 120
+    while len(list(where.glob("held-*"))) < count:
+        assert process.poll() is None, process.communicate()[1][-2000:]
+        assert time.monotonic() < deadline, "the holders never started"
+        time.sleep(0.02)
+    return [int(line) for line in (where / "pids").read_text().split()]
+
+
+@pytest.mark.parametrize("route", ["group", "jaxrel alone"])
+@pytest.mark.parametrize("kind", ["honours", "ignores", "own-session"])
+def test_ctrl_c_stops_every_child_of_every_thread_and_exits_130(tmp_path: Path, kind: str, route: str) -> None:
+    """Ctrl-C while children run from the main thread and from a pool's worker. Before, only the main thread's
+    child was stopped: the pool's `with` waited for its worker's child for ever, and a child that started a process
+    in a session of its own left it running. Now every child's group and every process below jaxrel get SIGINT,
+    then SIGKILL after the grace; exit 130, one line, nothing left."""
+    process = subprocess.Popen([sys.executable, "-c", POOLED_VERB, str(HOLDER), kind, str(tmp_path)],
+                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                               env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    pids = _held(tmp_path, 2, process)
+    if route == "group":  # as a terminal sends it: to jaxrel's process group
+        os.killpg(process.pid, signal.SIGINT)
+    else:
+        process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=120)  # before: never (the pool waited on a child nobody stopped)
+    assert process.returncode == 130, (process.returncode, err)
+    assert err == "jaxrel bisect: interrupted\n"
+    left = [pid for pid in pids if not _wait_gone(pid, 30.0)]
+    assert left == [], f"still running after jaxrel exited: {left}"
+
+
+def test_nothing_starts_once_stopping_and_a_stopped_child_is_no_answer(tmp_path: Path) -> None:
+    """After an interrupt another thread took, a worker that goes on gets KeyboardInterrupt, not a new child nor
+    the killed child's output to read as its result (a build "failed", cached as such)."""
+    script = ("import sys, threading\nfrom jaxrel._util import procs\n"
+              "answers = []\n"
+              "def worker():\n"
+              "    try:\n"
+              f"        procs.run([sys.executable, {str(HOLDER)!r}, 'ignores', {str(tmp_path)!r}])\n"
+              "        answers.append('a result')\n"
+              "    except KeyboardInterrupt:\n"
+              "        answers.append('interrupted')\n"
+              "    try:\n"
+              "        procs.run(['true'])\n"
+              "        answers.append('started another')\n"
+              "    except KeyboardInterrupt:\n"
+              "        answers.append('refused')\n"
+              "thread = threading.Thread(target=worker)\nthread.start()\n"
+              "import time, pathlib\n"
+              f"while not list(pathlib.Path({str(tmp_path)!r}).glob('held-*')): time.sleep(0.02)\n"
+              "procs.stop_all(grace=0.5)\nthread.join()\nprocs.finish_stopping()\nprint(' '.join(answers))\n")
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+    assert done.stdout.strip() == "interrupted refused", done.stderr[-2000:]
+    (pid,) = [int(line) for line in (tmp_path / "pids").read_text().split()]
+    assert _wait_gone(pid)
+
+
+def test_every_phase_is_named_and_the_holder_goes_where_its_phase_starts_a_child(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert all(name.count(".") == 1 and text for name, text in procs.PHASES.items())
+    monkeypatch.setenv(procs.HOLD, 'compat.cell=["echo", "held:"]')
+    assert procs.run(["echo", "plain"]).stdout == "plain\n"  # outside the phase: the command as it was
+    with procs.phase("compat.cell"):
+        assert procs.run(["echo", "inside"]).stdout == "held: echo inside\n"
+    with procs.phase("downstream.bisection"), procs.phase("bisect.build"):  # a phase inside another: both hold
+        monkeypatch.setenv(procs.HOLD, 'downstream.bisection=["echo", "held:"]')
+        assert procs.run(["echo", "nested"]).stdout == "held: echo nested\n"
+    with pytest.raises(AssertionError):
+        with procs.phase("no.such-phase"):
+            pass
