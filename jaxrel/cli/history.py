@@ -149,7 +149,8 @@ def run_query(args: argparse.Namespace) -> int:
         store.close()
     lines = [f"{', '.join(f'{n}=={v}' for n, v in pins.items())}: {answer.verdict.upper()}"
              + (f" ({answer.why})" if answer.why else "")]
-    lines += [f"  {n['night']} {n['cell']} at {n['commit'][:12] or '?'}: {n['verdict']}"
+    lines += [f"  {n['night']} {n['cell']} at {n['commit'][:12] or '?'}: {n['state']}"
+              + (f" (due in {n['due']})" if n["due"] else "")
               + (f" ({', '.join(n['failing'][:3])})" if n["failing"] else "") for n in answer.nights[-10:]]
     lines += [f"  culprit in {c['cell']}: {c['culprit'] or 'not converged'} (last good {c['last_good'][:12]}, "
               f"first bad {c['first_bad'][:12]})" for c in answer.culprits]

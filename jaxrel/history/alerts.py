@@ -61,8 +61,10 @@ def body(regression: dict[str, Any], commit_url: str, hud_url: str = "") -> str:
     lines = [MARKER.format(key=regression["key"]),
              f"**{regression['cell']}** ({regression.get('backend') or 'its backend'}) regressed on "
              f"{regression['night']}.", "",
-             f"- state: {regression['state']} (last red {regression['last_red']}, "
-             f"{regression['green_nights']} green nights since)",
+             (f"- state: retired on {regression['retired']} ({regression['retired_why']})"
+              if regression["state"] == "retired" else
+              f"- state: {regression['state']} (last red {regression['last_red']}, "
+              f"{regression['green_nights']} green nights since)"),
              f"- last good: {link(regression['last_good'])} ({regression.get('last_good_night') or '–'}); "
              f"first bad: {link(regression['first_bad'])}",
              f"- culprit: {culprit}",
@@ -88,7 +90,7 @@ def plan(regressions: list[dict[str, Any]], issues: list[Issue], commit_url: str
         if issue is None:
             if regression["state"] == "open" and regression["ready"]:
                 actions.append(Action("open", key, None, name, text))
-        elif regression["state"] == "closed" and issue.state == "open":
+        elif regression["state"] in ("closed", "retired") and issue.state == "open":
             actions.append(Action("close", key, issue.number, name, text))
         elif issue.state == "open" and issue.body.strip() != text.strip():
             actions.append(Action("edit", key, issue.number, name, text))

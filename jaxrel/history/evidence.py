@@ -42,7 +42,7 @@ def evidence_line(source: str, pins: dict[str, str], python: str | None = None) 
             return f"history: {UNTESTED} in {source}{nearest}"
         last = answer.nights[-1]
         return (f"history: {answer.verdict} ({len(answer.nights)} nights, last {last['night']} in {last['cell']}: "
-                f"{last['verdict']}{'; ' + answer.why if answer.why else ''}) in {source}")
+                f"{last['state']}{'; ' + answer.why if answer.why else ''}) in {source}")
     combos, note = _feed(source)
     wanted = set(f"{name}=={version}" for name, version in pins.items())
     matching = [c for c in combos if wanted <= set(c.get("pins", [])) and (python is None or c.get("python") == python)]
@@ -52,7 +52,9 @@ def evidence_line(source: str, pins: dict[str, str], python: str | None = None) 
     verdict = next((v for v in WORST_FIRST if v in verdicts), UNTESTED)
     nights = sum(int(c.get("nights", 0)) for c in matching)
     newest = max(str(c.get("last_night", "")) for c in matching)
-    return f"history: {verdict} ({nights} nights over {len(matching)} sets, last {newest}) in {source}{note}"
+    why = next((str(c["why"]) for c in matching if c.get("verdict") == verdict and c.get("why")), "")
+    return (f"history: {verdict} ({nights} nights over {len(matching)} sets, last {newest}"
+            f"{'; ' + why if why else ''}) in {source}{note}")
 
 
 def _feed(source: str) -> tuple[list[dict[str, Any]], str]:

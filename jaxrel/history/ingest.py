@@ -143,9 +143,10 @@ def _run(db: Db, report: ReportRecord, path: Path, night: str, source: str | Non
     recorded = datetime.datetime.now(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     (run,), = db.execute(
         "INSERT INTO runs (report_sha256, kind, source, night, recorded, machine, jaxrel_version, frontend, "
-        "frontend_version, frontend_commit) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
+        "frontend_version, frontend_commit, minimum_backend) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING id",
         (report.sha256, report.kind, source or f"local:{path.resolve()}", night, recorded, machine or platform.node(),
-         jaxrel.__version__, report.frontend.name, report.frontend.version, report.frontend.commit))
+         jaxrel.__version__, report.frontend.name, report.frontend.version, report.frontend.commit,
+         report.minimum_backend))
     return int(run)
 
 

@@ -33,12 +33,12 @@ from jaxrel.bisect.command import command as bisect_command
 from jaxrel.history.bisect_new import MAX_TESTS, bisect_files
 from jaxrel.history.query import combo_summaries, stale_cells
 from jaxrel.history.regressions import EXPECTATION, REGRESSION, Regression, regressions
+from jaxrel.history.states import due, night_states
 from jaxrel.history.store import CELL_TEST, Store
 
 __all__ = ["COMMIT_URL", "COLOURS", "SOURCE", "commands", "publish", "site_data"]
 
 SOURCE = "FRONTEND_SRC"  # the frontend checkout in the printed commands
-WORST = ("new-regression", "still-failing", "failing", "flaky")  # a test's verdict that colours its cell's square
 
 COMMIT_URL = "https://github.com/jax-ml/jax/commit/{commit}"
 COLOURS = {"passed": "#2da44e", "fixed": "#1a7f37", "new-regression": "#cf222e", "still-failing": "#a40e26",
@@ -55,16 +55,18 @@ def _page_name(cell: str) -> str:
 
 
 def site_data(store: Store) -> dict[str, Any]:
-    """Everything the site shows, as JSON-ready values."""
+    """Everything the site shows, as JSON-ready values; each square's state from :func:`night_states`."""
     rows = store.rows(
-        "SELECT runs.night, combos.cell, runs.frontend_commit, results.outcome, verdicts.verdict, results.signature "
-        "FROM results JOIN runs ON runs.id = results.run JOIN combos ON combos.id = results.combo JOIN verdicts ON "
-        "verdicts.run = results.run AND verdicts.cell = combos.cell AND verdicts.test = results.test "
-        "WHERE results.test = ? ORDER BY runs.night, runs.id", (CELL_TEST,))
-    grid: dict[str, dict[str, dict[str, str]]] = defaultdict(dict)
-    for night, cell, commit, outcome, meaning, signature in rows:
-        grid[str(night)][str(cell)] = {"outcome": str(outcome), "verdict": str(meaning), "commit": str(commit),
-                                       "signature": str(signature)}
+        "SELECT runs.night, combos.cell, runs.frontend_commit, results.outcome, results.signature FROM results JOIN "
+        "runs ON runs.id = results.run JOIN combos ON combos.id = results.combo WHERE results.test = ? ORDER BY "
+        "runs.night, runs.id", (CELL_TEST,))
+    found = regressions(store)
+    states = night_states(store, found=found)
+    grid: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
+    for night, cell, commit, outcome, signature in rows:
+        state = states[(str(night), str(cell))]
+        grid[str(night)][str(cell)] = {"outcome": str(outcome), "verdict": state.state, "commit": str(commit),
+                                       "signature": str(signature), **({"due": state.due} if state.due else {})}
     failing = defaultdict(list)
     for night, cell, test, meaning in store.rows(
             "SELECT runs.night, verdicts.cell, verdicts.test, verdicts.verdict FROM verdicts JOIN runs ON "
@@ -73,21 +75,14 @@ def site_data(store: Store) -> dict[str, Any]:
         failing[(str(night), str(cell))].append({"test": str(test), "verdict": str(meaning)})
     for (night, cell), tests in failing.items():
         entry = grid.get(night, {}).get(cell)
-        if entry is None:
-            continue
-        entry["tests"] = tests  # type: ignore[assignment]
-        if entry["verdict"] in ("passed", "fixed"):  # a test's red shows on the square, though the cell was ok
-            entry["verdict"] = next(v for v in WORST if v in {t["verdict"] for t in tests} | {"flaky"})
+        if entry is not None:
+            entry["tests"] = tests
     cells = sorted({cell for by_cell in grid.values() for cell in by_cell})
     culprits = [{"cell": c, "last_good": g, "first_bad": b, "culprit": k, "log": log} for c, g, b, k, log in
                 store.rows("SELECT cell, last_good, first_bad, culprit, log FROM culprits ORDER BY cell")]
-    found = [{**r.to_json(), "commands": commands(r)} for r in regressions(store)]
-    for expected in (r for r in found if r["kind"] == EXPECTATION):  # its first red square says so, not "regression"
-        entry = grid.get(expected["night"], {}).get(expected["cell"])
-        if entry is not None and entry["verdict"] == "new-regression":
-            entry["verdict"] = EXPECTATION
     return {"api": 1, "nights": sorted(grid, reverse=True), "cells": cells, "grid": grid, "culprits": culprits,
-            "stale": stale_cells(store), "regressions": found}
+            "stale": stale_cells(store), "regressions": [{**r.to_json(), "due": due(r) if r.kind == EXPECTATION
+                                                          else "", "commands": commands(r)} for r in found]}
 
 
 def commands(regression: Regression, source: str = SOURCE) -> dict[str, str]:
@@ -216,7 +211,8 @@ def _regression(found: dict[str, Any], commit_url: str, title: str) -> str:
     culprit = (_commit_link(found["culprit"], commit_url) if found["culprit"] else
                "not converged" if found["bisected"] else "not bisected yet" if tested and found["last_good"] else
                "not bisected (no test to bisect with, or no good night is kept)")
-    state = (f"{found['state']}: last red {found['last_red']}, {found['green_nights']} green nights since")
+    state = (f"retired on {found['retired']}: {found['retired_why']}" if found["state"] == "retired" else
+             f"{found['state']}: last red {found['last_red']}, {found['green_nights']} green nights since")
     tests = "".join(f"<li><code>{html.escape(t)}</code></li>" for t in found["tests"])
     run = "".join(f"<p>{html.escape(what)}:</p><pre>{html.escape(line)}</pre>" for what, line in
                   found["commands"].items())
@@ -239,6 +235,7 @@ def _regression_list(data: dict[str, Any]) -> str:
     def items(kind: str) -> str:
         return "".join(f"<li><a href=\"regressions/{r['page']}\">{html.escape(r['key'])}</a>: {r['night']}, "
                        f"{len(r['tests'])} tests, {html.escape(r['state'])}"
+                       + (f" on {r['retired']}" if r["state"] == "retired" else "")
                        + (f", culprit {html.escape(r['culprit'][:12])}" if r["culprit"] else "")
                        + (f" ({html.escape(r['why'])})" if r["why"] else "") + "</li>"
                        for r in reversed(data["regressions"]) if r["kind"] == kind)

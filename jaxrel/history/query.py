@@ -2,7 +2,7 @@
 
 :func:`query` takes pins (``jax==0.12.0 jaxlib==0.12.0 jax-cuda13-plugin==0.12.0``, optionally a
 Python) and looks at every combo whose artifacts include all of them. Its answer, from the cells'
-own outcomes night by night:
+states night by night (:func:`jaxrel.history.states.night_states`, what the HUD shows too):
 
 - ``known bad``: a night failed for a reason the history did not explain away (not flaky, not infra,
   not annotated), or the guard refused the set (the rules say it does not work); the evidence names the
@@ -12,6 +12,8 @@ own outcomes night by night:
   the frontend's own tests (a frontend failure: the wheels fit, the compat suite passed) or jaxrel's
   compat suite (an API of the frontend fails with this backend);
 - ``flaky``: results disagree on the same wheels and commit, or passed only on rerun;
+- ``expectation``: the set works; its only red nights are an expectation (red only because the frontend's
+  version string moved: what the tests judged is due in the coming release, and ``why`` says which);
 - ``known good``: at least ``passes`` nights passed, no test failed, nothing failed unexplained;
 - ``untested``: no combo holds this set; the nearest tested sets are named (most pins in common).
 """
@@ -25,14 +27,18 @@ from typing import Any
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
+from jaxrel.history.regressions import EXPECTATION
+from jaxrel.history.states import night_states
 from jaxrel.history.store import CELL_TEST, OWN_TESTS, HistoryError, Store
 
-__all__ = ["FLAKY", "KNOWN_BAD", "KNOWN_GOOD", "TESTS_FAIL", "UNTESTED", "WORST_FIRST", "Answer", "MAX_PINS",
-           "combo_summaries", "failure_kind", "judge", "parse_pins", "query", "stale_cells"]
+__all__ = ["EXPECTED", "FLAKY", "KNOWN_BAD", "KNOWN_GOOD", "TESTS_FAIL", "UNTESTED", "WORST_FIRST", "Answer",
+           "MAX_PINS", "combo_summaries", "expectation_words", "failure_kind", "judge", "parse_pins", "query",
+           "stale_cells"]
 
 MAX_PINS = 64
 KNOWN_GOOD, KNOWN_BAD, TESTS_FAIL, FLAKY, UNTESTED = "known good", "known bad", "tests fail", "flaky", "untested"
-WORST_FIRST = (KNOWN_BAD, TESTS_FAIL, FLAKY, KNOWN_GOOD)  # several answers about one set: the worst is the answer
+EXPECTED = EXPECTATION  # the set works; its red nights only judged a version string (see the module doc)
+WORST_FIRST = (KNOWN_BAD, TESTS_FAIL, FLAKY, EXPECTED, KNOWN_GOOD)  # several answers about one set: the worst
 FAILED = "('new-regression', 'still-failing', 'failing')"  # the verdicts of a test that failed unexplained
 
 
@@ -51,7 +57,7 @@ class Answer:
 
     @property
     def exit_code(self) -> int:
-        return 0 if self.verdict == KNOWN_GOOD else 1
+        return 0 if self.verdict in (KNOWN_GOOD, EXPECTED) else 1
 
 
 def parse_pins(texts: list[str]) -> dict[str, str]:
@@ -130,10 +136,13 @@ def query(store: Store, pins: dict[str, str], python: str | None = None, passes:
                 failing.setdefault((int(run), str(cell)), []).append(str(test))
                 suites.setdefault((int(run), str(cell)), set()).add(str(suite))
     wanted = set(pins.items())
+    states = night_states(store, cells={str(row[1]) for row in rows})
     for night, cell, commit, outcome, meaning, run, combo in rows:
         exact = combos[int(combo)] == wanted  # the set asked about, nothing beside it
         failed = failing.get((int(run), str(cell)), [])
+        state = states[(str(night), str(cell))]
         answer.nights.append({"night": night, "cell": cell, "commit": commit, "outcome": outcome, "verdict": meaning,
+                              "state": state.state, "due": state.due, "expectation": state.why,
                               "failing": failed[:10], "failed_tests": len(failed),
                               "failed_suites": sorted(suites.get((int(run), str(cell)), set())), "exact": exact})
     cells = {entry["cell"] for entry in answer.nights}
@@ -141,15 +150,18 @@ def query(store: Store, pins: dict[str, str], python: str | None = None, passes:
         f"SELECT cell, last_good, first_bad, culprit FROM culprits WHERE cell IN ({','.join('?' for _ in cells)})",
         tuple(cells))] if cells else []
     answer.verdict = judge(answer.nights, flaky_tests, annotated, passes)
-    answer.why = failure_kind(answer.nights) if answer.verdict == TESTS_FAIL else ""
+    answer.why = (failure_kind(answer.nights) if answer.verdict == TESTS_FAIL else
+                  expectation_words(answer.nights) if answer.verdict == EXPECTED else "")
     if answer.verdict == UNTESTED:
         answer.nearest = _nearest(store, pins, python)
     return answer
 
 
 def judge(nights: list[dict[str, Any]], flaky_tests: int, annotated: set[tuple[str, str]], passes: int) -> str:
-    """The verdict on a set of wheels from its cells' nights (see the module doc): one rule for the query and the
-    published feed."""
+    """The verdict on a set of wheels from its cells' nights (see the module doc), each night's ``state`` from
+    :func:`~jaxrel.history.states.night_states`: one rule for the query and the published feed."""
+    expected = [n for n in nights if n.get("state") == EXPECTATION]
+    nights = [n for n in nights if n.get("state") != EXPECTATION]
     unexplained = [n for n in nights if n["outcome"] == "failed" and n["verdict"] != "flaky"
                    and (n["cell"], "flaky") not in annotated and (n["cell"], "expected") not in annotated]
     if unexplained or any(n["outcome"] == "refused" and n.get("exact", True) for n in nights):
@@ -158,9 +170,21 @@ def judge(nights: list[dict[str, Any]], flaky_tests: int, annotated: set[tuple[s
         return TESTS_FAIL  # the cell passed (the failures did not fail the run), but tests failed on this set
     if flaky_tests or any(n["verdict"] == "flaky" for n in nights):
         return FLAKY
+    if expected:
+        return EXPECTED
     if sum(1 for n in nights if n["outcome"] == "passed") >= passes:
         return KNOWN_GOOD
     return UNTESTED
+
+
+def expectation_words(nights: list[dict[str, Any]]) -> str:
+    """An expectation's answer in words: which nights, what is due, and that the set works."""
+    expected = [n for n in nights if n.get("state") == EXPECTATION]
+    dues = sorted({str(n.get("due", "")) for n in expected} - {""})
+    why = next((str(n["expectation"]) for n in expected if n.get("expectation")), "")
+    count = f"{len(expected)} night{'s' if len(expected) != 1 else ''}"
+    return (f"an expectation on {count}, not a regression ({why}): what its tests judged is due in "
+            f"{', '.join(dues) or 'the coming release'}; the set works")
 
 
 def failure_kind(nights: list[dict[str, Any]]) -> str:
@@ -208,14 +232,19 @@ def combo_summaries(store: Store) -> list[dict[str, Any]]:
         "SELECT results.combo, runs.night, results.run FROM results JOIN runs ON runs.id = results.run "
         "WHERE results.test = ?", (CELL_TEST,))}
     summaries = []
+    states = night_states(store)
     for combo, seen in sorted(nights.items()):
         cell, python = meta[combo]
+        for n in seen:
+            state = states[(n["night"], cell)]
+            n.update(state=state.state, due=state.due, expectation=state.why)
         flaky_tests = sum(1 for n in seen if (runs_of.get((combo, n["night"]), ""), cell) in flaky)
         for n in seen:
             n["failed_tests"] = failed.get((runs_of.get((combo, n["night"]), ""), cell), 0)
+        verdict = judge(seen, flaky_tests, set(), 1)
         summaries.append({"pins": sorted(pins.get(combo, [])), "python": python, "cell": cell,
-                          "verdict": judge(seen, flaky_tests, set(), 1), "nights": len(seen),
-                          "last_night": seen[-1]["night"]})
+                          "verdict": verdict, "why": expectation_words(seen) if verdict == EXPECTED else "",
+                          "nights": len(seen), "last_night": seen[-1]["night"]})
     return summaries
 
 

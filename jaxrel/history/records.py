@@ -51,6 +51,7 @@ class ReportRecord:
     frontend: Artifact
     cells: list[CellRecord]
     kind: str = "compat"  # compat | atlas | device: what wrote it
+    minimum_backend: str = ""  # the frontend's minimum backend that night ("" unknown)
 
 
 @dataclass(frozen=True)

@@ -4,8 +4,10 @@ A regression is every test of one cell whose verdict turned ``new-regression`` i
 the frontend commit of the newest earlier night on which those tests passed in that cell (the last good)
 and the commit of the red night (the first bad); its culprit is what ``jaxrel bisect`` named for that
 range (:mod:`jaxrel.history.ingest` keeps it). It stays open until its tests have passed on
-``close_after`` nights in a row; the nightly opens one issue per regression once it is bisected (or
-cannot be: no good night kept), edits it later, and closes it with the state.
+``close_after`` nights in a row, or until it is **retired**: on a later night the frontend's minimum backend is
+newer than the cell's backend, so the cell has left the matrix (or stays only as one the guard must refuse) and
+no green night can come. The nightly opens one issue per regression once it is bisected (or cannot be: no good
+night kept), edits it later, and closes it with the state (closed or retired).
 
 A test whose outcome changed only because the frontend's version string moved is not a regression: its
 ``kind`` is ``expectation`` (its own colour on the HUD, no issue) when the culprit bisect named changes
@@ -17,9 +19,11 @@ first bad night and the failure's error names the new version (the test judged t
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from jaxrel import policy
 from jaxrel._util.shape import is_relative_path
 from jaxrel.cells.suites import DEFAULT_SUITE
 from jaxrel.history import selections
@@ -48,7 +52,9 @@ class Regression:
     bisected: bool = False  # bisect reported on this range
     culprit: str | None = None  # the commit bisect named (None: not bisected, or it did not converge)
     log: str = ""
-    state: str = "open"  # open | closed
+    state: str = "open"  # open | closed | retired (its backend left the frontend's admitted range)
+    retired: str = ""  # the night it was retired
+    retired_why: str = ""  # and why
     last_red: str = ""  # the newest night any of its tests failed
     green_nights: int = 0  # nights in a row since then on which they passed
     kind: str = REGRESSION  # or EXPECTATION: only the version string moved
@@ -81,15 +87,18 @@ class Regression:
         return {**asdict(self), "key": self.key, "page": self.page, "ready": self.ready}
 
 
-def regressions(store: Store, close_after: int = CLOSE_AFTER) -> list[Regression]:
-    """Every regression the store holds, oldest first."""
+def regressions(store: Store, close_after: int = CLOSE_AFTER, cells: Sequence[str] | None = None) -> list[Regression]:
+    """Every regression the store holds (of ``cells``, when given), oldest first."""
     found: dict[tuple[int, str], Regression] = {}
+    only = "" if cells is None else f" AND verdicts.cell IN ({','.join('?' for _ in cells)})"
+    if cells is not None and not cells:
+        return []
     for run, cell, test, night, commit, frontend, version, suite, signature in store.rows(
             "SELECT verdicts.run, verdicts.cell, verdicts.test, runs.night, runs.frontend_commit, runs.frontend, "
             "runs.frontend_version, results.suite, results.signature FROM verdicts JOIN runs ON runs.id = "
             "verdicts.run JOIN results ON results.run = verdicts.run AND results.test = verdicts.test JOIN combos ON "
-            "combos.id = results.combo AND combos.cell = verdicts.cell WHERE verdicts.verdict = 'new-regression' "
-            "ORDER BY runs.night, runs.id, verdicts.test"):
+            "combos.id = results.combo AND combos.cell = verdicts.cell WHERE verdicts.verdict = 'new-regression'"
+            f"{only} ORDER BY runs.night, runs.id, verdicts.test", tuple(cells or ())):
         regression = found.setdefault((int(run), str(cell)), Regression(str(cell), str(night), int(run), str(commit),
                                                                        frontend=str(frontend), version=str(version)))
         if test == OWN_TESTS:
@@ -116,7 +125,32 @@ def regressions(store: Store, close_after: int = CLOSE_AFTER) -> list[Regression
             _range(regression, [n for n in reversed(nights) if n[0] < regression.night])
             _kind(regression, _culprit(store, regression))
             _state(regression, [n for n in nights if n[0] > regression.night], close_after)
+            if regression.state == "open":
+                _retire(store, regression)
     return list(found.values())
+
+
+def _retire(store: Store, regression: Regression) -> None:
+    """Retired: on a night after its last red one, the frontend's minimum backend is newer than the cell's backend
+    (the frontend no longer admits it; its cell has left the matrix, or stays only as a cell the guard must refuse),
+    so no green night can ever close it."""
+    name, _, version = regression.backend.partition("==")
+    try:
+        backend = policy.release_key(policy.parse_version(version))
+    except policy.VersionError:
+        return
+    for night, minimum in store.rows(
+            "SELECT night, minimum_backend FROM runs WHERE frontend = ? AND kind = 'compat' AND night > ? AND "
+            "minimum_backend <> '' ORDER BY night, id", (regression.frontend, regression.last_red or regression.night)):
+        try:
+            newer = policy.release_key(policy.parse_version(str(minimum))) > backend
+        except policy.VersionError:
+            continue
+        if newer:
+            regression.state, regression.retired = "retired", str(night)
+            regression.retired_why = (f"from {night} the frontend requires {name} >= {minimum}: {regression.backend} "
+                                      "is no longer admitted, so its cell cannot turn green")
+            return
 
 
 def _kind(regression: Regression, version_only: bool) -> None:

@@ -19,6 +19,7 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
+from jaxrel import policy
 from jaxrel._util import localfiles
 from jaxrel.cells.records import signature
 from jaxrel.distributions.filenames import name_and_version, wheel_tags
@@ -216,7 +217,18 @@ def read_report(path: Path) -> ReportRecord:
     cells = [_cell(item, i, path, frontend, str(canonicalize_name(backend_name))) for i, item in
              enumerate(data["cells"])]
     need(bool(cells), path, "cells", "a non-empty list (a run that tested nothing proves nothing)")
-    return ReportRecord(hashlib.sha256(raw).hexdigest(), frontend, cells)
+    minimum = front.get("minimum_backend", "")
+    need(isinstance(minimum, str) and (not minimum or _is_version(minimum)), path, "matrix.frontend.minimum_backend",
+         "a PEP 440 version")
+    return ReportRecord(hashlib.sha256(raw).hexdigest(), frontend, cells, minimum_backend=minimum)
+
+
+def _is_version(text: str) -> bool:
+    try:
+        policy.parse_version(text)
+    except policy.VersionError:
+        return False
+    return True
 
 
 def _cell(item: Any, i: int, path: Path, frontend: Artifact, backend: str) -> CellRecord:

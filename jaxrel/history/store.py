@@ -99,6 +99,9 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
         "combos (id), selection INTEGER NOT NULL REFERENCES selections (id), PRIMARY KEY (run, combo))",
         "CREATE INDEX run_selections_by_combo ON run_selections (combo, run)",
     ),
+    (  # 6: the frontend's minimum backend on each run: a regression whose backend fell below it is retired
+        "ALTER TABLE runs ADD COLUMN minimum_backend TEXT NOT NULL DEFAULT ''",
+    ),
 )
 CELL_TEST = "cell"  # the test id under which a cell's own outcome is kept
 OWN_TESTS = "own tests"  # the test id under which the frontend's own tests are kept as one (passed: none failed)

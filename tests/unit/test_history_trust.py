@@ -20,7 +20,7 @@ from jaxrel.compat.triage import Failure
 from jaxrel.history import alerts, publish
 from jaxrel.history.evidence import evidence_line
 from jaxrel.history.ingest import ingest
-from jaxrel.history.query import TESTS_FAIL, combo_summaries, query
+from jaxrel.history.query import EXPECTED, TESTS_FAIL, combo_summaries, query
 from jaxrel.history.regressions import EXPECTATION, REGRESSION, regressions
 from jaxrel.history.store import open_store
 
@@ -191,3 +191,76 @@ def test_a_store_of_the_released_schema_migrates_in_place_losing_nothing(tmp_pat
     assert kept == {key: v for key, v in verdicts.items() if v != "passed" or key[2] in ("cell", "own tests")}
     assert found.kind == EXPECTATION and found.tests == ["test_api.py::test_api[jax.extend.ffi.ffi_call]",
                                                          "test_api.py::test_api[jax.extend.sharding]"]
+
+
+def test_an_expectation_night_is_an_expectation_in_every_answer_with_what_is_due(tmp_path):
+    """The HUD showed the night blue while `history query` answered "known bad" (before it, "tests fail"): one
+    classification (history.states) now feeds the query, --history's evidence line, the HUD, api/v1 and Atom."""
+    moved = "0.7.0.dev20250626+0b0a651c44"
+    store = store_of(tmp_path, [night_report(1, "0.6.3.dev20250625+85193bdcb0", []),
+                                night_report(2, moved, [still_works(moved)])])
+    pins = {"jax": moved, "jaxlib": "0.6.2"}
+    answer = query(store, pins, "3.12")
+    assert answer.verdict == EXPECTED and answer.exit_code == 0, (answer.verdict, answer.why)
+    assert "due in jax 0.7.0" in answer.why and "the set works" in answer.why, answer.why
+    assert answer.nights[-1]["state"] == EXPECTATION and answer.nights[-1]["due"] == "jax 0.7.0"
+    line = evidence_line(str(tmp_path / "history.sqlite"), pins, "3.12")
+    assert line.startswith("history: expectation (") and "due in jax 0.7.0" in line, line
+    data = publish.site_data(store)
+    square = data["grid"]["2025-06-22"][CELL]
+    assert (square["verdict"], square["due"]) == (EXPECTATION, "jax 0.7.0")
+    feed = {tuple(c["pins"]): c for c in combo_summaries(store)}
+    combo = feed[(f"jax=={moved}", "jaxlib==0.6.2")]
+    assert combo["verdict"] == EXPECTED and "due in jax 0.7.0" in combo["why"]
+    site = tmp_path / "site"
+    publish.publish(store, site)
+    matrix = json.loads((site / "api" / "v1" / "matrix.json").read_text())
+    assert matrix["grid"]["2025-06-22"][CELL]["verdict"] == EXPECTATION
+    (regression,) = json.loads((site / "api" / "v1" / "regressions.json").read_text())["regressions"]
+    assert regression["kind"] == EXPECTATION and regression["due"] == "jax 0.7.0"
+    assert "<entry>" not in (site / "regressions.atom").read_text()
+    served = evidence_line(str(site), pins, "3.12")  # the published feed says what the store says
+    assert served.startswith("history: expectation (") and "due in jax 0.7.0" in served, served
+
+
+def retired_night(night: int, minimum: str) -> dict[str, object]:
+    """A night on which the frontend requires ``minimum``: jaxlib 0.6.2's cell has left the matrix."""
+    cell = Cell("py3.12-jaxlib0.7.0", "3.12", "0.7.0", (), Purpose.ADMITTED, Outcome.ACCEPTED)
+    result = CellResult(cell, Outcome.ACCEPTED, True, 10.0, tests=Counts(passed=1),
+                        outcomes={"test_api.py::test_api[jax.jit]": "passed"},
+                        wheels={"jaxlib-0.7.0-cp312-cp312-manylinux2014_x86_64.whl": "b" * 64})
+    result.settle()
+    matrix = Matrix("jax", FrontendSpec("jax", "0.7.1.dev20250701", minimum, "source jax"), "jaxlib", [cell])
+    return to_json(matrix, [result], frontend={"commit": sha(night), "dirty": False})
+
+
+def test_a_regression_whose_cell_left_the_matrix_is_retired_not_open_forever(tmp_path):
+    """The Shardy regression of the jaxlib 0.6.0 cell stayed open on the 90-night replay after jax stopped
+    admitting jaxlib 0.6.0: three green nights close a regression, and a retired cell has none."""
+    broke = Failure("compat suite", REMOVAL, "failed", "AssertionError: arrays differ", "compat regression")
+    version = "0.6.3.dev20250625"
+    store = store_of(tmp_path, [night_report(1, version, []), night_report(2, version, [broke]),
+                                night_report(3, version, [broke]), retired_night(4, "0.6.2"),
+                                retired_night(5, "0.7.0"), retired_night(6, "0.7.0")])
+    (found,) = regressions(store)
+    assert found.kind == REGRESSION and found.backend == "jaxlib==0.6.2"
+    assert (found.state, found.retired) == ("retired", "2025-06-25"), found.state
+    assert "requires jaxlib >= 0.7.0" in found.retired_why and "no longer admitted" in found.retired_why
+    found.bisected = True
+    from jaxrel.history.alerts import Issue
+    issue = Issue(7, "open", alerts.MARKER.format(key=found.key))
+    assert [a.verb for a in alerts.plan([found.to_json()], [issue], publish.COMMIT_URL)] == ["close"]
+    site = tmp_path / "site"
+    publish.publish(store, site)
+    (served,) = json.loads((site / "api" / "v1" / "regressions.json").read_text())["regressions"]
+    assert (served["state"], served["retired"]) == ("retired", "2025-06-25")
+    assert "retired on 2025-06-25" in (site / "index.html").read_text()
+    assert "retired on 2025-06-25" in (site / "regressions" / served["page"]).read_text()
+
+
+def test_a_regression_whose_backend_is_still_admitted_stays_open(tmp_path):
+    broke = Failure("compat suite", REMOVAL, "failed", "AssertionError: arrays differ", "compat regression")
+    store = store_of(tmp_path, [night_report(1, "0.6.3.dev1", []), night_report(2, "0.6.3.dev1", [broke]),
+                                retired_night(3, "0.6.2"), retired_night(4, "0.6.2")])
+    (found,) = regressions(store)
+    assert found.state == "open" and not found.retired
