@@ -181,7 +181,7 @@ def _is_version(text: str) -> bool:
     return True
 
 
-@fuzz(ci=30)
+@fuzz(ci=12)
 @given(field=st.sampled_from(FIELDS), value=WORDS)
 def test_a_word_in_any_version_field_of_a_file_is_one_line_naming_the_file_and_field(
         template_repo: Path, tmp_path_factory: pytest.TempPathFactory, capsys: pytest.CaptureFixture[str],

@@ -222,7 +222,7 @@ def test_malformed_version_in_a_file_is_one_line(repo: Path, capsys: pytest.Capt
                                    [str(repo)] if verb == "check" else ["--project", str(repo)])]
         assert main(args) == 2
         error = capsys.readouterr().err
-        assert error.count("\n") == 1 and "core/version.bzl:VERSION 'banana' is not a PEP 440 version" in error
+        assert error.count("\n") == 1 and "core/version.bzl: VERSION = 'banana' is not a PEP 440 version" in error
 
 
 def test_a_tag_that_the_files_do_not_declare_is_refused(project: Project, tmp_path: Path) -> None:

@@ -167,7 +167,8 @@ def _assert_the_compiled_grid(jobs: dict[str, Any]) -> None:
     assert sorted(job["strategy"]["matrix"]["component"]) == sorted(
         name for name, component in components.items() if component["build"] == "bazel")
     assert job["strategy"]["matrix"]["machine"] == ["x86_64", "aarch64"]
-    assert job["container"] == "debian:12", "Debian's arm64 python3.11 is what scripts/aarch64_python.sh fetches"
+    assert job["container"].split("@")[0] == "debian:12", \
+        "Debian's arm64 python3.11 is what scripts/aarch64_python.sh fetches"
     scripts = "\n".join(step.get("run", "") for step in job["steps"])
     assert "scripts/aarch64_python.sh" in scripts and '--python "$BUILD_PYTHON"' in scripts
     collect = next(step["run"] for step in jobs["collect"]["steps"]
@@ -291,7 +292,8 @@ def test_compat_cells_take_the_extension_the_release_builds() -> None:
     installs that wheel (``--extension-wheels``) or, if that build failed, runs without it."""
     jobs, release = _load("compat.yml")["jobs"], _load("release.yml")["jobs"]["build-compiled"]
     extension = jobs["extension"]
-    assert extension["container"] == release["container"] == "debian:12"
+    assert extension["container"] == release["container"]
+    assert extension["container"].split("@")[0] == "debian:12"
     build = next(step["run"] for step in extension["steps"] if "nox -s release -- build" in step.get("run", ""))
     assert "--component jaxrel-rmsnorm --python /usr/bin/python3 --output build/extension" in build
     assert "jaxrel-rmsnorm" in release["strategy"]["matrix"]["component"]
