@@ -131,26 +131,44 @@ def regressions(store: Store, close_after: int = CLOSE_AFTER, cells: Sequence[st
 
 
 def _retire(store: Store, regression: Regression) -> None:
-    """Retired: on a night after its last red one, the frontend's minimum backend is newer than the cell's backend
-    (the frontend no longer admits it; its cell has left the matrix, or stays only as a cell the guard must refuse),
-    so no green night can ever close it."""
+    """Retired: on a night after its last red one, the frontend no longer admits the cell's backend, so no green
+    night can ever close it. Either that night's run says so (the frontend's minimum backend is newer; the cell has
+    left the matrix), or, in a store whose runs do not carry the minimum, the cell ran as one the guard must refuse
+    (``refused``) with a frontend not older than the backend: it fell below the minimum."""
     name, _, version = regression.backend.partition("==")
     try:
         backend = policy.release_key(policy.parse_version(version))
     except policy.VersionError:
         return
+    after = regression.last_red or regression.night
+    found: list[tuple[str, str]] = []  # (night, why)
     for night, minimum in store.rows(
             "SELECT night, minimum_backend FROM runs WHERE frontend = ? AND kind = 'compat' AND night > ? AND "
-            "minimum_backend <> '' ORDER BY night, id", (regression.frontend, regression.last_red or regression.night)):
-        try:
-            newer = policy.release_key(policy.parse_version(str(minimum))) > backend
-        except policy.VersionError:
-            continue
-        if newer:
-            regression.state, regression.retired = "retired", str(night)
-            regression.retired_why = (f"from {night} the frontend requires {name} >= {minimum}: {regression.backend} "
-                                      "is no longer admitted, so its cell cannot turn green")
-            return
+            "minimum_backend <> '' ORDER BY night, id", (regression.frontend, after)):
+        if _release(str(minimum)) > backend:
+            found.append((str(night), f"from {night} the frontend requires {name} >= {minimum}: "
+                                      f"{regression.backend} is no longer admitted, so its cell cannot turn green"))
+            break
+    for night, frontend in store.rows(
+            "SELECT runs.night, runs.frontend_version FROM results JOIN runs ON runs.id = results.run JOIN combos ON "
+            "combos.id = results.combo WHERE combos.cell = ? AND results.test = ? AND results.outcome = 'refused' "
+            "AND runs.night > ? ORDER BY runs.night, runs.id", (regression.cell, CELL_TEST, after)):
+        if _release(str(frontend)) >= backend:
+            found.append((str(night), f"from {night} the guard refuses {regression.backend} for the frontend at "
+                                      f"{frontend}, as the rules expect: it fell below the minimum, so its cell "
+                                      "cannot turn green"))
+            break
+    if found:
+        regression.state = "retired"
+        regression.retired, regression.retired_why = min(found)
+
+
+def _release(text: str) -> tuple[int, ...]:
+    """A version's release numbers; ``()`` (older than any) when it is not one."""
+    try:
+        return policy.release_key(policy.parse_version(text))
+    except policy.VersionError:
+        return ()
 
 
 def _kind(regression: Regression, version_only: bool) -> None:

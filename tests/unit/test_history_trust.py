@@ -264,3 +264,26 @@ def test_a_regression_whose_backend_is_still_admitted_stays_open(tmp_path):
                                 retired_night(3, "0.6.2"), retired_night(4, "0.6.2")])
     (found,) = regressions(store)
     assert found.state == "open" and not found.retired
+
+
+def test_a_store_without_the_minimum_retires_a_regression_whose_cell_the_guard_now_refuses(tmp_path):
+    """A store written before the runs carried the frontend's minimum (schema 5): the cell that stays in the matrix
+    as the release below the minimum, refused by the guard as the rules expect, retires its regression too."""
+    broke = Failure("compat suite", REMOVAL, "failed", "AssertionError: arrays differ", "compat regression")
+    version = "0.6.3.dev20250625"
+
+    def refused_night(night: int) -> dict[str, object]:
+        cell = Cell(CELL, "3.12", "0.6.2", (), Purpose.BELOW_MINIMUM, Outcome.REFUSED)
+        result = CellResult(cell, Outcome.REFUSED, True, 3.0, guard_message="jaxlib 0.6.2 is older than 0.7.0",
+                            wheels={"jaxlib-0.6.2-cp312-cp312-manylinux2014_x86_64.whl": "a" * 64})
+        result.settle()
+        data = to_json(Matrix("jax", FrontendSpec("jax", "0.7.1.dev1", "0.7.0", "source jax"), "jaxlib", [cell]),
+                       [result], frontend={"commit": sha(night), "dirty": False})
+        data["matrix"]["frontend"].pop("minimum_backend")  # as a report the store did not keep it from
+        return data
+
+    store = store_of(tmp_path, [night_report(1, version, []), night_report(2, version, [broke]),
+                                refused_night(3), refused_night(4)])
+    (found,) = regressions(store)
+    assert (found.state, found.retired) == ("retired", "2025-06-23"), (found.state, found.retired_why)
+    assert "the guard refuses jaxlib==0.6.2" in found.retired_why
