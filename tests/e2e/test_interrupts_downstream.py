@@ -9,10 +9,9 @@ import os
 from pathlib import Path
 
 import pytest
+from downstream_family import TOKEN
 from test_downstream_sample import PY, index  # noqa: F401 (index: the sample ecosystem's module fixture)
 from test_interrupts import DOWNSTREAM, RUNS, interrupted
-
-from downstream_family import TOKEN
 
 pytestmark = pytest.mark.integration
 
