@@ -3,9 +3,10 @@
 #   - Bazel 4.2.3 from Debian's bazel-bootstrap (/usr/bin/bazel-4), via apt-get;
 #   - bazelisk from the npm registry, pinned in bazel/tools/package.json, into build/tools/;
 #   - Chromium from Debian (the atlas page's test opens it headless), via apt-get;
-#   - PostgreSQL from Debian (the history store's tests start a server of their own on loopback), via apt-get.
-# `--bazel-only` (nox's compat, build and release sessions) installs the first two and skips Chromium and
-# PostgreSQL, which only the tests and benchmarks need.
+#   - PostgreSQL from Debian (the history store's tests start a server of their own on loopback), via apt-get;
+#   - bubblewrap from Debian (the box `jaxrel downstream` runs other people's tests in), via apt-get.
+# `--bazel-only` (nox's compat, build and release sessions) installs the first two and skips Chromium,
+# PostgreSQL and bubblewrap, which only the tests, benchmarks and downstream runs need.
 # Prints where each tool is. Re-running is a no-op when both are present.
 set -euo pipefail
 usage="usage: scripts/install_build_tools.sh [--bazel-only]"
@@ -41,6 +42,9 @@ if [[ "$bazel_only" == false ]] && ! command -v initdb >/dev/null 2>&1 \
     && ! compgen -G "/usr/lib/postgresql/*/bin/initdb" >/dev/null; then
   apt_install PostgreSQL postgresql
 fi
+if [[ "$bazel_only" == false ]] && ! command -v bwrap >/dev/null 2>&1; then
+  apt_install bubblewrap bubblewrap
+fi
 
 wanted="$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["devDependencies"]["@bazel/bazelisk"])' \
   "$root/bazel/tools/package.json")"
@@ -59,4 +63,5 @@ echo "bazel: /usr/bin/bazel-4 (bazel-bootstrap $(dpkg-query -W -f '${Version}' b
 echo "bazelisk: $tools/node_modules/.bin/bazelisk ($wanted)"
 if [[ "$bazel_only" == false ]]; then
   echo "chromium: $(command -v chromium) ($(dpkg-query -W -f '${Version}' chromium 2>/dev/null))"
+  echo "bubblewrap: $(command -v bwrap) ($(dpkg-query -W -f '${Version}' bubblewrap 2>/dev/null))"
 fi

@@ -9,6 +9,8 @@ as of their era as they do against the real index.
 - ``dlib`` 1.0.0 declares ``dfam>=0.1.0`` and calls ``scale(…, axis=0)``: its true minimum is 0.4.0 (the planted
   false minimum; the fix ``dfam>=0.4.0``).
 - ``dalias`` and ``dalias-two`` call ``dfam.old_alias``: both regress at HEAD, one root cause.
+- ``dconf``: its tests' conftest imports ``scale`` (dfam 0.3.0): on older releases the tests do not import, a failed
+  cell (not a selection that collects nothing); its true minimum is 0.3.0.
 - ``dflaky``: a test that fails on its first run only (spurious). ``dhang``: a test that never ends (killed at the
   budget). ``dgone``: requires ``dfam==0.1.0`` (broken: cannot be installed). ``dsecret``: fails if a planted
   token reaches it.
@@ -95,6 +97,9 @@ LIBRARIES: dict[str, tuple[list[str], dict[str, str], dict[str, str]]] = {
     "dcrash": (["dfam>=0.2.0"], {"dcrash/__init__.py": ""},
                {"tests/test_crash.py": "import os\nimport signal\n\ndef test_segfaults():\n"
                                        "    os.kill(os.getpid(), signal.SIGSEGV)\n"}),
+    "dconf": (["dfam>=0.1.0"], {"dconf/__init__.py": ""},  # its tests' conftest imports what dfam 0.3.0 added
+              {"tests/conftest.py": "from dfam import scale  # noqa: F401\n",
+               "tests/test_conf.py": "import dfam\n\ndef test_scale():\n    assert dfam.scale([1], 3) == [3]\n"}),
     "dgone": (["dfam==0.1.0"], {"dgone/__init__.py": ""},
               {"tests/test_gone.py": "def test_nothing():\n    pass\n"}),
     "dsecret": (["dfam>=0.2.0"], {"dsecret/__init__.py": ""},

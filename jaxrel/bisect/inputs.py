@@ -61,6 +61,8 @@ class Request:
     requirements: tuple[str, ...] = ()  # what the environment needs for them (the library, its test requirements)
     pytest_options: tuple[str, ...] = ()  # more pytest options for those tests
     jobs: int = 1  # probes a round (multisection: jaxrel.bisect.multisect); 1 is git bisect run's one at a time
+    boxed: bool = False  # run the tests in the box (cells.box): another project's tests (downstream's bisections)
+    hidden: tuple[Path, ...] = ()  # with ``boxed``: paths the tests must not see (the frontend's checkout)
 
 
 def resolve(source: Source, rev: str, option: str) -> str:

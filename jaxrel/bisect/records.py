@@ -41,6 +41,8 @@ class StepConfig:
     pytest_options: tuple[str, ...] = ()  # more pytest options for those (--import-mode=importlib)
     build_env: str = ""  # an environment holding build_requires: revisions declaring exactly those build in it
     build_requires: tuple[str, ...] = ()  # [build-system] requires of the bad revision
+    boxed: bool = False  # the tests run in the box (cells.box): another project's tests
+    hidden: tuple[str, ...] = ()  # with ``boxed``: paths the tests must not see
 
     @property
     def pip_index(self) -> PipIndexConfig | None:
@@ -81,6 +83,7 @@ class StepConfig:
         data["suite_tests"] = tuple(data.get("suite_tests", ()))
         data["pytest_options"] = tuple(data.get("pytest_options", ()))
         data["build_requires"] = tuple(data.get("build_requires", ()))
+        data["hidden"] = tuple(data.get("hidden", ()))
         data["test_env"] = tuple(tuple(pair) for pair in data["test_env"])
         return cls(**data)
 

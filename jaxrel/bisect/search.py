@@ -165,6 +165,7 @@ def run(request: Request, family: Family, progress: Progress) -> Result:
     index = Index.from_pip(request.index_url, list(request.wheelhouses), refresh=request.refresh, progress=progress)
     config = replace(config, index=asdict(index.pip_config()), suite_tests=tuple(request.suite_tests),
                      tests_root=str(request.tests_root.resolve()) if request.tests_root is not None else "",
+                     boxed=request.boxed, hidden=tuple(str(path.resolve()) for path in request.hidden),
                      pytest_options=request.pytest_options)
 
     # the bad revision decides the cell; the newest good one the environment

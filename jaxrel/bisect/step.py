@@ -33,7 +33,7 @@ from jaxrel._util import localfiles, procs
 from jaxrel._util.text import tail
 from jaxrel.bisect.git import Commit, Repo
 from jaxrel.bisect.records import StepConfig, StepRecord, append
-from jaxrel.cells import probes, suites
+from jaxrel.cells import box, probes, suites
 from jaxrel.cells.environment import foreign_files
 from jaxrel.cells.frontend import CompatError, build_requirements, build_wheel, frontend_spec
 from jaxrel.cells.matrix import FrontendSpec
@@ -203,7 +203,8 @@ def run_tests(config: StepConfig, family: Family, env: envs.Env, root: Path, wor
         suite = Suite("own tests", "own", root, tuple(present),
                       (*config.pytest_options, *(("-k", config.keyword) if config.keyword else ())),
                       env=config.test_env)
-    run = suites.run_suite(env, suite, work / "run", package=family.frontend.package)
+    box_spec = box.Spec(writable=(), hidden=tuple(Path(p) for p in config.hidden)) if config.boxed else None
+    run = suites.run_suite(env, suite, work / "run", package=family.frontend.package, box_spec=box_spec)
     if not run.recorded or not run.frontend_files:
         ended = _import(config, family, env)
         if ended is not None:
@@ -230,7 +231,7 @@ def run_tests(config: StepConfig, family: Family, env: envs.Env, root: Path, wor
     still = sorted(failing)
     for attempt in range(config.reruns):
         again = suites.run_suite(env, suite, work / f"rerun{attempt + 1}", package=family.frontend.package,
-                                 only=still)
+                                 only=still, box_spec=box_spec)
         if not again.recorded:
             break
         flipped = [t for t in still if again.passed(t)]

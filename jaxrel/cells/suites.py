@@ -9,15 +9,17 @@ imported from in every pytest process.
 
 from __future__ import annotations
 
+import os
 import shutil
+import signal
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from jaxrel._util import localfiles
 from jaxrel._util.text import tail
-from jaxrel.cells import records
+from jaxrel.cells import box, records
 from jaxrel.distributions import envs
 from jaxrel.errors import JaxrelError
 
@@ -170,11 +172,27 @@ def recorded(work: Path, returncode: int, output: str, seconds: float) -> SuiteR
 def run_suite(
     env: envs.Env, suite: Suite, work: Path, *, package: str, junit: Path | None = None,
     only: Sequence[str] | None = None, shard: str | None = None, jobs: int = 1, timeout: float = 3600,
+    box_spec: box.Spec | None = None,
 ) -> SuiteRun:
-    """Run ``suite`` in ``env``; ``work`` (replaced) holds the plugin's records; ``only`` reruns those node ids."""
+    """Run ``suite`` in ``env``; ``work`` (replaced) holds the plugin's records; ``only`` reruns those node ids.
+    ``box_spec``: another project's tests, run in the box (:mod:`jaxrel.cells.box`) with a scrubbed environment,
+    ``work`` its only writable directory, ``env`` and the tests bound read-only."""
+    source, tests = suite.root, work / "tests"
+    if box_spec is not None:  # the tests run from a copy of their own, where the box lets them write beside themselves
+        suite = replace(suite, root=tests)
     command, variables = suite_command(env, suite, work, package=package, junit=junit, only=only, shard=shard,
                                        jobs=jobs)
     start = time.perf_counter()
+    if box_spec is not None:
+        home = work / "home"
+        shutil.copytree(source, tests, symlinks=True)
+        variables.update({"VIRTUAL_ENV": str(env.root), "PATH": f"{env.bin}{os.pathsep}{os.environ.get('PATH', '')}"})
+        spec = replace(box_spec, writable=(work,), readable=(*box_spec.readable, env.root))
+        ran = box.run(command, cwd=tests, env=box.scrubbed_environment(home, variables), budget=timeout, spec=spec)
+        shutil.rmtree(tests, ignore_errors=True)
+        shutil.rmtree(home, ignore_errors=True)
+        returncode = ran.returncode if ran.returncode is not None else -signal.SIGKILL
+        return recorded(work, returncode, ran.output, ran.seconds)
     done = env.run(*command, env=variables, timeout=timeout, cwd=str(suite.root))
     return recorded(work, done.returncode, done.stdout + "\n" + done.stderr, time.perf_counter() - start)
 

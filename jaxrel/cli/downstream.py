@@ -45,6 +45,10 @@ def _library_options(sub: argparse.ArgumentParser) -> None:
     sub.add_argument("--reruns", type=int, default=1, metavar="N", help="rerun failing tests N times (default 1)")
     sub.add_argument("--network", action="store_true",
                      help="let the tests use the network (default: none, where the machine allows it)")
+    sub.add_argument("--unboxed", action="store_true",
+                     help="run the libraries' tests outside the box (bubblewrap: own PID and network namespaces, "
+                          "read-only root, private home, memory and process limits) where it cannot be made; "
+                          "every report says so")
     add_env_option(sub)
     index_options(sub)
 
@@ -93,7 +97,7 @@ def _request(args: argparse.Namespace, libraries: tuple[str, ...]) -> run.Reques
         args.smoke, getattr(args, "sweep", False), args.budget, args.reruns,
         Path(args.frontend_src).absolute() if args.frontend_src else None, args.ref, not args.network,
         env_pairs(args.env), args.index_url, tuple(args.wheelhouse), args.refresh,
-        baseline=_version(getattr(args, "baseline", None), "--baseline"))
+        baseline=_version(getattr(args, "baseline", None), "--baseline"), boxed=not args.unboxed)
 
 
 def _version(text: str | None, option: str) -> str | None:
@@ -162,7 +166,8 @@ def run_crater(args: argparse.Namespace) -> int:
             backend=baseline.jaxlib, python=request.python, tests=tuple(verdict.failing[:5]),
             test_env=request.test_env, reruns=request.reruns, deps_as_of="now", family=args.family,
             index_url=request.index_url, wheelhouses=request.wheelhouses, tests_root=tests.root,
-            requirements=(library.install_requirement(), *extra),
+            requirements=(library.install_requirement(), *extra), boxed=request.boxed,
+            hidden=(Path(args.frontend_src).absolute(),),
             pytest_options=(f"--import-mode={tests.import_mode}",), jobs=bisect_inputs.PROBES_A_ROUND)
         try:
             found = bisect_search.run(bisect_request, family, say)

@@ -17,7 +17,7 @@ import shutil
 import signal
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,13 +32,26 @@ from jaxrel.downstream.library import Library
 from jaxrel.downstream.testsource import StagedTests
 from jaxrel.family.model import Family
 
-__all__ = ["OUTCOMES", "CellResult", "CellSpec", "Settings", "prepare", "resolver_cause", "run_cell", "test",
-           "test_requirements", "unsatisfiable"]
+__all__ = ["COLLECTION", "OUTCOMES", "CellResult", "CellSpec", "Settings", "collection_error", "prepare",
+           "resolver_cause", "run_cell", "test", "test_requirements", "unsatisfiable"]
 
 OUTCOMES = ("passed", "failed", "not-installable", "infra")
 UNSATISFIABLE = ("no solution found", "resolutionimpossible", "unsatisfiable", "no matching distribution",
                  "cannot be used", "requirements are unsatisfiable", "has no wheels with a matching")
 NOTHING_COLLECTED = (4, 5)  # pytest's exit statuses for a selection that names nothing (4) or collects nothing (5)
+COLLECTION = "<collection>"  # the failing "test" of a run whose tests do not import
+_COLLECTING = ("ImportError while loading conftest", "ERROR collecting", "ImportError while importing test module")
+
+
+def collection_error(output: str) -> str | None:
+    """The error of a test run that stopped while collecting (a conftest or a test module that no longer imports
+    on this frontend: ``import jax.config``), as its first ``E   `` line; ``None`` for any other end."""
+    lines = output.splitlines()
+    start = next((n for n, line in enumerate(lines) if any(mark in line for mark in _COLLECTING)), None)
+    if start is None:
+        return None
+    found = next((line[1:].strip() for line in lines[start:] if line.startswith("E ") and line[1:].strip()), None)
+    return (found or lines[start].strip())[:500]
 
 
 def resolver_cause(message: str) -> str:
@@ -72,6 +85,8 @@ class Settings:
     keyword: str | None = None
     test_env: tuple[tuple[str, str], ...] = ()
     test_requirements: tuple[str, ...] = ()  # --test-requirements (lines), else the library's test extra
+    boxed: bool = True  # the tests run in the box (cells.box); False only with --unboxed
+    hidden: tuple[Path, ...] = ()  # paths the tests must not see besides the box's own (the frontend's checkout)
 
 
 @dataclass(frozen=True)
@@ -105,7 +120,9 @@ class CellResult:
     role: str = ""  # search | confirm | edge | sweep | baseline | candidate
     as_of: str | None = None
     seconds: dict[str, float] = field(default_factory=dict)
-    offline: bool = False  # the tests ran without network (``unshare --net``)
+    offline: bool = False  # the tests ran without network
+    boxed: bool = False  # the tests ran in the box (cells.box)
+    peak_memory_bytes: int | None = None  # the test run's peak memory, where the box measured it
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -154,8 +171,8 @@ def _pytest(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, o
     suite = Suite("library tests", "library", tests.root, tests.paths, options, env=settings.test_env)
     command, variables = suite_command(env, suite, work, package=settings.family.frontend.package, only=only)
     variables.update({"VIRTUAL_ENV": str(env.root), "PATH": f"{env.bin}{os.pathsep}{os.environ.get('PATH', '')}"})
-    ran = sandbox.run(command, cwd=tests.root, home=work / "home", env=variables, budget=settings.budget,
-                      offline=settings.offline)
+    ran = sandbox.run(command, cwd=tests.root, home=work.parent / "home", env=variables, budget=settings.budget,
+                      offline=settings.offline, readable=(env.root,), hidden=settings.hidden, boxed=settings.boxed)
     killed = -signal.SIGKILL  # at the budget (procs kills the group)
     return ran, recorded(work, ran.returncode if ran.returncode is not None else killed, ran.output, ran.seconds)
 
@@ -165,9 +182,12 @@ def _smoke(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, re
     assert tests.smoke is not None
     ran = sandbox.run([str(env.python), "-c", tests.smoke], cwd=tests.root, home=work / "home",
                       env={"PATH": f"{env.bin}{os.pathsep}{os.environ.get('PATH', '')}", **dict(settings.test_env)},
-                      budget=settings.budget, offline=settings.offline)
-    result.offline = ran.network_isolated
-    if ran.timed_out:
+                      budget=settings.budget, offline=settings.offline, readable=(env.root,),
+                      hidden=settings.hidden, boxed=settings.boxed)
+    _boxed(result, ran)
+    if ran.out_of_memory:
+        result.outcome, result.reason = "infra", "memory: the smoke command ran past the box's memory limit"
+    elif ran.timed_out:
         result.outcome = "infra"
         result.reason = f"timeout: the smoke command ran past the {settings.budget:.0f} s budget"
     elif ran.returncode == 0:
@@ -180,9 +200,16 @@ def _smoke(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, re
         result.reason = f"the smoke command failed (exit {ran.returncode}): {result.first_error}"
 
 
+def _boxed(result: CellResult, ran: sandbox.Sandboxed) -> None:
+    result.offline, result.boxed, result.peak_memory_bytes = ran.network_isolated, ran.boxed, ran.peak_bytes
+
+
 def _tests(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, result: CellResult) -> None:
     ran, run = _pytest(env, tests, settings, work / "run", None)
-    result.offline = ran.network_isolated
+    _boxed(result, ran)
+    if ran.out_of_memory:
+        result.outcome, result.reason = "infra", "memory: the tests ran past the box's memory limit (killed)"
+        return
     if ran.timed_out:
         result.outcome, result.reason = "infra", f"timeout: the tests ran past the {settings.budget:.0f} s budget"
         return
@@ -193,6 +220,11 @@ def _tests(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, re
         result.reason = f"{crash} ({tail(ran.output, 2)})"
         return
     if not run.recorded or not run.outcomes:
+        if (error := collection_error(ran.output)) is not None:  # the library failing on this frontend, not bad input
+            result.outcome, result.failing = "failed", [COLLECTION]
+            result.errors, result.first_error, result.signature = {COLLECTION: error}, error, signature(error)
+            result.reason = f"the tests do not import: {error}"
+            return
         why = ("collected nothing" if ran.returncode in NOTHING_COLLECTED or run.recorded
                else f"pytest exited {ran.returncode} without results")
         result.outcome, result.reason = "infra", f"{why}: {tail(ran.output, 2)}"
@@ -240,6 +272,10 @@ def test(env: envs.Env, library: Library, tests: StagedTests, settings: Settings
     work = settings.workdir / "runs" / f"{library.name}-{result.jax.split()[0].lower()}-{result.jaxlib}"
     start = time.perf_counter()
     try:
+        if settings.boxed and tests.smoke is None:  # the cell's own copy, in the one directory the box lets it write
+            shutil.rmtree(work, ignore_errors=True)
+            shutil.copytree(tests.root, work / "tests", symlinks=True)
+            tests = replace(tests, root=work / "tests")
         (_smoke if tests.smoke is not None else _tests)(env, tests, settings, work, result)
     finally:
         result.seconds["tests"] = round(time.perf_counter() - start, 2)

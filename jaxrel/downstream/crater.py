@@ -69,6 +69,7 @@ class CraterResult:
     python: str
     libraries: list[LibraryVerdict] = field(default_factory=list)
     seconds: float = 0.0
+    boxed: bool = True  # the libraries' tests ran in the box (False: --unboxed, said in every report)
 
     def groups(self) -> dict[str, tuple[str, list[str]]]:
         """Group id → (signature, library names)."""
@@ -80,7 +81,7 @@ class CraterResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": "downstream-crater", "frontend": self.frontend, "frontend_commit": self.frontend_commit,
-                "baseline": self.baseline, "python": self.python,
+                "baseline": self.baseline, "python": self.python, "boxed": self.boxed,
                 "libraries": [v.to_json() for v in self.libraries],
                 "groups": [{"group": g, "signature": s, "libraries": names}
                            for g, (s, names) in sorted(self.groups().items())],

@@ -77,6 +77,7 @@ class MinimumResult:
     uploaded: str | None = None  # when the library release reached the index
     notes: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    boxed: bool = True  # the library's tests ran in the box (False: --unboxed, said in every report)
 
     @property
     def searched(self) -> int:
@@ -87,6 +88,7 @@ class MinimumResult:
         failing = self.highest_failing
         return {
             "kind": "downstream-minimum", "library": self.library, "version": self.version, "python": self.python,
+            "boxed": self.boxed,
             "declared": self.declared, "true_minimum": self.true_minimum, "lowest_installable": self.lowest_installable,
             "fix": self.fix, "route": self.route,
             "failing": None if failing is None else {"jax": failing.jax, "jaxlib": failing.jaxlib,

@@ -16,6 +16,15 @@ from jaxrel.downstream.minimum import MinimumResult
 __all__ = ["crater_markdown", "crater_text", "minimum_markdown", "minimum_text", "write"]
 
 
+UNBOXED = ("UNBOXED (--unboxed): the tests ran outside the box, as this user, with the file system, memory and "
+           "what they leave running not contained")
+
+
+def _box(boxed: bool) -> str:
+    return "boxed: bubblewrap, no network, read-only root, private home, memory and process limits" if boxed \
+        else UNBOXED
+
+
 def _cut(text: str, width: int = 90) -> str:
     """The first line of ``text``, clipped."""
     return clip(text.strip().splitlines()[0] if text.strip() else "", width)
@@ -45,7 +54,7 @@ def minimum_text(result: MinimumResult) -> str:
         more = f" and {len(result.not_installable) - 8} more" if len(result.not_installable) > 8 else ""
         lines.append(f"not-installable: {shown}{more}: {_cut(result.not_installable[-1][1], 100)}")
     lines += [f"note: {note}" for note in result.notes]
-    lines.append(f"{result.searched} cells to find the minimum; {result.seconds:.0f} s")
+    lines.append(f"{result.searched} cells to find the minimum; {result.seconds:.0f} s; {_box(result.boxed)}")
     return "\n".join(lines)
 
 
@@ -67,7 +76,8 @@ def minimum_markdown(results: list[MinimumResult]) -> str:
         shown = f"{failing.jax}: `{_cut(failing.first_error, 80)}`" if failing is not None else ""
         rows.append(f"| {r.library} {r.version} | {r.declared or 'none'} | {r.true_minimum or 'none'} | "
                     f"{f'`{r.fix}`' if r.fix else ''} | {shown} | {r.searched} | {r.seconds:.0f} s |")
-    return "\n".join(rows) + "\n"
+    unboxed = [r for r in results if not r.boxed]
+    return "\n".join(rows) + "\n" + (f"\n**{UNBOXED}**\n" if unboxed else "")
 
 
 def crater_text(result: CraterResult) -> str:
@@ -79,11 +89,13 @@ def crater_text(result: CraterResult) -> str:
         lines.append(f"{group}: {len(names)} libraries: {', '.join(names)}: {signature}")
     counts = result.to_json()["counts"]
     lines.append(", ".join(f"{n} {o}" for o, n in counts.items() if n) + f"; {result.seconds:.0f} s")
+    lines.append(_box(result.boxed))
     return "\n".join(lines)
 
 
 def crater_markdown(result: CraterResult) -> str:
     lines = [f"### Crater: {result.frontend} against {result.baseline}", "",
+             *([] if result.boxed else [f"**{UNBOXED}**", ""]),
              "| library | version | outcome | group | culprit | why |", "|---|---|---|---|---|---|"]
     for v in result.libraries:
         culprit = (v.culprit or {}).get("commit", "")

@@ -13,6 +13,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
 from jaxrel._util import localfiles, procs, workdirs
+from jaxrel.cells import box
 from jaxrel.cells.environment import jaxrel_wheel
 from jaxrel.cells.frontend import CompatError, build_wheel
 from jaxrel.distributions import envs
@@ -68,6 +69,7 @@ class Request:
     refresh: bool = False
     use_uv: bool = True
     baseline: str | None = None  # crater: the frontend release to compare against (default: the newest)
+    boxed: bool = True  # the libraries' tests in the box (cells.box); False only when the user said --unboxed
 
 
 class LibraryLine(NamedTuple):
@@ -115,6 +117,8 @@ def read_libraries(text: str) -> tuple[str, ...]:
 
 
 def _settings(request: Request, family: Family, workdir: Path, index: Index) -> Settings:
+    if request.boxed and (why := box.unavailable()) is not None:
+        raise EnvironmentFailure(f"other people's tests run in a box, which cannot be made here: {why}")
     interpreter = python_for(request.python)
     requirements: tuple[str, ...] = ()
     if request.test_requirements is not None:
@@ -123,7 +127,8 @@ def _settings(request: Request, family: Family, workdir: Path, index: Index) -> 
     use_uv = request.use_uv and envs.find_uv() is not None
     return Settings(family, workdir, interpreter.executable, request.python, jaxrel_wheel(workdir),
                     index.pip_config(), request.budget, request.reruns, use_uv, request.offline, request.keyword,
-                    request.test_env, requirements)
+                    request.test_env, requirements, boxed=request.boxed,
+                    hidden=(request.frontend_src,) if request.frontend_src is not None else ())
 
 
 def _library(request: Request, spec: str | None, family: Family, index: Index, reader: MetadataReader) -> Library:
@@ -206,7 +211,7 @@ def minimum(request: Request, family: Family, progress: Progress) -> list[minimu
         result = minimum_module.MinimumResult(library.name, library.version, request.python,
                                               family.frontend.distribution,
                                               library.declared_minimum(family, request.python), tests.route,
-                                              uploaded=library.uploaded)
+                                              uploaded=library.uploaded, boxed=request.boxed)
         found = minimum_module.candidates(library, family, index, request.python, reader)
         progress(f"downstream: {library.label} admits {len(found)} {family.frontend.distribution} releases "
                  f"({sum(1 for c in found if not c.problem)} installable here)")
@@ -214,9 +219,11 @@ def minimum(request: Request, family: Family, progress: Progress) -> list[minimu
         own = _budgeted(settings, spec)
 
         def run(cell_spec: CellSpec, role: str, library: Library = library, tests: testsource.StagedTests = tests,
-                own: Settings = own) -> CellResult:
+                own: Settings = own, result: minimum_module.MinimumResult = result) -> CellResult:
             cell = run_cell(library, tests, cell_spec, own, role)
-            if cell.outcome == "infra" and cell.reason.startswith("collected nothing") and tests.selected:
+            collected = any(c.outcome in ("passed", "failed") for c in result.cells)
+            if cell.outcome == "infra" and cell.reason.startswith("collected nothing") and tests.selected \
+                    and not collected:  # bad input only before any cell collected it: no measured cell is lost
                 raise LibraryError(f"--tests {' '.join(tests.paths)}: the selection collects nothing in "
                                    f"{library.label}'s tests ({tests.route}); give tests that exist "
                                    f"({cell.reason.removeprefix('collected nothing: ')[:200]})")
@@ -278,7 +285,7 @@ def crater(request: Request, family: Family, progress: Progress, bisect: Bisecto
     baseline, baseline_uploaded = _baseline(family, index, request.python, reader, wheel, request.baseline)
     commit = what.split()[1] if what.startswith("git ") else ""
     result = crater_module.CraterResult(f"{family.frontend.distribution} {what}", commit, baseline.frontend,
-                                        request.python)
+                                        request.python, boxed=request.boxed)
     specs: tuple[str | None, ...] = request.libraries or (None,)
     staged: dict[str, tuple[Library, testsource.StagedTests]] = {}
     for spec in specs:

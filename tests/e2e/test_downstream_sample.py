@@ -99,6 +99,8 @@ def test_crater_classifies_groups_and_bisects(index: tuple[str, Path], tmp_path:
     result = json.loads(done.stdout)
     outcomes = {lib["name"]: lib for lib in result["libraries"]}
     assert result["baseline"] == "0.5.0"
+    assert result["boxed"] is True and all(lib["candidate"]["boxed"] for lib in outcomes.values()
+                                           if lib["candidate"] and lib["outcome"] != "broken")
     assert {name: lib["outcome"] for name, lib in outcomes.items()} == {
         "dlib": "test-pass", "dalias": "regressed", "dalias-two": "regressed", "dflaky": "spurious",
         "dhang": "spurious", "dcrash": "test-fail", "dgone": "broken", "dsecret": "test-pass"}
@@ -156,6 +158,23 @@ def test_bad_input_is_one_line_and_exit_2(index: tuple[str, Path], tmp_path: Pat
     assert expected in last, last
     envs = tmp_path / "bad" / "envs"
     assert not envs.exists() or not any(envs.iterdir())  # nothing left behind
+
+
+def test_tests_that_do_not_import_on_a_release_are_a_failed_cell_not_bad_input(index: tuple[str, Path],
+                                                                               tmp_path: Path) -> None:
+    """dconf's conftest imports what dfam 0.3.0 added: on 0.2.0 collection fails. Before, that cell read as "the
+    selection collects nothing" (exit 2) and the answer found was thrown away; now it is a failed cell with its
+    error, and the search goes on to the true minimum."""
+    url, frontend = index
+    done = downstream("minimum", "dconf==1.0.0", *family(frontend), "--json", "--tests", "tests/test_conf.py",
+                      "--sweep", workdir=tmp_path / "work", url=url)
+    assert done.returncode == 1, done.stderr[-3000:]  # the declared minimum (0.1.0) is false
+    answer = json.loads(done.stdout)
+    assert (answer["true_minimum"], answer["fix"]) == ("0.3.0", "dfam>=0.3.0"), answer
+    old = next(c for c in answer["cells"] if c["jax"] == "0.2.0")
+    assert old["outcome"] == "failed" and old["failing"] == ["<collection>"], old
+    assert "cannot import name 'scale'" in old["first_error"], old["first_error"]
+    assert answer["boxed"] is True
 
 
 def test_a_smoke_command_finds_the_same_minimum_and_the_history_takes_it(index: tuple[str, Path],
