@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import os
+import shlex
 import signal
 import subprocess
 import threading
@@ -60,7 +60,7 @@ PHASES = {  # every phase of a verb that runs children: each has its Ctrl-C case
     "downstream.bisection": "downstream bisects the frontend for a regressed library",
     "release.build": "release build builds a component",
 }
-HOLD = "JAXREL_TEST_HOLD"  # PHASE=JSON-ARGV: the first argv of every child of PHASE (the interrupt tests' holder)
+HOLD = "JAXREL_TEST_HOLD"  # PHASE=COMMAND (shell words): put in front of every child of PHASE (the interrupt tests)
 _phase = threading.local()
 
 
@@ -96,7 +96,7 @@ def _held(command: list[str]) -> list[str]:
     name, _, holder = wanted.partition("=")
     if not wanted or name not in getattr(_phase, "names", ()):
         return command
-    return [*json.loads(holder), *command]
+    return [*shlex.split(holder), *command]
 
 
 _live: dict[int, subprocess.Popen[Any]] = {}  # every child popen started, by pid, until it is seen to have ended

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import shlex
 import shutil
 import signal
 import sqlite3
@@ -171,7 +172,7 @@ def interrupted(phase: str, kind: str, route: str, command: list[str], where: Pa
     what is left: exit 130 and one line, nothing running, no report a later run would trust."""
     held = where / "held"
     held.mkdir()
-    env = {**env, procs.HOLD: f"{phase}={json.dumps([sys.executable, str(HOLDER), kind, str(held)])}"}
+    env = {**env, procs.HOLD: f"{phase}={shlex.join([sys.executable, str(HOLDER), kind, str(held)])}"}
     process = subprocess.Popen([sys.executable, "-m", "jaxrel", *command], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env=env, cwd=where, start_new_session=True)
     deadline = time.monotonic() + 600

@@ -327,12 +327,12 @@ def test_nothing_starts_once_stopping_and_a_stopped_child_is_no_answer(tmp_path:
 def test_every_phase_is_named_and_the_holder_goes_where_its_phase_starts_a_child(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     assert all(name.count(".") == 1 and text for name, text in procs.PHASES.items())
-    monkeypatch.setenv(procs.HOLD, 'compat.cell=["echo", "held:"]')
+    monkeypatch.setenv(procs.HOLD, "compat.cell=echo held:")
     assert procs.run(["echo", "plain"]).stdout == "plain\n"  # outside the phase: the command as it was
     with procs.phase("compat.cell"):
         assert procs.run(["echo", "inside"]).stdout == "held: echo inside\n"
     with procs.phase("downstream.bisection"), procs.phase("bisect.build"):  # a phase inside another: both hold
-        monkeypatch.setenv(procs.HOLD, 'downstream.bisection=["echo", "held:"]')
+        monkeypatch.setenv(procs.HOLD, "downstream.bisection=echo held:")
         assert procs.run(["echo", "nested"]).stdout == "held: echo nested\n"
     with pytest.raises(AssertionError):
         with procs.phase("no.such-phase"):
