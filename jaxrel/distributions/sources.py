@@ -12,6 +12,7 @@ the tree cannot reach the wheel through setuptools' reused ``build/lib``.
 
 from __future__ import annotations
 
+import datetime
 import fnmatch
 import os
 import shutil
@@ -22,7 +23,7 @@ from jaxrel._util import procs
 from jaxrel._util.text import tail
 from jaxrel.errors import BadInput, EnvironmentFailure
 
-__all__ = ["GIT_REPOSITORY_VARIABLES", "SourceError", "commit_of", "export", "git_dir", "git_environment",
+__all__ = ["GIT_REPOSITORY_VARIABLES", "SourceError", "commit_of", "commit_time", "export", "git_dir", "git_environment",
            "git_identity", "git_toplevel", "is_build_output"]
 
 # What a build leaves in a source tree; none of it is source.
@@ -179,6 +180,19 @@ def git_identity(tree: Path) -> str:
     commit = _git(tree, "show", "-s", "--format=%H %ct", "HEAD", check=False).stdout.strip()
     described = _git(tree, "describe", "--tags", "--long", "--always", "--dirty", check=False).stdout.strip()
     return f"{commit} {described}"
+
+
+def commit_time(source: Path, ref: str | None = None) -> datetime.datetime | None:
+    """When ``ref`` (or HEAD) of the checkout ``source`` lies in was committed, in UTC; ``None`` outside git."""
+    top = git_toplevel(source)
+    if top is None:
+        return None
+    done = _git(top, "show", "-s", "--format=%cI", f"{ref or 'HEAD'}^{{commit}}", "--", check=False)
+    try:
+        return datetime.datetime.fromisoformat(done.stdout.strip()).astimezone(datetime.UTC) \
+            if done.returncode == 0 else None
+    except ValueError:
+        return None
 
 
 def commit_of(source: Path, ref: str | None = None) -> tuple[str | None, bool]:

@@ -70,6 +70,8 @@ class CraterResult:
     libraries: list[LibraryVerdict] = field(default_factory=list)
     seconds: float = 0.0
     boxed: bool = True  # the libraries' tests ran in the box (False: --unboxed, said in every report)
+    baseline_why: str = ""  # how the baseline was chosen
+    backends: tuple[str, str] = ("", "")  # the backend of each side: what the baseline and the candidate admit
 
     def groups(self) -> dict[str, tuple[str, list[str]]]:
         """Group id → (signature, library names)."""
@@ -81,7 +83,8 @@ class CraterResult:
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": "downstream-crater", "frontend": self.frontend, "frontend_commit": self.frontend_commit,
-                "baseline": self.baseline, "python": self.python, "boxed": self.boxed,
+                "baseline": self.baseline, "baseline_why": self.baseline_why, "python": self.python,
+                "backends": {"baseline": self.backends[0], "candidate": self.backends[1]}, "boxed": self.boxed,
                 "libraries": [v.to_json() for v in self.libraries],
                 "groups": [{"group": g, "signature": s, "libraries": names}
                            for g, (s, names) in sorted(self.groups().items())],
@@ -140,8 +143,13 @@ def group(verdicts: list[LibraryVerdict]) -> None:
 
 
 def run_library(library: Library, tests: StagedTests, baseline: CellSpec, candidate_wheel: Path, candidate_label: str,
-                settings: Settings, progress: Callable[[str], None] = lambda line: None) -> LibraryVerdict:
-    """Prepare the library's environment once with the baseline, test; swap in the candidate frontend, test again."""
+                settings: Settings, progress: Callable[[str], None] = lambda line: None,
+                candidate_backend: str | None = None) -> LibraryVerdict:
+    """Test the baseline, then the candidate. When both sides take the same backend, one environment is prepared
+    with the baseline and the candidate frontend swapped in; when the candidate admits another backend (every jax
+    release pins its own jaxlib), the candidate gets an environment of its own, resolved as of the same era, so
+    only the frontend and its backend differ."""
+    backend = candidate_backend or baseline.backend
     progress(f"crater: {library.label}: environment with {settings.family.frontend.distribution} {baseline.frontend} "
              f"/ {settings.family.backend.distribution} {baseline.backend} …")
     start = time.perf_counter()
@@ -155,13 +163,22 @@ def run_library(library: Library, tests: StagedTests, baseline: CellSpec, candid
     try:
         test(env, library, tests, settings, base)
         progress(f"crater:   baseline: {base.outcome} {base.reason[:120]}")
-        cand = CellResult(candidate_label, baseline.backend, "infra", role="candidate", as_of=baseline.as_of)
-        problem = envs.reinstall(env, candidate_wheel, settings.family.frontend.distribution,
-                                 use_uv=settings.use_uv, index=settings.index)
-        if problem is None:
-            test(env, library, tests, settings, cand)
+        if backend == baseline.backend:
+            cand = CellResult(candidate_label, backend, "infra", role="candidate", as_of=baseline.as_of)
+            problem = envs.reinstall(env, candidate_wheel, settings.family.frontend.distribution,
+                                     use_uv=settings.use_uv, index=settings.index)
+            if problem is None:
+                test(env, library, tests, settings, cand)
+            else:
+                cand.outcome, cand.reason = "not-installable", f"the candidate frontend {problem}"
         else:
-            cand.outcome, cand.reason = "not-installable", f"the candidate frontend {problem}"
+            shutil.rmtree(env.root, ignore_errors=True)
+            progress(f"crater:   candidate's own environment: {settings.family.backend.distribution} {backend}")
+            spec = CellSpec(candidate_label, backend, baseline.as_of, candidate_wheel)
+            own, cand = prepare(library, tests, spec, settings, role="candidate")
+            if own is not None:
+                env = own
+                test(env, library, tests, settings, cand)
         progress(f"crater:   candidate: {cand.outcome} {cand.reason[:120]}")
     finally:
         shutil.rmtree(env.root, ignore_errors=True)

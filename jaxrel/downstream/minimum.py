@@ -28,6 +28,7 @@ from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
 from packaging.version import Version
 
+from jaxrel import policy
 from jaxrel.distributions.index import Index
 from jaxrel.distributions.pages import IndexFile, Listing, parse_time
 from jaxrel.distributions.pythons import python_for
@@ -123,13 +124,17 @@ def backend_specifier(requires_dist: tuple[str, ...], backend: str) -> Specifier
     return joined
 
 
-def admitted_backends(family: Family, version: Version, requires_dist: tuple[str, ...]) -> SpecifierSet:
-    """The backends a frontend release admits: its ``Requires-Dist`` on the backend, the minimum the family's
-    release data says it declares (jax before 0.4.31 named jaxlib only in extras, its minimum in ``version.py``),
-    and never newer than itself (the policy's rule); with no lower bound from those, the lowest its extras pin."""
+def admitted_backends(family: Family, version: Version, requires_dist: tuple[str, ...],
+                      declared_minimum: str | None = None) -> SpecifierSet:
+    """The backends a frontend release or revision admits (the one answer for ``minimum``'s cells, the Crater's two
+    sides and the backend of its bisection): its ``Requires-Dist`` on the backend; the minimum its version file
+    declares (``declared_minimum``, read from a built wheel) or the family's release data says it declares (jax
+    before 0.4.31 named jaxlib only in extras, its minimum in ``version.py``); never newer than itself by release
+    numbers (the policy's rule: jaxlib 0.4.36 for jax 0.4.36.dev…, never 0.4.37); with no lower bound from those,
+    the lowest its extras pin."""
     backend = family.backend.distribution
-    admitted = backend_specifier(requires_dist, backend) & SpecifierSet(f"<={version}")
-    known = family.frontend_minimums.get(str(version))
+    admitted = backend_specifier(requires_dist, backend) & SpecifierSet(f"<={policy.release_text(version)}")
+    known = declared_minimum or family.frontend_minimums.get(str(version))
     if known:
         admitted &= SpecifierSet(f">={known}")
     if not any(s.operator in (">=", "==", "~=", ">") for s in admitted):

@@ -84,7 +84,8 @@ def crater_text(result: CraterResult) -> str:
     rows = [[v.name, v.version, v.outcome, v.group or "", (v.culprit or {}).get("commit", "")[:12], _cut(v.reason, 80)]
             for v in result.libraries]
     lines = [f"crater: {result.frontend} against {result.frontend.split()[0]} {result.baseline} "
-             f"(Python {result.python})", "", table(["library", "version", "outcome", "group", "culprit", "why"], rows)]
+             f"(Python {result.python})", *_sides(result), "",
+             table(["library", "version", "outcome", "group", "culprit", "why"], rows)]
     for group, (signature, names) in sorted(result.groups().items()):
         lines.append(f"{group}: {len(names)} libraries: {', '.join(names)}: {signature}")
     counts = result.to_json()["counts"]
@@ -93,8 +94,18 @@ def crater_text(result: CraterResult) -> str:
     return "\n".join(lines)
 
 
+def _sides(result: CraterResult) -> list[str]:
+    """How the baseline was chosen and the backend of each side."""
+    base, cand = result.backends
+    lines = [f"baseline: {result.baseline_why}"] if result.baseline_why else []
+    if base or cand:
+        lines.append(f"backends: {base} with the baseline, {cand} with the candidate"
+                     + (" (one environment, the frontend swapped)" if base == cand else " (an environment each)"))
+    return lines
+
+
 def crater_markdown(result: CraterResult) -> str:
-    lines = [f"### Crater: {result.frontend} against {result.baseline}", "",
+    lines = [f"### Crater: {result.frontend} against {result.baseline}", "", *_sides(result), "",
              *([] if result.boxed else [f"**{UNBOXED}**", ""]),
              "| library | version | outcome | group | culprit | why |", "|---|---|---|---|---|---|"]
     for v in result.libraries:

@@ -3,6 +3,7 @@ built from source against the newest release over many libraries."""
 
 from __future__ import annotations
 
+import datetime
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -12,6 +13,7 @@ from typing import NamedTuple
 from packaging.specifiers import SpecifierSet
 from packaging.version import Version
 
+from jaxrel import policy
 from jaxrel._util import localfiles, procs, workdirs
 from jaxrel.cells import box
 from jaxrel.cells.environment import jaxrel_wheel
@@ -21,7 +23,9 @@ from jaxrel.distributions.index import Index
 from jaxrel.distributions.metadata import parse_core_metadata
 from jaxrel.distributions.pythons import python_for
 from jaxrel.distributions.remote_metadata import MetadataReader, metadata_of_local
-from jaxrel.distributions.sources import SourceError, export
+from jaxrel.distributions.pages import Listing, parse_time
+from jaxrel.distributions.sources import SourceError, commit_time, export
+from jaxrel.distributions.wheels import inspect
 from jaxrel.downstream import crater as crater_module
 from jaxrel.downstream import library as libraries
 from jaxrel.downstream import minimum as minimum_module
@@ -167,9 +171,12 @@ def build_frontend(source: Path, ref: str | None, workdir: Path, python: str, in
 
 
 def _built_admits(wheel: Path, family: Family) -> SpecifierSet:
-    """The backends a frontend wheel built here admits, from its METADATA."""
+    """The backends a frontend wheel built here admits (:func:`~jaxrel.downstream.minimum.admitted_backends`: its
+    METADATA, the minimum its version file declares, never newer than itself)."""
     built = parse_core_metadata(metadata_of_local(wheel), wheel.name, BadInput)
-    return minimum_module.backend_specifier(built.requires_dist, family.backend.distribution)
+    declared = inspect(wheel, family).minimum_backend
+    return minimum_module.admitted_backends(family, Version(built.version), built.requires_dist,
+                                            declared if declared != family.frontend.minimum_backend else None)
 
 
 def _newest_backend(family: Family, index: Index, python: str, admitted: str) -> str:
@@ -243,26 +250,56 @@ def minimum(request: Request, family: Family, progress: Progress) -> list[minimu
     return results
 
 
-def _baseline(family: Family, index: Index, python: str, reader: MetadataReader, candidate_wheel: Path,
-              wanted: str | None) -> tuple[CellSpec, str]:
-    """The baseline frontend release (``wanted``, else the newest) with the newest backend both it and the candidate
-    admit, and when that release was uploaded."""
+@dataclass(frozen=True)
+class Sides:
+    """The Crater's two sides, each with the backend its own frontend admits (one environment when it is the same
+    backend, two otherwise), and how the baseline was chosen."""
+
+    baseline: CellSpec
+    candidate_backend: str
+    uploaded: str  # when the baseline release reached the index
+    why: str  # how the baseline was chosen, in words
+
+
+def _first_upload(listing: Listing, version: Version) -> str:
+    times = sorted(f.upload_time for f in listing.files_for(version) if f.upload_time)
+    return times[0] if times else ""
+
+
+def _sides(family: Family, index: Index, python: str, reader: MetadataReader, candidate_wheel: Path,
+           wanted: str | None, committed: datetime.datetime | None) -> Sides:
+    """The baseline release: ``wanted``; else the newest final release uploaded before the candidate's commit
+    (``committed``) whose release numbers are below the candidate's (a release tag's own release is
+    never its baseline); each side with the newest backend its own frontend admits."""
     listing = index.listing(family.frontend.distribution)
     finals = [v for v in listing.versions() if not v.is_prerelease and not v.is_devrelease]
+    candidate = Version(parse_core_metadata(metadata_of_local(candidate_wheel), candidate_wheel.name,
+                                            BadInput).version)
+    name = family.frontend.distribution
     if wanted is not None:
         if Version(wanted) not in listing.versions():
-            raise BadInput(f"--baseline {wanted}: the index serves no {family.frontend.distribution} {wanted}; give a "
-                           "release it has")
-        finals = [Version(wanted)]
+            raise BadInput(f"--baseline {wanted}: the index serves no {name} {wanted}; give a release it has")
+        finals, why = [Version(wanted)], f"{name} {wanted}, as --baseline asked"
+    else:
+        below = [v for v in finals if policy.release_key(v) < policy.release_key(candidate)]
+        dated = [v for v in below if committed is None or not (up := _first_upload(listing, v))
+                 or parse_time(up) <= committed]
+        finals = dated or below
+        when = (f"uploaded before the candidate's commit ({committed:%Y-%m-%d})" if committed and dated
+                else "on the index")
+        why = (f"the newest {name} release {when} below the candidate's {policy.release_text(candidate)}"
+               if finals else "")
     if not finals:
-        raise EnvironmentFailure(f"the index lists no {family.frontend.distribution} release to compare against")
+        raise EnvironmentFailure(f"the index lists no {name} release before the candidate "
+                                 f"{policy.release_text(candidate)} to compare against; pass --baseline VERSION")
     newest = finals[-1]
     file = next((f for f in listing.files_for(newest) if f.is_wheel), None)
     requires = reader.metadata(file).requires_dist if file is not None else ()
-    both = minimum_module.backend_specifier(requires, family.backend.distribution) & _built_admits(candidate_wheel,
-                                                                                                   family)
+    own = minimum_module.admitted_backends(family, newest, requires)
     uploaded = minimum_module.uploaded_at(listing, newest, file) if file is not None else ""
-    return CellSpec(str(newest), _newest_backend(family, index, python, str(both))), uploaded
+    baseline = CellSpec(str(newest), _newest_backend(family, index, python, str(own)))
+    candidate_backend = _newest_backend(family, index, python, str(_built_admits(candidate_wheel, family)))
+    return Sides(baseline, candidate_backend, uploaded, f"{newest}: {why}")
 
 
 Bisector = Callable[[crater_module.LibraryVerdict, Library, testsource.StagedTests, Settings], None]
@@ -282,10 +319,15 @@ def crater(request: Request, family: Family, progress: Progress, bisect: Bisecto
     progress(f"crater: building {family.frontend.distribution} from {request.frontend_src} at "
              f"{request.ref or 'the working tree'} …")
     wheel, what = build_frontend(request.frontend_src, request.ref, workdir, settings.python, index)
-    baseline, baseline_uploaded = _baseline(family, index, request.python, reader, wheel, request.baseline)
     commit = what.split()[1] if what.startswith("git ") else ""
+    sides = _sides(family, index, request.python, reader, wheel, request.baseline,
+                   commit_time(request.frontend_src, request.ref))
+    baseline = sides.baseline
+    progress(f"crater: baseline {family.frontend.distribution} {sides.why}; backends: {baseline.backend} (baseline), "
+             f"{sides.candidate_backend} (candidate)")
     result = crater_module.CraterResult(f"{family.frontend.distribution} {what}", commit, baseline.frontend,
-                                        request.python, boxed=request.boxed)
+                                        request.python, boxed=request.boxed, baseline_why=sides.why,
+                                        backends=(baseline.backend, sides.candidate_backend))
     specs: tuple[str | None, ...] = request.libraries or (None,)
     staged: dict[str, tuple[Library, testsource.StagedTests]] = {}
     for spec in specs:
@@ -300,9 +342,9 @@ def crater(request: Request, family: Family, progress: Progress, bisect: Bisecto
             progress(f"crater: {name}: broken: {error}")
             continue
         staged[library.name] = (library, tests)
-        era = replace(baseline, as_of=minimum_module.era(library.uploaded, baseline_uploaded))
+        era = replace(baseline, as_of=minimum_module.era(library.uploaded, sides.uploaded))
         verdict = crater_module.run_library(library, tests, era, wheel, f"HEAD {what}", _budgeted(settings, spec),
-                                            progress)
+                                            progress, candidate_backend=sides.candidate_backend)
         result.libraries.append(verdict)
         progress(f"crater: {library.label}: {verdict.outcome}: {verdict.reason[:160]}")
     crater_module.group(result.libraries)

@@ -160,6 +160,28 @@ def test_bad_input_is_one_line_and_exit_2(index: tuple[str, Path], tmp_path: Pat
     assert not envs.exists() or not any(envs.iterdir())  # nothing left behind
 
 
+def test_a_release_candidate_against_the_release_before_it_each_side_with_its_own_backend(
+        index: tuple[str, Path], tmp_path: Path) -> None:
+    """Rust's Crater moment: the tag dfam-v0.5.0 against the release before it. Every dfam release pins its own
+    dfam-core, so no one environment holds both frontends; before, the run was refused ("no dfam-core release
+    admitted by the frontend"). Without --baseline, the baseline is the newest release uploaded before the tag's
+    commit and below its release (0.4.0), not the newest on the index (0.5.0: the tag's own release)."""
+    url, frontend = index
+    done = downstream("crater", "--frontend-src", str(frontend), "--ref", "dfam-v0.5.0", "--libraries", "dalias,dlib",
+                      *family(frontend), "--budget", "300", "--json", "--no-bisect", workdir=tmp_path / "crater",
+                      url=url)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert result["baseline"] == "0.4.0", result["baseline_why"]
+    assert "uploaded before the candidate's commit (2025-06-01)" in result["baseline_why"]
+    assert result["backends"] == {"baseline": "0.4.0", "candidate": "0.5.0"}
+    outcomes = {lib["name"]: lib for lib in result["libraries"]}
+    assert {name: lib["outcome"] for name, lib in outcomes.items()} == {"dalias": "test-pass", "dlib": "test-pass"}
+    assert outcomes["dlib"]["baseline"]["jaxlib"] == "0.4.0" and outcomes["dlib"]["candidate"]["jaxlib"] == "0.5.0"
+    text = (tmp_path / "crater" / "crater.txt").read_text()
+    assert "backends: 0.4.0 with the baseline, 0.5.0 with the candidate (an environment each)" in text
+
+
 def test_tests_that_do_not_import_on_a_release_are_a_failed_cell_not_bad_input(index: tuple[str, Path],
                                                                                tmp_path: Path) -> None:
     """dconf's conftest imports what dfam 0.3.0 added: on 0.2.0 collection fails. Before, that cell read as "the

@@ -128,6 +128,14 @@ def test_admitted_backends_follow_the_family_minimum_and_never_exceed_the_fronte
     assert list(new.filter(["0.6.2", "0.7.0", "0.7.1"])) == ["0.7.0"]
 
 
+def test_a_revision_admits_by_its_version_file_and_its_release_numbers() -> None:
+    """A main-line build of jax before the pin (0.4.30's era): no Requires-Dist on jaxlib, the minimum in its
+    version file, never newer than its own release numbers (jaxlib 0.4.31 for jax 0.4.31.dev…, not 0.10.2)."""
+    dev = admitted_backends(JAX, Version("0.4.31.dev20240701+g1234abcd"), (), declared_minimum="0.4.27")
+    assert list(dev.filter(["0.4.26", "0.4.27", "0.4.30", "0.4.31", "0.4.32", "0.10.2"])) == ["0.4.27", "0.4.30",
+                                                                                             "0.4.31"]
+
+
 def test_era_is_the_latest_upload_plus_a_second() -> None:
     assert era("2024-07-09T14:01:50Z", None, "2023-01-01T00:00:00Z") == "2024-07-09T14:01:51Z"
     assert era(None, "") is None
