@@ -23,8 +23,8 @@ from jaxrel._util import procs
 from jaxrel._util.text import tail
 from jaxrel.errors import BadInput, EnvironmentFailure
 
-__all__ = ["GIT_REPOSITORY_VARIABLES", "SourceError", "commit_of", "commit_time", "export", "git_dir", "git_environment",
-           "git_identity", "git_toplevel", "is_build_output"]
+__all__ = ["GIT_REPOSITORY_VARIABLES", "SourceError", "commit_of", "commit_time", "export", "git_dir",
+           "git_environment", "git_identity", "git_toplevel", "is_build_output"]
 
 # What a build leaves in a source tree; none of it is source.
 BUILD_OUTPUTS = ("build/lib", "build/lib.*", "build/bdist.*", "build/temp.*", "*.egg-info", ".eggs", "__pycache__",

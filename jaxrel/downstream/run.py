@@ -21,9 +21,9 @@ from jaxrel.cells.frontend import CompatError, build_wheel
 from jaxrel.distributions import envs
 from jaxrel.distributions.index import Index
 from jaxrel.distributions.metadata import parse_core_metadata
+from jaxrel.distributions.pages import Listing, parse_time
 from jaxrel.distributions.pythons import python_for
 from jaxrel.distributions.remote_metadata import MetadataReader, metadata_of_local
-from jaxrel.distributions.pages import Listing, parse_time
 from jaxrel.distributions.sources import SourceError, commit_time, export
 from jaxrel.distributions.wheels import inspect
 from jaxrel.downstream import crater as crater_module
