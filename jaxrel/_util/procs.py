@@ -36,7 +36,18 @@ __all__ = ["DRAIN", "GRACE", "HOLD", "MAX_OUTPUT", "PHASES", "Terminated", "fini
            "interrupts_stop_children", "phase", "popen", "run", "signal_name", "stop", "stop_all", "stopping"]
 
 MAX_OUTPUT = 4 << 20  # bytes of each stream kept (the end of it: errors and answers come last)
-GRACE = 3.0  # seconds between SIGINT and SIGKILL
+
+
+def _grace(text: str | None, default: float = 3.0) -> float:
+    """``JAXREL_STOP_GRACE``: seconds between SIGINT and SIGKILL (0 to 60); anything else is the default."""
+    try:
+        value = float(text) if text else default
+    except ValueError:
+        return default
+    return value if 0.0 <= value <= 60.0 else default
+
+
+GRACE = _grace(os.environ.get("JAXREL_STOP_GRACE"))  # seconds between SIGINT and SIGKILL (default 3)
 DRAIN = 5.0  # seconds to read what a finished child left in its pipes (a daemon it started may hold them open)
 
 

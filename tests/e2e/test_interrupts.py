@@ -37,6 +37,7 @@ pytestmark = pytest.mark.integration
 PY = f"{sys.version_info.major}.{sys.version_info.minor}"
 HOLDER = Path(__file__).resolve().parents[1] / "interrupt_holder.py"
 RUNS = [("honours+own-session", "group"), ("ignores+own-session", "jaxrel alone")]
+GRACE = "0.5"  # seconds from SIGINT to SIGKILL in these runs (JAXREL_STOP_GRACE; 3 by default): the same path
 
 
 @dataclass(frozen=True)
@@ -172,7 +173,8 @@ def interrupted(phase: str, kind: str, route: str, command: list[str], where: Pa
     what is left: exit 130 and one line, nothing running, no report a later run would trust."""
     held = where / "held"
     held.mkdir()
-    env = {**env, procs.HOLD: f"{phase}={shlex.join([sys.executable, str(HOLDER), kind, str(held)])}"}
+    env = {**env, procs.HOLD: f"{phase}={shlex.join([sys.executable, str(HOLDER), kind, str(held)])}",
+           "JAXREL_STOP_GRACE": GRACE}
     process = subprocess.Popen([sys.executable, "-m", "jaxrel", *command], stdout=subprocess.PIPE,
                                stderr=subprocess.PIPE, text=True, env=env, cwd=where, start_new_session=True)
     deadline = time.monotonic() + 600

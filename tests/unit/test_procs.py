@@ -284,7 +284,8 @@ def test_ctrl_c_stops_every_child_of_every_thread_and_exits_130(tmp_path: Path, 
     then SIGKILL after the grace; exit 130, one line, nothing left."""
     process = subprocess.Popen([sys.executable, "-c", POOLED_VERB, str(HOLDER), kind, str(tmp_path)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
-                               env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])})
+                               env={**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+                                    "JAXREL_STOP_GRACE": "0.5"})
     pids = _held(tmp_path, 2, process)
     if route == "group":  # as a terminal sends it: to jaxrel's process group
         os.killpg(process.pid, signal.SIGINT)
@@ -322,6 +323,12 @@ def test_nothing_starts_once_stopping_and_a_stopped_child_is_no_answer(tmp_path:
     assert done.stdout.strip() == "interrupted refused", done.stderr[-2000:]
     (pid,) = [int(line) for line in (tmp_path / "pids").read_text().split()]
     assert _wait_gone(pid)
+
+
+@pytest.mark.parametrize(("text", "grace"), [(None, 3.0), ("0.5", 0.5), ("0", 0.0), ("-1", 3.0), ("61", 3.0),
+                                             ("soon", 3.0), ("nan", 3.0)])
+def test_the_grace_is_three_seconds_unless_a_sane_one_is_set(text: str | None, grace: float) -> None:
+    assert procs._grace(text) == grace
 
 
 def test_every_phase_is_named_and_the_holder_goes_where_its_phase_starts_a_child(
