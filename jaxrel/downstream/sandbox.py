@@ -14,7 +14,7 @@ import os
 import shutil
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import replace
 from pathlib import Path
 
 from jaxrel.cells import box
@@ -23,18 +23,7 @@ from jaxrel.cells.box import KEPT, scrubbed_environment
 __all__ = ["KEPT", "Sandboxed", "network_isolation", "run", "scrubbed_environment"]
 
 
-@dataclass(frozen=True)
-class Sandboxed:
-    """How a sandboxed command ended."""
-
-    returncode: int | None  # None: killed at the budget
-    output: str
-    seconds: float
-    timed_out: bool = False
-    network_isolated: bool = False
-    boxed: bool = False
-    out_of_memory: bool = False
-    peak_bytes: int | None = None
+Sandboxed = box.Boxed  # how a run ended: its status (None: killed at the budget), output, time, what contained it
 
 
 @functools.cache
@@ -71,12 +60,10 @@ def run(command: Sequence[str], *, cwd: Path, home: Path, env: Mapping[str, str]
         if boxed:
             spec = box.Spec(writable=(home.parent,), readable=(*readable, cwd), hidden=tuple(hidden),
                             network=not offline, limits=limits or box.Limits.default())
-            ran = box.run(command, cwd=cwd, env=variables, budget=budget, spec=spec)
-            return Sandboxed(ran.returncode, ran.output, ran.seconds, ran.timed_out, ran.network_isolated, True,
-                             ran.out_of_memory, ran.peak_bytes)
+            return box.run(command, cwd=cwd, env=variables, budget=budget, spec=spec)
         prefix = network_isolation() if offline else ()
         ran = box.run([*prefix, *command], cwd=cwd, env=variables, budget=budget, spec=box.Spec(writable=()),
                       boxed=False)
-        return Sandboxed(ran.returncode, ran.output, ran.seconds, ran.timed_out, bool(prefix))
+        return replace(ran, network_isolated=bool(prefix))
     finally:
         shutil.rmtree(home, ignore_errors=True)

@@ -218,17 +218,10 @@ def read_report(path: Path) -> ReportRecord:
              enumerate(data["cells"])]
     need(bool(cells), path, "cells", "a non-empty list (a run that tested nothing proves nothing)")
     minimum = front.get("minimum_backend", "")
-    need(isinstance(minimum, str) and (not minimum or _is_version(minimum)), path, "matrix.frontend.minimum_backend",
-         "a PEP 440 version")
+    need(isinstance(minimum, str) and (not minimum or policy.is_version(minimum)), path,
+         "matrix.frontend.minimum_backend", "a PEP 440 version")
     return ReportRecord(hashlib.sha256(raw).hexdigest(), frontend, cells, minimum_backend=minimum)
 
-
-def _is_version(text: str) -> bool:
-    try:
-        policy.parse_version(text)
-    except policy.VersionError:
-        return False
-    return True
 
 
 def _cell(item: Any, i: int, path: Path, frontend: Artifact, backend: str) -> CellRecord:
