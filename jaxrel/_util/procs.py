@@ -111,7 +111,7 @@ def _held(command: list[str]) -> list[str]:
 
 
 _live: dict[int, subprocess.Popen[Any]] = {}  # every child popen started, by pid, until it is seen to have ended
-_lock = threading.Lock()
+_lock = threading.RLock()  # re-entrant: a second Ctrl-C may arrive while the first one's handler holds it
 _stopping = threading.Event()  # set by stop_all: no child starts after it
 _stopped = threading.Event()  # set when stop_all's SIGKILL has gone out (or nothing was left to kill)
 

@@ -156,7 +156,9 @@ def command(argv: Sequence[str], spec: Spec, cwd: Path, status: Path | None = No
     for path in dict.fromkeys(hidden):
         if os.path.isdir(path):
             line += ["--tmpfs", path]
-    runs = [program.resolve().parent.parent for program in programs]  # what argv[0] links to (an interpreter)
+    # the programs' prefixes, as named (a virtual environment, which may lie under a hidden path such as /tmp) and
+    # as they resolve (the interpreter it links to, under a hidden home)
+    runs = [prefix for program in programs for prefix in (program.parent.parent, program.resolve().parent.parent)]
     readable = [p for path in (*spec.readable, *runs) for p in (path, *_interpreter_home(path))]
     for path in dict.fromkeys(str(p.resolve()) for p in readable):
         if os.path.exists(path):
