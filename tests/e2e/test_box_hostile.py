@@ -253,3 +253,15 @@ def test_without_bubblewrap_the_run_is_refused_with_the_fix(tmp_path: Path) -> N
     done = subprocess.run([sys.executable, "-c", "from jaxrel.cells import box; print(box.unavailable())"],
                           capture_output=True, text=True, timeout=60, env={**os.environ, "PATH": str(tmp_path)})
     assert "bubblewrap is not installed" in done.stdout and "--unboxed" in done.stdout, done.stdout + done.stderr
+
+
+def test_an_environment_under_a_hidden_path_still_runs(tmp_path: Path) -> None:
+    """A virtual environment under /tmp (a clone there, a --workdir there): the box hides /tmp, and binds back the
+    environment as named and the interpreter it links to. Before, bwrap found no such file (the clone of CI)."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
+    assert str(venv).startswith("/tmp/") or not str(tmp_path).startswith("/tmp/")
+    run = tmp_path / "run"
+    ran = sandbox.run([str(venv / "bin" / "python"), "-c", "import sys; print(sys.prefix)"], cwd=tmp_path / "run",
+                      home=run / "home", budget=60)
+    assert ran.boxed and ran.returncode == 0 and str(venv) in ran.output, ran.output[-2000:]
