@@ -43,7 +43,7 @@ from jaxrel.errors import BadInput
 
 __all__ = [
     "MAX_VERSION_LENGTH", "Pin", "Rule", "Verdict", "VersionError", "Violation", "check_release", "is_final",
-    "is_version", "parse_version", "release_key", "release_text", "verdict", "versions_or_specifier",
+    "parse_version", "release_key", "release_text", "verdict", "versions_or_specifier",
 ]
 
 
@@ -135,15 +135,6 @@ def parse_version(text: str, what: str = "version") -> Version:
             f"{what} {shorten(text)!r} has an epoch, which jax's version check cannot compare; drop the epoch"
         )
     return version
-
-
-def is_version(text: str) -> bool:
-    """Whether :func:`parse_version` takes ``text``."""
-    try:
-        parse_version(text)
-    except VersionError:
-        return False
-    return True
 
 
 def versions_or_specifier(given: str, what: str, example: str = ">=0.4.30",

@@ -12,8 +12,9 @@ from jaxrel import policy
 from jaxrel._util import localfiles
 from jaxrel.errors import JaxrelError
 
-__all__ = ["VERSION_VARIABLES", "assigned_int", "assigned_string", "checked_version", "ffi_api_in", "line_starts",
-    "module_literals", "read_assignment", "read_ffi_api", "read_text", "read_version", "read_version_file", "span"]
+__all__ = ["VERSION_VARIABLES", "assigned_int", "assigned_string", "checked_version", "ffi_api_in", "is_version",
+    "line_starts", "module_literals", "read_assignment", "read_ffi_api", "read_text", "read_version",
+    "read_version_file", "span"]
 
 
 def line_starts(source: bytes) -> list[int]:
@@ -97,6 +98,15 @@ def read_assignment(path: str, variables: tuple[str, ...]) -> str | None:
 
 
 VERSION_VARIABLES = ("_release_version", "_version", "__version__")
+
+
+def is_version(text: str) -> bool:
+    """Whether :func:`jaxrel.policy.parse_version` takes ``text``."""
+    try:
+        policy.parse_version(text)
+    except policy.VersionError:
+        return False
+    return True
 
 
 def checked_version(value: str | None, file: str, field: str) -> str | None:

@@ -19,8 +19,8 @@ from typing import Any
 
 from packaging.utils import canonicalize_name
 
-from jaxrel import policy
 from jaxrel._util import localfiles
+from jaxrel._util.literals import is_version
 from jaxrel.cells.records import signature
 from jaxrel.distributions.filenames import name_and_version, wheel_tags
 from jaxrel.errors import JaxrelError
@@ -218,7 +218,7 @@ def read_report(path: Path) -> ReportRecord:
              enumerate(data["cells"])]
     need(bool(cells), path, "cells", "a non-empty list (a run that tested nothing proves nothing)")
     minimum = front.get("minimum_backend", "")
-    need(isinstance(minimum, str) and (not minimum or policy.is_version(minimum)), path,
+    need(isinstance(minimum, str) and (not minimum or is_version(minimum)), path,
          "matrix.frontend.minimum_backend", "a PEP 440 version")
     return ReportRecord(hashlib.sha256(raw).hexdigest(), frontend, cells, minimum_backend=minimum)
 

@@ -23,7 +23,7 @@ from matrix_family import build_matrix, project, wheel
 from test_fuzz_net_archive import fuzz
 from test_release_audit import Served, run, served  # noqa: F401 (served: the fixture)
 
-from jaxrel import policy
+from jaxrel._util.literals import is_version
 from jaxrel.cli import main
 from jaxrel.cli._common import UsageError
 from jaxrel.cli._matrix import as_of
@@ -191,7 +191,7 @@ def test_a_word_in_any_version_field_of_a_file_is_one_line_naming_the_file_and_f
     path.write_text("\n".join(f"{key} = {literal(value)}" if line.startswith(f"{key} = ") else line
                               for line in lines) + "\n")
     before = _tree(repo)
-    word = not policy.is_version(value)
+    word = not is_version(value)
     verbs = [["release", "plan", "--project", str(repo)], ["release", "bump", "0.2.0", "--project", str(repo)]]
     if word:  # a good version goes on to ask the index; a word is refused before
         verbs.append(["release", "check", str(repo)])
