@@ -159,7 +159,8 @@ def command(argv: Sequence[str], spec: Spec, cwd: Path, status: Path | None = No
     # the programs' prefixes, as named (a virtual environment, which may lie under a hidden path such as /tmp) and
     # as they resolve (the interpreter it links to, under a hidden home)
     runs = [prefix for program in programs for prefix in (program.parent.parent, program.resolve().parent.parent)]
-    readable = [p for path in (*spec.readable, *runs) for p in (path, *_interpreter_home(path))]
+    resolver = [Path("/run/systemd/resolve")] if spec.network else []  # /etc/resolv.conf may link there
+    readable = [p for path in (*spec.readable, *runs, *resolver) for p in (path, *_interpreter_home(path))]
     for path in dict.fromkeys(str(p.resolve()) for p in readable):
         if os.path.exists(path):
             line += ["--ro-bind", path, path]

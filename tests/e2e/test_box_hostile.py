@@ -230,9 +230,13 @@ def test_the_hosts_loopback_cannot_be_reached(tmp_path: Path, boxed: bool) -> No
         thread = threading.Thread(target=serve, daemon=True)
         thread.start()
         ran = _run(tmp_path, CONNECTOR.replace("PORT", str(server.getsockname()[1])), boxed=boxed, offline=boxed)
+        if boxed:  # and --network: the box shares the host's network, the rest of it unchanged
+            shared = _run(tmp_path, CONNECTOR.replace("PORT", str(server.getsockname()[1])), offline=False)
+            assert shared.boxed and "CONNECTED" in shared.output.replace("NOT CONNECTED", ""), shared.output[-2000:]
         if boxed:
             assert ran.returncode == 0 and "NOT CONNECTED" in ran.output, ran.output[-2000:]
-            assert accepted == []
+            thread.join(60)
+            assert accepted == [b"hello from the tests"]  # the --network run's connection, and only that one
         else:
             thread.join(60)
             assert accepted == [b"hello from the tests"], "unboxed, the host's loopback is reachable (hostile?)"
