@@ -71,7 +71,9 @@ def scan_wheelhouse(directory: Path) -> list[IndexFile]:
         known = {}  # a cache is never trusted: damaged or absent is a miss, rewritten below
     changed = False
     for path in sorted(directory.iterdir()) if directory.is_dir() else []:
-        if not path.is_file() or distribution_filename(path.name, None, str(directory), "a file") is None:
+        if path.name.startswith(".") or not path.is_file():  # a dotfile (the .gitignore `uv build -o` writes) is
+            continue  # no distribution, as pip's --find-links skips it; a directory's entries are file names
+        if distribution_filename(path.name, None, str(directory), "a file") is None:
             continue
         status = path.stat()
         # ctime and inode change on any rewrite and cannot be set back with utime (as git's index does)

@@ -228,3 +228,22 @@ def test_index_file_without_hash_is_not_downloaded():
     file = IndexFile("demo-1.0-py3-none-any.whl", "https://index.example/demo.whl", "somewhere")
     with pytest.raises(IndexClientError, match="lists no sha256"):
         Index([]).download(file)
+
+
+def test_a_wheelhouse_with_a_dotfile_lists_its_wheels_as_pip_does(tmp_path):
+    """`uv build --out-dir DIR` writes a .gitignore into DIR; a wheelhouse made that way was refused ("the index is
+    broken"). pip's --find-links skips it, and so does jaxrel now (asked of pip itself)."""
+    import subprocess
+
+    from jaxrel.distributions.pipconfig import pip_command
+
+    wheel = make_wheel(tmp_path)
+    house = tmp_path / "house"
+    house.mkdir()
+    (house / wheel.name).write_bytes(wheel.read_bytes())
+    (house / ".gitignore").write_text("*\n")
+    assert [f.filename for f in Index([], [house]).listing("demo").files] == [wheel.name]
+    done = subprocess.run([*pip_command(), "download", "--no-index", "--no-deps", "--find-links", str(house),
+                           "--dest", str(tmp_path / "got"), "demo"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert [p.name for p in (tmp_path / "got").iterdir()] == [wheel.name]
