@@ -33,7 +33,7 @@ from types import FrameType
 from typing import IO, Any, ParamSpec, TypeVar
 
 __all__ = ["DRAIN", "GRACE", "HOLD", "MAX_OUTPUT", "PHASES", "Terminated", "finish_stopping", "in_phase",
-           "interrupts_stop_children", "phase", "popen", "run", "signal_name", "stop", "stop_all", "stopping"]
+           "interrupts_stop_children", "phase", "popen", "run", "signal_name", "stop", "stop_all"]
 
 MAX_OUTPUT = 4 << 20  # bytes of each stream kept (the end of it: errors and answers come last)
 
@@ -114,11 +114,6 @@ _live: dict[int, subprocess.Popen[Any]] = {}  # every child popen started, by pi
 _lock = threading.RLock()  # re-entrant: a second Ctrl-C may arrive while the first one's handler holds it
 _stopping = threading.Event()  # set by stop_all: no child starts after it
 _stopped = threading.Event()  # set when stop_all's SIGKILL has gone out (or nothing was left to kill)
-
-
-def stopping() -> bool:
-    """Whether :func:`stop_all` ran: jaxrel is on its way out; nothing new starts."""
-    return _stopping.is_set()
 
 
 def _register(process: subprocess.Popen[Any]) -> None:
@@ -231,7 +226,7 @@ def interrupts_stop_children() -> Iterator[None]:
 def popen(args: Sequence[str | Path], *, cleanup: bool = False, **options: Any) -> subprocess.Popen[Any]:
     """:class:`subprocess.Popen` in a new session (its own process group); stop it with :func:`stop`.
 
-    While jaxrel stops (:func:`stopping`) only a ``cleanup`` child starts (``git bisect reset`` on the way out):
+    While jaxrel stops (after :func:`stop_all`) only a ``cleanup`` child starts (``git bisect reset`` on the way out):
     any other raises :class:`KeyboardInterrupt`.
 
     An interrupt (SIGINT, SIGTERM) that comes while the child starts is held until :class:`subprocess.Popen`
@@ -248,7 +243,7 @@ def popen(args: Sequence[str | Path], *, cleanup: bool = False, **options: Any) 
             if _stopping.is_set() and not cleanup:
                 raise KeyboardInterrupt
             process = subprocess.Popen(command, start_new_session=True, **options)  # no Python handler runs here
-            _live[process.pid] = process
+            _register(process)
         return process
     caught: list[signal.Signals] = []
     previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signal.Signals(signum))) for sig in HELD}

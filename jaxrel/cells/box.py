@@ -32,12 +32,13 @@ import time
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from jaxrel._util import procs
 
-__all__ = ["INSTALL_HINT", "KEPT", "Boxed", "Limits", "Spec", "command", "run", "scrubbed_environment", "unavailable"]
+__all__ = ["INSTALL_HINT", "KEPT", "Boxed", "Limits", "Spec", "command", "run", "run_at_home",
+           "scrubbed_environment", "unavailable"]
 
 INSTALL_HINT = "install bubblewrap (apt-get install bubblewrap), or pass --unboxed to run other people's tests unboxed"
 HIDDEN = ("/tmp", "/var/tmp", "/home", "/root", "/run", "/mnt", "/media", "/srv")  # replaced by empty ones
@@ -231,9 +232,10 @@ class _Cgroup:
     def out_of_memory(self) -> bool:
         if "" in self.paths:
             return _counter(self.paths[""] / "memory.events", "oom_kill") > 0
-        if "memory" in self.paths:
-            return _counter(self.paths["memory"] / "memory.oom_control", "oom_kill") > 0 or \
-                _number(self.paths["memory"] / "memory.failcnt") > 0 and _under_oom(self.paths["memory"])
+        if "memory" in self.paths:  # v1: the kill counted (newer kernels), else the limit hit while under OOM
+            control = self.paths["memory"] / "memory.oom_control"
+            return _counter(control, "oom_kill") > 0 or (_number(self.paths["memory"] / "memory.failcnt") > 0
+                                                         and _counter(control, "under_oom") > 0)
         return False
 
     def peak(self) -> int | None:
@@ -286,11 +288,6 @@ def _counter(path: Path, key: str) -> int:
     return 0
 
 
-def _under_oom(path: Path) -> bool:
-    return _counter(path / "memory.oom_control", "under_oom") > 0 or _counter(path / "memory.oom_control",
-                                                                             "oom_kill") > 0
-
-
 @contextmanager
 def _cgroup(limits: Limits) -> Iterator[_Cgroup]:
     group = _Cgroup(limits)
@@ -317,8 +314,7 @@ def run(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], budget: float
         line = [*group.prefix(), *command(argv, spec, cwd, status)]
         try:
             done = procs.run(line, cwd=cwd, env=env, timeout=budget)
-        except subprocess.TimeoutExpired as expired:
-            group.kill()
+        except subprocess.TimeoutExpired as expired:  # procs stopped the box's group; the cgroup goes on leaving
             return Boxed(None, _text(expired.stdout) + _text(expired.stderr), time.perf_counter() - start, True,
                          not spec.network, True, group.out_of_memory(), group.peak())
         finally:
@@ -338,6 +334,19 @@ def _status(path: Path | None) -> int | None:
     except OSError:
         return None
     return int(text) if text.lstrip("-").isdigit() else None
+
+
+def run_at_home(home: Path, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str] | None, budget: float,
+                spec: Spec, boxed: bool = True) -> Boxed:
+    """:func:`run` with a fresh private ``home`` (removed after) whose parent is the run's own directory, writable in
+    the box, and the scrubbed environment (:func:`scrubbed_environment`) holding ``env``."""
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir(parents=True)
+    try:
+        return run(argv, cwd=cwd, env=scrubbed_environment(home, env), budget=budget,
+                   spec=replace(spec, writable=(home.parent, *spec.writable)), boxed=boxed)
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def _text(data: object) -> str:

@@ -184,13 +184,11 @@ def run_suite(
                                        jobs=jobs)
     start = time.perf_counter()
     if box_spec is not None:
-        home = work / "home"
         shutil.copytree(source, tests, symlinks=True)
         variables.update({"VIRTUAL_ENV": str(env.root), "PATH": f"{env.bin}{os.pathsep}{os.environ.get('PATH', '')}"})
-        spec = replace(box_spec, writable=(work,), readable=(*box_spec.readable, env.root))
-        ran = box.run(command, cwd=tests, env=box.scrubbed_environment(home, variables), budget=timeout, spec=spec)
+        ran = box.run_at_home(work / "home", command, cwd=tests, env=variables, budget=timeout,
+                              spec=replace(box_spec, readable=(*box_spec.readable, env.root)))
         shutil.rmtree(tests, ignore_errors=True)
-        shutil.rmtree(home, ignore_errors=True)
         returncode = ran.returncode if ran.returncode is not None else -signal.SIGKILL
         return recorded(work, returncode, ran.output, ran.seconds)
     done = env.run(*command, env=variables, timeout=timeout, cwd=str(suite.root))

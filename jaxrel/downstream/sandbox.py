@@ -52,18 +52,11 @@ def run(command: Sequence[str], *, cwd: Path, home: Path, env: Mapping[str, str]
     private home, and its parent the run's own directory (the only one it may write); ``readable``: what it reads
     beside the read-only root even under a hidden path (its environment, its tests); ``hidden``: paths it must not
     see (the frontend's checkout)."""
-    if home.exists():
-        shutil.rmtree(home, ignore_errors=True)
-    home.mkdir(parents=True)
-    variables = scrubbed_environment(home, env)
-    try:
-        if boxed:
-            spec = box.Spec(writable=(home.parent,), readable=(*readable, cwd), hidden=tuple(hidden),
-                            network=not offline, limits=limits or box.Limits.default())
-            return box.run(command, cwd=cwd, env=variables, budget=budget, spec=spec)
-        prefix = network_isolation() if offline else ()
-        ran = box.run([*prefix, *command], cwd=cwd, env=variables, budget=budget, spec=box.Spec(writable=()),
-                      boxed=False)
-        return replace(ran, network_isolated=bool(prefix))
-    finally:
-        shutil.rmtree(home, ignore_errors=True)
+    if boxed:
+        spec = box.Spec(writable=(), readable=(*readable, cwd), hidden=tuple(hidden), network=not offline,
+                        limits=limits or box.Limits.default())
+        return box.run_at_home(home, command, cwd=cwd, env=env, budget=budget, spec=spec)
+    prefix = network_isolation() if offline else ()
+    ran = box.run_at_home(home, [*prefix, *command], cwd=cwd, env=env, budget=budget, spec=box.Spec(writable=()),
+                          boxed=False)
+    return replace(ran, network_isolated=bool(prefix))

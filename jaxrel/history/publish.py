@@ -33,7 +33,7 @@ from jaxrel.bisect.command import command as bisect_command
 from jaxrel.history.bisect_new import MAX_TESTS, bisect_files
 from jaxrel.history.query import combo_summaries, stale_cells
 from jaxrel.history.regressions import EXPECTATION, REGRESSION, Regression, regressions
-from jaxrel.history.states import due, night_states
+from jaxrel.history.states import State, due, night_states
 from jaxrel.history.store import CELL_TEST, Store
 
 __all__ = ["COMMIT_URL", "COLOURS", "SOURCE", "commands", "publish", "site_data"]
@@ -54,14 +54,16 @@ def _page_name(cell: str) -> str:
     return _SAFE.sub("_", cell)[:120] + ".html"
 
 
-def site_data(store: Store) -> dict[str, Any]:
-    """Everything the site shows, as JSON-ready values; each square's state from :func:`night_states`."""
+def site_data(store: Store, found: list[Regression] | None = None,
+              states: dict[tuple[str, str], State] | None = None) -> dict[str, Any]:
+    """Everything the site shows, as JSON-ready values; each square's state from :func:`night_states` (``found``
+    and ``states``: the store's regressions and night states when the caller has them already)."""
     rows = store.rows(
         "SELECT runs.night, combos.cell, runs.frontend_commit, results.outcome, results.signature FROM results JOIN "
         "runs ON runs.id = results.run JOIN combos ON combos.id = results.combo WHERE results.test = ? ORDER BY "
         "runs.night, runs.id", (CELL_TEST,))
-    found = regressions(store)
-    states = night_states(store, found=found)
+    found = regressions(store) if found is None else found
+    states = night_states(store, found=found) if states is None else states
     grid: dict[str, dict[str, dict[str, Any]]] = defaultdict(dict)
     for night, cell, commit, outcome, signature in rows:
         state = states[(str(night), str(cell))]
@@ -101,7 +103,9 @@ def commands(regression: Regression, source: str = SOURCE) -> dict[str, str]:
 
 def publish(store: Store, output: Path, *, commit_url: str = COMMIT_URL, title: str = "jaxrel history") -> list[Path]:
     """Write the site into ``output`` (every file in one step at the end); the files written."""
-    data = site_data(store)
+    found = regressions(store)
+    states = night_states(store, found=found)  # once, for the squares and the feed's verdicts alike
+    data = site_data(store, found, states)
     files: dict[Path, str] = {
         output / "index.html": _index(data, title),
         output / "downstream.html": _index({**data, "cells": [c for c in data["cells"] if c.startswith(DOWNSTREAM)]},
@@ -114,7 +118,8 @@ def publish(store: Store, output: Path, *, commit_url: str = COMMIT_URL, title: 
         output / "api" / "v1" / "stale.json": json.dumps({"api": 1, "stale": data["stale"]}, indent=1) + "\n",
         output / "api" / "v1" / "regressions.json": json.dumps({"api": 1, "regressions": data["regressions"]},
                                                                indent=1) + "\n",
-        output / "api" / "v1" / "combos.json": json.dumps({"api": 1, "combos": combo_summaries(store)}) + "\n",
+        output / "api" / "v1" / "combos.json": json.dumps({"api": 1, "combos": combo_summaries(store, states)})
+        + "\n",
     }
     for cell in data["cells"]:
         files[output / "cells" / _page_name(cell)] = _cell(data, cell, commit_url, title)

@@ -28,7 +28,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from jaxrel.history.regressions import EXPECTATION
-from jaxrel.history.states import night_states
+from jaxrel.history.states import State, night_states
 from jaxrel.history.store import CELL_TEST, OWN_TESTS, HistoryError, Store
 
 __all__ = ["EXPECTED", "FLAKY", "KNOWN_BAD", "KNOWN_GOOD", "TESTS_FAIL", "UNTESTED", "WORST_FIRST", "Answer",
@@ -201,8 +201,9 @@ def failure_kind(nights: list[dict[str, Any]]) -> str:
     return f"{where}: the frontend's own tests and jaxrel's compat suite"
 
 
-def combo_summaries(store: Store) -> list[dict[str, Any]]:
-    """Every combo with its pins, Python, cell, verdict and nights: what the published feed says of each set."""
+def combo_summaries(store: Store, states: dict[tuple[str, str], State] | None = None) -> list[dict[str, Any]]:
+    """Every combo with its pins, Python, cell, verdict and nights: what the published feed says of each set
+    (``states``: the store's night states, when the caller has them already)."""
     pins: dict[int, list[str]] = {}
     for combo, name, version in store.rows(
             "SELECT combo_artifacts.combo, artifacts.name, artifacts.version FROM combo_artifacts JOIN artifacts ON "
@@ -232,7 +233,7 @@ def combo_summaries(store: Store) -> list[dict[str, Any]]:
         "SELECT results.combo, runs.night, results.run FROM results JOIN runs ON runs.id = results.run "
         "WHERE results.test = ?", (CELL_TEST,))}
     summaries = []
-    states = night_states(store)
+    states = night_states(store) if states is None else states
     for combo, seen in sorted(nights.items()):
         cell, python = meta[combo]
         for n in seen:
