@@ -1,11 +1,13 @@
 """A sample ecosystem for ``jaxrel downstream``: the dfam family (frontend ``dfam``, backend ``dfam-core``, pure
 wheels written file by file), libraries built on it with planted defects, and dfam's git history with one commit
-that breaks two of them. Served by a loopback index with upload times (tests/simple_index.py), so cells resolve
-as of their era as they do against the real index.
+that breaks two of them and a release commit that pins the next backend. Served by a loopback index with upload
+times (tests/simple_index.py), so cells resolve as of their era as they do against the real index.
 
 - dfam 0.1.0 … 0.5.0; dfam-core 0.1.0 is not on the index (deleted, as jaxlib's oldest wheels were): dfam 0.1.0
   is ``not-installable``. dfam 0.3.0 adds ``scale(x, factor)``; 0.4.0 its ``axis`` keyword. ``old_alias`` exists in
-  every release; the frontend's main line removes it after 0.5.0 (the culprit commit).
+  every release; the frontend's main line removes it after 0.5.0 (the culprit commit). ``dfam-v0.6.0``, tagged on
+  the branch ``release-0.6`` from the main line's head, requires ``dfam-core==0.6.0``, which the index serves ahead
+  of its frontend: a bisection from 0.5.0 to it crosses a change of the minimum backend.
 - ``dlib`` 1.0.0 declares ``dfam>=0.1.0`` and calls ``scale(…, axis=0)``: its true minimum is 0.4.0 (the planted
   false minimum; the fix ``dfam>=0.4.0``).
 - ``dalias`` and ``dalias-two`` call ``dfam.old_alias``: both regress at HEAD, one root cause.
@@ -110,6 +112,12 @@ LIBRARIES: dict[str, tuple[list[str], dict[str, str], dict[str, str]]] = {
 }
 
 
+def _core(scratch: Path, house: Path, version: str, when: float) -> None:
+    _place(write_wheel(scratch / f"core-{version}", "dfam-core", version,
+                       {"dfam_core/__init__.py": f"__version__ = {version!r}\n".encode(),
+                        "dfam_core/version.py": f"_version = {version!r}\n".encode()}), house, when)
+
+
 def build_index(house: Path, third_party: Path) -> Path:
     """Every file the sample index serves, in ``house``: dfam, dfam-core, the libraries, and the third-party wheels
     (pytest and its dependencies, flit_core to build dfam) copied from ``third_party``. Upload times: 2025."""
@@ -123,9 +131,8 @@ def build_index(house: Path, third_party: Path) -> Path:
         _place(write_wheel(scratch / f"dfam-{version}", "dfam", version, files,
                            [f"dfam-core>={version},<={version}"]), house, when)
         if version != "0.1.0":  # dfam-core 0.1.0 was deleted from the index
-            _place(write_wheel(scratch / f"core-{version}", "dfam-core", version,
-                               {"dfam_core/__init__.py": f"__version__ = {version!r}\n".encode(),
-                                "dfam_core/version.py": f"_version = {version!r}\n".encode()}), house, when)
+            _core(scratch, house, version, when)
+    _core(scratch, house, "0.6.0", start + 150 * day)  # the backend of the coming release, ahead of its frontend
     when = start + 200 * day
     for name, (requires, package, tests) in LIBRARIES.items():
         _place(write_wheel(scratch / name, name, "1.0.0", {k: v.encode() for k, v in package.items()}, requires),
@@ -191,4 +198,10 @@ def frontend_history(repo: Path) -> str:
     for number in range(2):
         _write(repo, {"NOTES.md": f"notes {number}\n"})
         _git(repo, "commit", "-qam", f"Notes {number}")
+    _git(repo, "checkout", "-qb", "release-0.6")  # as jax releases: the release commit pins its own backend
+    _write(repo, {"pyproject.toml": pyproject.format(minimum="0.6.0", version="0.6.0"),
+                  **frontend_source("0.6.0", scale=True, axis=True, alias=False, minimum="0.6.0")})
+    _git(repo, "commit", "-qam", "Prepare for dfam release 0.6.0")
+    _git(repo, "tag", "dfam-v0.6.0")
+    _git(repo, "checkout", "-q", "main")
     return culprit

@@ -63,6 +63,8 @@ class Request:
     jobs: int = 1  # probes a round (multisection: jaxrel.bisect.multisect); 1 is git bisect run's one at a time
     boxed: bool = False  # run the tests in the box (cells.box): another project's tests (downstream's bisections)
     hidden: tuple[Path, ...] = ()  # with ``boxed``: paths the tests must not see (the frontend's checkout)
+    more_backends: tuple[str, ...] = ()  # for revisions whose own rules refuse the cell's backend: the newest of
+    # these they admit, each in an environment of its own (a Crater's candidate side pins a newer backend)
 
 
 def resolve(source: Source, rev: str, option: str) -> str:
@@ -160,6 +162,8 @@ def check_inputs(request: Request, family: Family) -> Inputs:
         raise BadInput("give at least one --good REV (a revision where the cell passes)")
     check_ancestry(source, goods, bad, request.goods, request.bad)
     python, version, plugin_set = cell_parts(request, family)
+    for other in request.more_backends:  # bounded as the cell's own backend is
+        policy.parse_version(other, f"--also-backend {shorten(other)}: {family.backend.distribution} version")
     if request.suite_tests:
         if request.tests:
             raise BadInput("pass --frontend-tests or --compat-tests, not both: one selection decides each step")

@@ -92,14 +92,14 @@ def choose(left: Remaining, k: int) -> list[str]:
 
 @procs.in_phase("bisect.environment")
 def prepare_slot(config: StepConfig, family: Family, slot: int) -> None:
-    """Probe slot ``slot`` made ready: a copy of the cell's environment for every slot but the first (replaced; a
+    """Probe slot ``slot`` made ready: a copy of the cell's environments for every slot but the first (replaced; a
     virtual environment runs from any directory when started by its own ``bin/python``, which is how every step
     starts it), and its frontend's bytecode compiled (:func:`jaxrel.bisect.step.precompile`)."""
-    if slot > 0:
-        target = config.env_of(slot)
+    for root in config.env_roots if slot > 0 else ():
+        target = config.env_of(slot, root)
         if target.exists():
             shutil.rmtree(target)
-        shutil.copytree(config.env_of(0), target, symlinks=True)
+        shutil.copytree(config.env_of(0, root), target, symlinks=True)
     precompile(config, family, slot)
 
 

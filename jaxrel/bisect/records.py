@@ -43,6 +43,7 @@ class StepConfig:
     build_requires: tuple[str, ...] = ()  # [build-system] requires of the bad revision
     boxed: bool = False  # the tests run in the box (cells.box): another project's tests
     hidden: tuple[str, ...] = ()  # with ``boxed``: paths the tests must not see
+    more_envs: tuple[tuple[str, str], ...] = ()  # (backend version, environment) for revisions refusing ``backend``
 
     @property
     def pip_index(self) -> PipIndexConfig | None:
@@ -60,9 +61,21 @@ class StepConfig:
     def records(self) -> Path:
         return Path(self.workdir) / "steps.jsonl"
 
-    def env_of(self, slot: int) -> Path:
-        """The environment probe slot ``slot`` tests in: the cell's own (slot 0), or its copy for that slot."""
-        return Path(self.env_root if slot == 0 else f"{self.env_root}-{slot}")
+    @property
+    def backend_version(self) -> str:
+        """The cell's backend version (``backend`` is "name version")."""
+        return self.backend.rsplit(" ", 1)[-1]
+
+    @property
+    def env_roots(self) -> tuple[str, ...]:
+        """Every environment a step may test in: the cell's, then one for each of ``more_envs``."""
+        return (self.env_root, *(root for _, root in self.more_envs))
+
+    def env_of(self, slot: int, root: str | None = None) -> Path:
+        """The environment probe slot ``slot`` tests in: ``root`` (default the cell's own) in slot 0, or its copy
+        for that slot."""
+        base = root or self.env_root
+        return Path(base if slot == 0 else f"{base}-{slot}")
 
     def bytecode_of(self, slot: int) -> Path:
         """Where probe slot ``slot``'s processes keep compiled bytecode (``PYTHONPYCACHEPREFIX``): outside the
@@ -84,6 +97,7 @@ class StepConfig:
         data["pytest_options"] = tuple(data.get("pytest_options", ()))
         data["build_requires"] = tuple(data.get("build_requires", ()))
         data["hidden"] = tuple(data.get("hidden", ()))
+        data["more_envs"] = tuple(tuple(pair) for pair in data.get("more_envs", ()))
         data["test_env"] = tuple(tuple(pair) for pair in data["test_env"])
         return cls(**data)
 
@@ -102,6 +116,7 @@ class StepRecord:
     flaky: list[str] = field(default_factory=list)  # node ids that failed, then passed on a rerun
     passed: int = 0
     cached: bool = False  # the wheel came from the cache (nothing built)
+    backend: str = ""  # the backend version the step ran with (a revision refusing the cell's takes another)
     seconds: dict[str, float] = field(default_factory=dict)  # export, build+install, tests
 
     @property

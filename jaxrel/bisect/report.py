@@ -64,11 +64,16 @@ def to_json(result: Result) -> dict[str, Any]:
     }
 
 
+def _several_backends(result: Result) -> bool:
+    return len({step.backend for step in result.steps if step.backend}) > 1
+
+
 def _step_rows(result: Result) -> list[list[str]]:
     rows = []
     for number, step in enumerate(result.steps, 1):
         seconds = step.seconds
         rows.append([str(number), step.role, step.short, clip(step.subject, 40), step.verdict,
+                     *([step.backend] if _several_backends(result) else []),
                      clip(step.reason, 90), f"{seconds.get('export', 0):.1f}",
                      f"{seconds.get('build+install', 0):.1f}" + (" (cached)" if step.cached else ""),
                      f"{seconds.get('tests', 0):.1f}"])
@@ -76,6 +81,11 @@ def _step_rows(result: Result) -> list[list[str]]:
 
 
 STEP_HEADERS = ["#", "role", "commit", "subject", "verdict", "reason", "export s", "build+install s", "tests s"]
+
+
+def step_headers(result: Result) -> list[str]:
+    """The steps table's columns: with the backend's when the steps ran with more than one."""
+    return [*STEP_HEADERS[:5], *(["backend"] if _several_backends(result) else []), *STEP_HEADERS[5:]]
 
 
 def _at(label: str, step: StepRecord | None) -> list[str]:
@@ -113,7 +123,7 @@ def text(result: Result) -> str:
     if result.status not in ("found", "candidates") and result.message:
         lines.append(result.message)
     lines.append("")
-    lines.append(table(STEP_HEADERS, _step_rows(result)))
+    lines.append(table(step_headers(result), _step_rows(result)))
     skipped = [s for s in result.steps if s.verdict == "skip"]
     flaky = [s for s in result.steps if s.flaky]
     lines.append(f"{result.commits_in_range} commits in range · {result.bisect_steps} bisection steps"
@@ -151,7 +161,7 @@ def markdown(result: Result) -> str:
         out.append("")
     if result.status not in ("found", "candidates"):
         out += [result.message, ""]
-    out += ["## Steps", "", markdown_table(STEP_HEADERS, _step_rows(result)), ""]
+    out += ["## Steps", "", markdown_table(step_headers(result), _step_rows(result)), ""]
     out += [f"- note: {note}" for note in result.notes]
     return "\n".join(out).rstrip() + "\n"
 

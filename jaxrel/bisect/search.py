@@ -23,6 +23,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from packaging.version import Version
+
 from jaxrel._util import procs, workdirs
 from jaxrel._util.progress import Progress
 from jaxrel._util.text import tail
@@ -33,6 +35,7 @@ from jaxrel.bisect.records import StepConfig, StepRecord, append, read_records, 
 from jaxrel.bisect.step import BAD, GOOD, SKIP
 from jaxrel.cells.environment import EnvSettings, environment, jaxrel_wheel
 from jaxrel.cells.frontend import PreparedFrontend, build_requirements
+from jaxrel.cells.matrix import Cell
 from jaxrel.distributions import envs
 from jaxrel.distributions.index import Index, IndexClientError
 from jaxrel.distributions.pythons import python_for
@@ -179,15 +182,20 @@ def run(request: Request, family: Family, progress: Progress) -> Result:
         good_built = good_building.result()
     if bad_built.wheel is None:
         raise Refused(f"--bad {request.bad} ({bad[:12]}) cannot be tested: it {bad_built.reason}")
-    cell = select_cell(family, index, _prepared(bad_built), python, found.version, found.plugin_set, request.bad)
+    if good_built.wheel is None:
+        raise Refused(f"--good {newest_good.short} cannot be tested: it {good_built.reason}")
+    cell, more_cells = _cells(request, family, index, found.version, found.plugin_set, python,
+                              bad_built, good_built, newest_good)
     config = replace(config, env_root=str(workdir / "envs" / cell.id), cell=cell.id,
-                     backend=f"{family.backend.distribution} {cell.backend}")
+                     backend=f"{family.backend.distribution} {cell.backend}",
+                     more_envs=tuple((other.backend, str(workdir / "envs" / other.id)) for other in more_cells))
     selection = list(found.tests) or [f"{COMPAT_PREFIX}{t}" for t in request.suite_tests]
     result = Result("", cell.id, bad, goods, repo.count(bad, goods), tests=selection, keyword=request.keyword)
     progress(f"bisect: {result.commits_in_range} commits between {len(goods)} good and the bad revision; "
              f"cell {cell.id}; tests {' '.join(selection)}" + (f" -k {request.keyword}" if request.keyword else ""))
-    if good_built.wheel is None:
-        raise Refused(f"--good {newest_good.short} cannot be tested: it {good_built.reason}")
+    for other in more_cells:
+        result.notes.append(f"the revisions whose own rules refuse {family.backend.distribution} {cell.backend} "
+                            f"(--bad {request.bad} among them) ran with {other.backend}, in an environment of its own")
     as_of = exclude_newer(request, newest_good.date) if use_uv else None
     if not use_uv:
         result.notes.append("uv is not installed: the test requirements were resolved as of now")
@@ -200,7 +208,11 @@ def run(request: Request, family: Family, progress: Progress) -> Result:
                            bytecode=workdir / "pycache", test_requirements=requirements)
     try:
         with procs.phase("bisect.environment"):
-            environment(cell, family, _prepared(good_built), jaxrel_wheel(workdir), settings)
+            environment(cell, family, _prepared(good_built), jaxrel_wheel(workdir),
+                        _resolving(request, settings, good_built, cell))
+            for other in more_cells:  # the same requirements, as of the same time: only the backend differs
+                environment(other, family, _prepared(bad_built), jaxrel_wheel(workdir),
+                            _resolving(request, settings, bad_built, other))
     except (envs.EnvError, IndexClientError) as error:
         raise EnvironmentFailure(f"the environment of {cell.id} could not be built: {error}") from None
     result.environment_seconds = time.perf_counter() - env_start
@@ -223,6 +235,28 @@ def run(request: Request, family: Family, progress: Progress) -> Result:
     finally:
         result.seconds = time.perf_counter() - started
     return result
+
+
+def _cells(request: Request, family: Family, index: Index, version: str, plugin_set: str | None, python: str,
+           bad_built: step.Built, good_built: step.Built, newest_good: Commit) -> tuple[Cell, list[Cell]]:
+    """The cell (the bad revision's, as the matrix forms it), and the cells of the other backends the steps may
+    need: when the bad revision refuses the cell's backend and ``request.more_backends`` are given, the cell is
+    the newest good revision's and the bad one takes the newest of those it admits (a release commit pinning
+    its own backend, as every jax release since 0.4.31 does)."""
+    try:
+        return select_cell(family, index, _prepared(bad_built), python, version, plugin_set, request.bad), []
+    except BadInput:
+        if not request.more_backends:
+            raise
+    cell = select_cell(family, index, _prepared(good_built), python, version, plugin_set, newest_good.short)
+    refusal = None
+    for other in sorted(request.more_backends, key=Version, reverse=True):
+        try:
+            return cell, [select_cell(family, index, _prepared(bad_built), python, other, plugin_set, request.bad)]
+        except BadInput as error:
+            refusal = refusal or error
+    assert refusal is not None
+    raise refusal
 
 
 @procs.in_phase("bisect.build")
@@ -250,6 +284,17 @@ def _charge_prebuild(record: StepRecord, built: step.Built | None) -> None:
     record.cached = False
     record.seconds["export"] = round(record.seconds.get("export", 0.0) + built.export_seconds, 2)
     record.seconds["build+install"] = round(record.seconds.get("build+install", 0.0) + built.build_seconds, 2)
+
+
+def _resolving(request: Request, settings: EnvSettings, built: step.Built, cell: Cell) -> EnvSettings:
+    """``settings`` for ``cell``'s environment. For a library's tests (downstream), its requirements name the
+    revision's wheel as well, so that the library's own requirement on the frontend resolves to that wheel (as the
+    Crater's environments do), not to a release from the index whose pin may refuse the cell's backend."""
+    if request.tests_root is None or settings.test_requirements is None or built.wheel is None:
+        return settings
+    path = settings.test_requirements.with_name(f"test-requirements-{cell.id}.txt")
+    path.write_text(settings.test_requirements.read_text(encoding="utf-8") + f"{built.wheel}\n", encoding="utf-8")
+    return replace(settings, test_requirements=path)
 
 
 def _test_requirements(request: Request, family: Family, repo: Repo, source: Source, rev: str, workdir: Path
@@ -313,5 +358,10 @@ def _conclude(result: Result, outcome: git.Outcome, config: StepConfig, family: 
             append(config, record)
             result.steps.append(record)
             result.at_parent = record
+    before, at = (result.at_parent.backend if result.at_parent else ""), (result.at_culprit.backend
+                                                                          if result.at_culprit else "")
+    if before and at and before != at:
+        result.notes.append(f"the backend changed at the first bad commit ({family.backend.distribution} {before} at "
+                            f"its parent, {at} there): the failure may come with the backend, not the commit")
     result.message = (f"first bad commit {culprit.short} {culprit.subject}"
                       + (" (a merge)" if culprit.merge else ""))

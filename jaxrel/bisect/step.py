@@ -6,8 +6,11 @@ revision it picks; the step reads ``BISECT_HEAD`` in the private clone, appends 
 the run's ``steps.jsonl`` and exits 0 (good), 1 (bad) or 125 (skip). A bug exits 128, which
 makes git stop the bisection instead of taking it for a verdict.
 
+- **the backend**: the cell's, when the revision admits it; across a change of the frontend's minimum
+  backend (a release commit pinning its own), a revision refusing it takes the newest of the run's other
+  backends it admits (:func:`choose_environment`), each in an environment of its own.
 - **skip** when the revision does not build or install, when its own version rules refuse
-  the cell's backend (jaxrel's guard on its declared minimum, or the frontend's own import
+  the backend (jaxrel's guard on its declared minimum, or the frontend's own import
   check), when the frontend is imported from outside the environment, when the selection is
   not in the revision or collects nothing, and when failing tests pass on a rerun (flaky).
 - **bad** when selected tests fail on every run, or the frontend fails to import otherwise.
@@ -29,11 +32,14 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from packaging.version import Version
+
 from jaxrel._util import localfiles, procs
 from jaxrel._util.text import tail
 from jaxrel.bisect.git import Commit, Repo
 from jaxrel.bisect.records import StepConfig, StepRecord, append
 from jaxrel.cells import box, probes, suites
+from jaxrel.cells.admitted import built_admits
 from jaxrel.cells.environment import foreign_files
 from jaxrel.cells.frontend import CompatError, build_requirements, build_wheel, frontend_spec
 from jaxrel.cells.matrix import FrontendSpec
@@ -45,7 +51,7 @@ from jaxrel.distributions.wheels import ArtifactInfo, inspect
 from jaxrel.errors import BadInput
 from jaxrel.family import Family, resolve_family
 
-__all__ = ["BAD", "GOOD", "SKIP", "Built", "build", "main", "run_step"]
+__all__ = ["BAD", "GOOD", "SKIP", "Built", "build", "choose_environment", "main", "run_step"]
 
 GOOD, BAD, SKIP = "good", "bad", "skip"
 EXIT = {GOOD: 0, BAD: 1, SKIP: 125}
@@ -152,9 +158,26 @@ def refused_by_frontend(error: str, family: Family) -> bool:
     return any(n in text for n in names) and any(w in text for w in ("version", "requires", "minimum", "older"))
 
 
-def _guard(config: StepConfig, family: Family, env: envs.Env, spec: FrontendSpec) -> str | None:
-    """Why the revision's own version rules refuse the cell's backend (jaxrel's guard on the minimum it
-    declares), or ``None`` when they accept it."""
+def choose_environment(config: StepConfig, family: Family, built: Built) -> tuple[str, str]:
+    """(environment, backend version) for a built revision: the cell's own when the revision admits its backend
+    (:func:`~jaxrel.cells.admitted.built_admits`, the rule ``minimum`` and the Crater choose by), else the one of
+    ``config.more_envs`` with the newest backend it admits, else the cell's own (its rules then refuse it: a skip,
+    as ``jaxrel bisect`` skips any revision that refuses the cell it bisects)."""
+    own = (config.env_root, config.backend_version)
+    if not config.more_envs or built.wheel is None:
+        return own
+    admitted = built_admits(built.wheel, family, built.info)
+    if admitted.contains(config.backend_version, prereleases=True):
+        return own
+    for version, root in sorted(config.more_envs, key=lambda pair: Version(pair[0]), reverse=True):
+        if admitted.contains(version, prereleases=True):
+            return root, version
+    return own
+
+
+def _guard(config: StepConfig, family: Family, env: envs.Env, spec: FrontendSpec, backend: str) -> str | None:
+    """Why the revision's own version rules refuse ``backend`` (jaxrel's guard on the minimum it declares), or
+    ``None`` when they accept it."""
     arguments = family.guard_arguments(spec.version, spec.minimum_backend)
     arguments["plugins"] = [[p.distribution, p.pinned] for p in arguments["plugins"]]
     done = env.run(str(env.python), "-c", GUARD_PROBE, json.dumps(arguments))
@@ -162,11 +185,12 @@ def _guard(config: StepConfig, family: Family, env: envs.Env, spec: FrontendSpec
     if guard is None:
         return f"jaxrel's guard crashed here: {tail(done.stderr or done.stdout, 1)}"
     if not guard["accepted"]:
-        return f"its version rules refuse {config.backend} (minimum {spec.minimum_backend}): {guard['message']}"
+        return (f"its version rules refuse {family.backend.distribution} {backend} (minimum {spec.minimum_backend}): "
+                f"{guard['message']}")
     return None
 
 
-def _import(config: StepConfig, family: Family, env: envs.Env) -> tuple[str, str] | None:
+def _import(family: Family, env: envs.Env, backend: str) -> tuple[str, str] | None:
     """Import the frontend alone: a (verdict, reason) when that fails or finds another copy, else ``None``.
 
     Run only when the tests did not show the frontend imported (no record, or no frontend module at the end): a
@@ -176,7 +200,7 @@ def _import(config: StepConfig, family: Family, env: envs.Env) -> tuple[str, str
     imported, error, _ = probes.import_frontend(env, family, smoke=False)
     if error is not None:
         if refused_by_frontend(error, family):
-            return SKIP, f"its own import check refuses {config.backend}: {error}"
+            return SKIP, f"its own import check refuses {family.backend.distribution} {backend}: {error}"
         return BAD, f"import {family.frontend.package} fails: {error}"
     if foreign := foreign_files(env, [(imported or {}).get("file")]):
         return SKIP, f"{family.frontend.package} was imported from {foreign[0]}, not from {env.root}"
@@ -206,7 +230,7 @@ def run_tests(config: StepConfig, family: Family, env: envs.Env, root: Path, wor
     box_spec = box.Spec(writable=(), hidden=tuple(Path(p) for p in config.hidden)) if config.boxed else None
     run = suites.run_suite(env, suite, work / "run", package=family.frontend.package, box_spec=box_spec)
     if not run.recorded or not run.frontend_files:
-        ended = _import(config, family, env)
+        ended = _import(family, env, record.backend or config.backend_version)
         if ended is not None:
             record.verdict, record.reason = ended
             return
@@ -261,7 +285,7 @@ sys.exit(0 if ok else 1)
 
 
 def precompile(config: StepConfig, family: Family, slot: int) -> None:
-    """Compile the installed frontend in slot ``slot``'s environment once, as *checked-hash* bytecode kept outside
+    """Compile the installed frontend in slot ``slot``'s environments once, as *checked-hash* bytecode kept outside
     the environment (:meth:`StepConfig.bytecode_of`).
 
     Python validates such a file by its source's hash, not by the source's modification time, and when it
@@ -270,8 +294,9 @@ def precompile(config: StepConfig, family: Family, slot: int) -> None:
     (about 1.7 s of CPU); with checked-hash bytecode a step compiles only the files its revision changed. A file
     is reused only when its bytes are the same, so nothing compiled from one revision's source serves another's.
     """
-    env = envs.existing(config.env_of(slot), config.bytecode_of(slot))
-    env.run(str(env.python), "-c", PRECOMPILE, family.frontend.package.split(".")[0])
+    for root in config.env_roots:
+        env = envs.existing(config.env_of(slot, root), config.bytecode_of(slot))
+        env.run(str(env.python), "-c", PRECOMPILE, family.frontend.package.split(".")[0])
 
 
 @contextmanager
@@ -302,7 +327,6 @@ def _run_step(config: StepConfig, family: Family, repo: Repo, commit: Commit, ro
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
-    env = envs.existing(config.env_of(slot), config.bytecode_of(slot))
     built = build(config, family, repo, commit.hash, work, with_tests=not config.tests_root)
     if config.tests_root:  # a library's tests, the same at every revision
         built.tests_root = Path(config.tests_root)
@@ -313,8 +337,10 @@ def _run_step(config: StepConfig, family: Family, repo: Repo, commit: Commit, ro
         record.reason = built.reason
         return record
     start = time.perf_counter()
+    root, record.backend = choose_environment(config, family, built)
+    env = envs.existing(config.env_of(slot, root), config.bytecode_of(slot))
     problem = install(config, env, built.wheel, family.frontend.distribution)
-    refused = _guard(config, family, env, built.spec) if problem is None else problem
+    refused = _guard(config, family, env, built.spec, record.backend) if problem is None else problem
     installed = time.perf_counter()
     if refused is None:
         run_tests(config, family, env, built.tests_root, work, record)

@@ -38,6 +38,10 @@ def add(verbs: Any) -> None:
     sub.add_argument("--backend", metavar="NAME==V", help="instead of --cell: the backend release")
     sub.add_argument("--python", metavar="3.N", help="instead of --cell: the interpreter")
     sub.add_argument("--plugins", metavar="SET", help="instead of --cell: a plugin set (e.g. cuda12)")
+    sub.add_argument("--also-backend", action="append", default=[], metavar="NAME==V",
+                     help="a backend release for the revisions whose own rules refuse the cell's (a release commit "
+                          "pinning its own backend): each takes the newest of these it admits, in an environment of "
+                          "its own (repeatable; without it such revisions are skipped)")
     sub.add_argument("--frontend-tests", action="extend", nargs="+", default=[], metavar="PATH|NODEID",
                      help="the tests to run at each revision, relative to the frontend's tree: paths or pytest "
                           "node ids (default: the family's selection)")
@@ -90,6 +94,12 @@ def run(args: argparse.Namespace) -> int:
         name, backend = pinned
         if name != family.backend.distribution:
             raise UsageError(f"--backend {args.backend}: the backend of {family.name} is {family.backend.distribution}")
+    more_backends = []
+    for text in args.also_backend:
+        name, version = parse_pin(text, "--also-backend")
+        if name != family.backend.distribution:
+            raise UsageError(f"--also-backend {text}: the backend of {family.name} is {family.backend.distribution}")
+        more_backends.append(version)
     request = search.Request(
         source=Path(args.frontend_src), goods=tuple(goods), bad=args.bad, workdir=Path(args.workdir),
         cell=args.cell, backend=backend, python=args.python, plugins=args.plugins,
@@ -97,7 +107,7 @@ def run(args: argparse.Namespace) -> int:
         keyword=args.k, test_env=env_pairs(args.env), reruns=args.reruns,
         deps_as_of=args.deps_as_of, family=args.family, index_url=args.index_url,
         wheelhouses=tuple(args.wheelhouse), use_uv=False if args.no_uv else None, refresh=args.refresh,
-        jobs=args.jobs)
+        jobs=args.jobs, more_backends=tuple(more_backends))
     workdir = Path(args.workdir).resolve()
     try:
         result = search.run(request, family, say)

@@ -168,7 +168,8 @@ def run_crater(args: argparse.Namespace) -> int:
             index_url=request.index_url, wheelhouses=request.wheelhouses, tests_root=tests.root,
             requirements=(library.install_requirement(), *extra), boxed=request.boxed,
             hidden=(Path(args.frontend_src).absolute(),),
-            pytest_options=(f"--import-mode={tests.import_mode}",), jobs=bisect_inputs.PROBES_A_ROUND)
+            pytest_options=(f"--import-mode={tests.import_mode}",), jobs=bisect_inputs.PROBES_A_ROUND,
+            more_backends=tuple({verdict.candidate.jaxlib} - {baseline.jaxlib}) if verdict.candidate else ())
         try:
             found = bisect_search.run(bisect_request, family, say)
         except (JaxrelError, EnvironmentFailure) as error:
@@ -176,9 +177,10 @@ def run_crater(args: argparse.Namespace) -> int:
             return
         bisect_report.write(bisect_request.workdir, found)  # bisect.md and bisect.json beside its clone
         first = found.first_bad
-        verdict.culprit = ({"commit": first.hash, "subject": first.subject, "steps": found.bisect_steps}
+        verdict.culprit = ({"commit": first.hash, "subject": first.subject, "steps": found.bisect_steps,
+                            "notes": found.notes}
                            if first is not None else {"status": found.status, "candidates":
-                                                      [c.hash for c in found.candidates]})
+                                                      [c.hash for c in found.candidates], "notes": found.notes})
 
     result = run.crater(request, family, say, None if args.no_bisect else bisect)
     data = result.to_json()

@@ -23,12 +23,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from packaging.requirements import Requirement
-from packaging.specifiers import SpecifierSet
-from packaging.utils import canonicalize_name
 from packaging.version import Version
 
-from jaxrel import policy
+from jaxrel.cells.admitted import admitted_backends
 from jaxrel.distributions.index import Index
 from jaxrel.distributions.pages import IndexFile, Listing, parse_time
 from jaxrel.distributions.pythons import python_for
@@ -37,8 +34,7 @@ from jaxrel.downstream.cellrun import CellResult, CellSpec
 from jaxrel.downstream.library import Library
 from jaxrel.family.model import Family
 
-__all__ = ["Candidate", "MinimumResult", "admitted_backends", "backend_specifier", "candidates", "era", "search",
-           "uploaded_at"]
+__all__ = ["Candidate", "MinimumResult", "candidates", "era", "search", "uploaded_at"]
 
 RunCell = Callable[[CellSpec, str], CellResult]
 
@@ -109,41 +105,6 @@ def era(*times: str | None) -> str | None:
         return None
     latest = max(known) + datetime.timedelta(seconds=1)  # the newest of them is itself included
     return latest.astimezone(datetime.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def backend_specifier(requires_dist: tuple[str, ...], backend: str) -> SpecifierSet:
-    """What a frontend release's ``Requires-Dist`` (no extra) says of the backend."""
-    joined = SpecifierSet()
-    for text in requires_dist:
-        requirement = Requirement(text)
-        if canonicalize_name(requirement.name) != canonicalize_name(backend):
-            continue
-        if requirement.marker is not None and "extra" in str(requirement.marker):
-            continue
-        joined &= requirement.specifier
-    return joined
-
-
-def admitted_backends(family: Family, version: Version, requires_dist: tuple[str, ...],
-                      declared_minimum: str | None = None) -> SpecifierSet:
-    """The backends a frontend release or revision admits (the one answer for ``minimum``'s cells, the Crater's two
-    sides and the backend of its bisection): its ``Requires-Dist`` on the backend; the minimum its version file
-    declares (``declared_minimum``, read from a built wheel) or the family's release data says it declares (jax
-    before 0.4.31 named jaxlib only in extras, its minimum in ``version.py``); never newer than itself by release
-    numbers (the policy's rule: jaxlib 0.4.36 for jax 0.4.36.dev…, never 0.4.37); with no lower bound from those,
-    the lowest its extras pin."""
-    backend = family.backend.distribution
-    admitted = backend_specifier(requires_dist, backend) & SpecifierSet(f"<={policy.release_text(version)}")
-    known = declared_minimum or family.frontend_minimums.get(str(version))
-    if known:
-        admitted &= SpecifierSet(f">={known}")
-    if not any(s.operator in (">=", "==", "~=", ">") for s in admitted):
-        lows = [Version(s.version) for text in requires_dist for s in Requirement(text).specifier
-                if canonicalize_name(Requirement(text).name) == canonicalize_name(backend)
-                and s.operator in (">=", "==") and "*" not in s.version]
-        if lows:
-            admitted &= SpecifierSet(f">={min(lows)}")
-    return admitted
 
 
 def uploaded_at(listing: Listing, version: Version, file: IndexFile) -> str:

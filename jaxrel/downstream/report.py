@@ -88,10 +88,27 @@ def crater_text(result: CraterResult) -> str:
              table(["library", "version", "outcome", "group", "culprit", "why"], rows)]
     for group, (signature, names) in sorted(result.groups().items()):
         lines.append(f"{group}: {len(names)} libraries: {', '.join(names)}: {signature}")
+    lines += _culprit_lines(result)
     counts = result.to_json()["counts"]
     lines.append(", ".join(f"{n} {o}" for o, n in counts.items() if n) + f"; {result.seconds:.0f} s")
     lines.append(_box(result.boxed))
     return "\n".join(lines)
+
+
+def _culprit_lines(result: CraterResult) -> list[str]:
+    """Each bisected library: the commit bisect named (or why none), with the bisection's notes."""
+    lines = []
+    for verdict in result.libraries:
+        culprit = verdict.culprit or {}
+        if "commit" in culprit:
+            lines.append(f"{verdict.name}: first bad commit {str(culprit['commit'])[:12]} {culprit.get('subject', '')} "
+                         f"({culprit.get('steps', '?')} steps)")
+        elif "error" in culprit:
+            lines.append(f"{verdict.name}: not bisected: {_cut(str(culprit['error']), 200)}")
+        elif culprit:
+            lines.append(f"{verdict.name}: bisection left {len(culprit.get('candidates', []))} candidates")
+        lines += [f"  note: {note}" for note in culprit.get("notes", [])]
+    return lines
 
 
 def _sides(result: CraterResult) -> list[str]:
@@ -116,6 +133,9 @@ def crater_markdown(result: CraterResult) -> str:
     if groups:
         lines += ["", "Root causes:", ""]
         lines += [f"- **{g}** ({len(names)}: {', '.join(names)}): `{s}`" for g, (s, names) in sorted(groups.items())]
+    culprits = _culprit_lines(result)
+    if culprits:
+        lines += ["", "Bisections:", "", *(f"- {line.strip()}" for line in culprits)]
     return "\n".join(lines) + "\n"
 
 

@@ -16,6 +16,7 @@ from packaging.version import Version
 from jaxrel import policy
 from jaxrel._util import localfiles, procs, workdirs
 from jaxrel.cells import box
+from jaxrel.cells.admitted import admitted_backends, built_admits
 from jaxrel.cells.environment import jaxrel_wheel
 from jaxrel.cells.frontend import CompatError, build_wheel
 from jaxrel.distributions import envs
@@ -25,7 +26,6 @@ from jaxrel.distributions.pages import Listing, parse_time
 from jaxrel.distributions.pythons import python_for
 from jaxrel.distributions.remote_metadata import MetadataReader, metadata_of_local
 from jaxrel.distributions.sources import SourceError, commit_time, export
-from jaxrel.distributions.wheels import inspect
 from jaxrel.downstream import crater as crater_module
 from jaxrel.downstream import library as libraries
 from jaxrel.downstream import minimum as minimum_module
@@ -170,15 +170,6 @@ def build_frontend(source: Path, ref: str | None, workdir: Path, python: str, in
     return wheel, what
 
 
-def _built_admits(wheel: Path, family: Family) -> SpecifierSet:
-    """The backends a frontend wheel built here admits (:func:`~jaxrel.downstream.minimum.admitted_backends`: its
-    METADATA, the minimum its version file declares, never newer than itself)."""
-    built = parse_core_metadata(metadata_of_local(wheel), wheel.name, BadInput)
-    declared = inspect(wheel, family).minimum_backend
-    return minimum_module.admitted_backends(family, Version(built.version), built.requires_dist,
-                                            declared if declared != family.frontend.minimum_backend else None)
-
-
 def _newest_backend(family: Family, index: Index, python: str, admitted: str) -> str:
     listing = index.listing(family.backend.distribution)
     tags = python_for(python).tags()
@@ -197,7 +188,7 @@ def _head_cell(request: Request, family: Family, index: Index, settings: Setting
     assert request.frontend_src is not None
     progress(f"downstream: building {family.frontend.distribution} from {request.frontend_src} …")
     wheel, what = build_frontend(request.frontend_src, request.ref, workdir, settings.python, index)
-    backend = _newest_backend(family, index, request.python, str(_built_admits(wheel, family)))
+    backend = _newest_backend(family, index, request.python, str(built_admits(wheel, family)))
     spec = CellSpec(f"HEAD {what}", backend, None, wheel)
     return run_cell(library, tests, spec, settings, role="edge")
 
@@ -295,10 +286,10 @@ def _sides(family: Family, index: Index, python: str, reader: MetadataReader, ca
     newest = finals[-1]
     file = next((f for f in listing.files_for(newest) if f.is_wheel), None)
     requires = reader.metadata(file).requires_dist if file is not None else ()
-    own = minimum_module.admitted_backends(family, newest, requires)
+    own = admitted_backends(family, newest, requires)
     uploaded = minimum_module.uploaded_at(listing, newest, file) if file is not None else ""
     baseline = CellSpec(str(newest), _newest_backend(family, index, python, str(own)))
-    candidate_backend = _newest_backend(family, index, python, str(_built_admits(candidate_wheel, family)))
+    candidate_backend = _newest_backend(family, index, python, str(built_admits(candidate_wheel, family)))
     return Sides(baseline, candidate_backend, uploaded, f"{newest}: {why}")
 
 

@@ -182,6 +182,34 @@ def test_a_release_candidate_against_the_release_before_it_each_side_with_its_ow
     assert "backends: 0.4.0 with the baseline, 0.5.0 with the candidate (an environment each)" in text
 
 
+def test_a_regression_is_bisected_across_the_release_commit_that_pins_the_next_backend(
+        index: tuple[str, Path], tmp_path: Path) -> None:
+    """The tag dfam-v0.6.0 (a release commit requiring dfam-core 0.6.0, on a branch) against 0.5.0: dalias regresses
+    (the main line removed old_alias). Its bisection runs from 0.5.0 to the tag; every revision but the tag admits
+    0.5.0, the tag only 0.6.0. Before, the bisection was refused ("does not admit it"); now each step takes the
+    backend its revision admits, the tag in an environment of its own, and the planted commit is named."""
+    url, frontend = index
+    culprit = subprocess.run(["git", "rev-parse", "main~2"], cwd=frontend, capture_output=True, text=True,
+                             check=True).stdout.strip()
+    done = downstream("crater", "--frontend-src", str(frontend), "--ref", "dfam-v0.6.0", "--libraries", "dalias",
+                      *family(frontend), "--budget", "300", "--json", workdir=tmp_path / "crater", url=url)
+    assert done.returncode == 1, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert result["baseline"] == "0.5.0" and result["backends"] == {"baseline": "0.5.0", "candidate": "0.6.0"}
+    (verdict,) = result["libraries"]
+    assert verdict["outcome"] == "regressed"
+    assert verdict["culprit"]["commit"] == culprit, verdict["culprit"]
+    assert any("ran with 0.6.0" in note for note in verdict["culprit"]["notes"])
+    bisection = json.loads((tmp_path / "crater" / "bisect" / "dalias" / "bisect.json").read_text())
+    tag = subprocess.run(["git", "rev-parse", "dfam-v0.6.0^{commit}"], cwd=frontend, capture_output=True, text=True,
+                         check=True).stdout.strip()
+    backends = {step["commit"]: step["backend"] for step in bisection["steps"]}
+    assert backends.pop(tag) == "0.6.0"
+    assert backends and set(backends.values()) == {"0.5.0"}, backends
+    text = (tmp_path / "crater" / "crater.txt").read_text()
+    assert f"dalias: first bad commit {culprit[:12]} Remove old_alias" in text
+
+
 def test_tests_that_do_not_import_on_a_release_are_a_failed_cell_not_bad_input(index: tuple[str, Path],
                                                                                tmp_path: Path) -> None:
     """dconf's conftest imports what dfam 0.3.0 added: on 0.2.0 collection fails. Before, that cell read as "the

@@ -14,7 +14,8 @@ from packaging.version import Version
 from jaxrel.downstream import crater, sandbox
 from jaxrel.downstream.cellrun import CellResult, CellSpec, resolver_cause, unsatisfiable
 from jaxrel.downstream.library import Library, LibraryError, from_checkout, parse_library_spec
-from jaxrel.downstream.minimum import Candidate, MinimumResult, admitted_backends, era, search
+from jaxrel.cells.admitted import admitted_backends
+from jaxrel.downstream.minimum import Candidate, MinimumResult, era, search
 from jaxrel.downstream.run import LibraryLine, library_line
 from jaxrel.downstream.testsource import find_tests, staged_path, tag_candidates
 from jaxrel.errors import BadInput
