@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
-from jaxrel.downstream import crater, sandbox
+from jaxrel.cells.admitted import admitted_backends
+from jaxrel.downstream import crater, report, sandbox
 from jaxrel.downstream.cellrun import CellResult, CellSpec, resolver_cause, unsatisfiable
 from jaxrel.downstream.library import Library, LibraryError, from_checkout, parse_library_spec
-from jaxrel.cells.admitted import admitted_backends
 from jaxrel.downstream.minimum import Candidate, MinimumResult, era, search
 from jaxrel.downstream.run import LibraryLine, library_line
 from jaxrel.downstream.testsource import find_tests, staged_path, tag_candidates
@@ -170,6 +170,21 @@ def test_one_removal_breaking_several_libraries_is_one_group() -> None:
         verdicts.append(crater.LibraryVerdict(name, "1", outcome, reason, failing=failing, signature=signature))
     crater.group(verdicts)
     assert [v.group for v in verdicts] == ["G1", "G2", "G1"]
+
+
+def test_the_reports_name_each_culprit_with_its_subject_and_the_bisections_notes() -> None:
+    """A release candidate's bisection crosses its release commit: the reader must learn where the backend changed."""
+    note = "the backend changed at the first bad commit (jaxlib 0.6.2 at its parent, 0.7.0 there)"
+    found = crater.LibraryVerdict("distrax", "0.1.5", "regressed", "1 new failing", culprit={
+        "commit": "3c6903d61048" + "0" * 28, "subject": "Finalize deprecations", "steps": 10, "notes": [note]})
+    failed = crater.LibraryVerdict("chex", "0.1.89", "regressed", "19 new failing",
+                                   culprit={"error": "the environment could not be built"})
+    result = crater.CraterResult("jax git 8bc0ae6da4f6 (jax-v0.7.0)", "8bc0ae6da4f6", "0.6.2", "3.11",
+                                 [found, failed], backends=("0.6.2", "0.7.0"))
+    text, markdown = report.crater_text(result), report.crater_markdown(result)
+    for shown in (text, markdown):
+        assert "distrax: first bad commit 3c6903d61048 Finalize deprecations (10 steps)" in shown
+        assert note in shown and "chex: not bisected: the environment could not be built" in shown
 
 
 def test_the_sandbox_environment_holds_no_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
