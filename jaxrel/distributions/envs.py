@@ -123,9 +123,11 @@ def create(
     bytecode: Path | None = None,
     index: PipIndexConfig | None = None,
     pinned_as_of_now: Sequence[str] = (),
+    constraint_files: Sequence[Path] = (),
 ) -> Env:
     """Create a fresh environment at ``root`` and install ``requirements`` (with ``requirement_files``, pip's
-    ``-r``, resolved together), then ``no_deps`` without dependencies. ``root`` is made absolute.
+    ``-r``, resolved together, under ``constraint_files``, pip's ``-c``), then ``no_deps`` without dependencies.
+    ``root`` is made absolute.
 
     ``no_deps`` lets a test assemble pairs that pip's resolver would refuse
     (``jax==0.6.2`` beside ``jaxlib==0.10.2``), as users end up with them. ``exclude_newer``
@@ -159,8 +161,10 @@ def create(
         install = [str(root / "bin" / "python"), "-m", "pip", "install", "--quiet"]
         install += index.pip_arguments() if index is not None else []
     files = [arg for path in requirement_files for arg in ("-r", str(path))]
+    files += [arg for path in constraint_files for arg in ("-c", str(path))]
     if requirements or files:
-        what = " ".join([*requirements, *(f"-r {path.name}" for path in requirement_files)])
+        what = " ".join([*requirements, *(f"-r {path.name}" for path in requirement_files),
+                         *(f"-c {path.name}" for path in constraint_files)])
         run_step([*install, *requirements, *files], env, f"installing {what}", lines=12)  # a resolver's why: lines
     if no_deps:
         run_step([*install, "--no-deps", *no_deps], env, f"installing {' '.join(no_deps)} without dependencies")

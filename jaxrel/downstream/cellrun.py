@@ -21,8 +21,11 @@ from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import canonicalize_name
+
 from jaxrel._util import procs
 from jaxrel._util.text import tail
+from jaxrel.cells import probes
 from jaxrel.cells.records import signature
 from jaxrel.cells.suites import Suite, SuiteRun, recorded, suite_command
 from jaxrel.distributions import envs
@@ -32,7 +35,8 @@ from jaxrel.downstream.library import Library
 from jaxrel.downstream.testsource import StagedTests
 from jaxrel.family.model import Family
 
-__all__ = ["COLLECTION", "OUTCOMES", "CellResult", "CellSpec", "Settings", "collection_error", "prepare",
+__all__ = ["COLLECTION", "OUTCOMES", "CellResult", "CellSpec", "Settings", "collection_error", "installed_pins",
+           "prepare",
            "resolver_cause", "run_cell", "test", "test_requirements", "unsatisfiable"]
 
 OUTCOMES = ("passed", "failed", "not-installable", "infra")
@@ -123,6 +127,7 @@ class CellResult:
     offline: bool = False  # the tests ran without network
     boxed: bool = False  # the tests ran in the box (cells.box)
     peak_memory_bytes: int | None = None  # the test run's peak memory, where the box measured it
+    resolution: str = ""  # how its environment was resolved, when not as of its era alone (the Crater's candidate)
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -144,15 +149,16 @@ def _requirements(library: Library, tests: StagedTests, spec: CellSpec, settings
 
 
 @procs.in_phase("downstream.environment")
-def _environment(library: Library, tests: StagedTests, spec: CellSpec, settings: Settings, result: CellResult
-                 ) -> envs.Env | None:
+def _environment(library: Library, tests: StagedTests, spec: CellSpec, settings: Settings, result: CellResult,
+                 constraints: Path | None = None) -> envs.Env | None:
     start = time.perf_counter()
     root = settings.workdir / "envs" / f"{library.name}-{spec.key}"
     try:
         env = envs.create(root, python=settings.python, requirements=_requirements(library, tests, spec, settings),
                           no_deps=[str(settings.jaxrel_wheel)], use_uv=settings.use_uv, exclude_newer=spec.as_of,
                           index=settings.index, pinned_as_of_now=(settings.family.frontend.distribution,
-                                                                  settings.family.backend.distribution))
+                                                                  settings.family.backend.distribution),
+                          constraint_files=[constraints] if constraints is not None else [])
     except envs.EnvError as error:
         shutil.rmtree(root, ignore_errors=True)
         result.outcome = "not-installable" if unsatisfiable(str(error)) else "infra"
@@ -260,11 +266,28 @@ def _tests(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, re
                      + (f" ({result.first_error})" if result.first_error else ""))
 
 
-def prepare(library: Library, tests: StagedTests, spec: CellSpec, settings: Settings, role: str = ""
-            ) -> tuple[envs.Env | None, CellResult]:
-    """The cell's environment (``None`` when it cannot be built: the result says why)."""
+def prepare(library: Library, tests: StagedTests, spec: CellSpec, settings: Settings, role: str = "",
+            constraints: Path | None = None) -> tuple[envs.Env | None, CellResult]:
+    """The cell's environment (``None`` when it cannot be built: the result says why), its resolution held to
+    ``constraints`` (pip's ``-c``) when given."""
     result = CellResult(spec.frontend, spec.backend, "infra", role=role, as_of=spec.as_of)
-    return _environment(library, tests, spec, settings, result), result
+    return _environment(library, tests, spec, settings, result, constraints), result
+
+
+INSTALLED = "import importlib.metadata as m, json; print(json.dumps({'installed': [[d.metadata['Name'], d.version] " \
+            "for d in m.distributions()]}))"
+
+
+def installed_pins(env: envs.Env, leave_out: Sequence[str]) -> list[str]:
+    """``name==version`` of every distribution in ``env`` but those named in ``leave_out``: what another
+    environment is held to so that only those differ."""
+    done = env.run(str(env.python), "-c", INSTALLED)
+    found = probes.last_json(done.stdout) if done.returncode == 0 else None
+    pairs = found.get("installed") if isinstance(found, dict) else None
+    skip = {canonicalize_name(name) for name in leave_out}
+    return sorted(f"{pair[0]}=={pair[1]}" for pair in (pairs if isinstance(pairs, list) else [])
+                  if isinstance(pair, list) and len(pair) == 2 and all(isinstance(p, str) for p in pair)
+                  and canonicalize_name(pair[0]) not in skip)
 
 
 def test(env: envs.Env, library: Library, tests: StagedTests, settings: Settings, result: CellResult) -> CellResult:

@@ -26,7 +26,7 @@ from typing import Any
 
 from jaxrel.cells.records import signature
 from jaxrel.distributions import envs
-from jaxrel.downstream.cellrun import CellResult, CellSpec, Settings, prepare, test
+from jaxrel.downstream.cellrun import CellResult, CellSpec, Settings, installed_pins, prepare, test
 from jaxrel.downstream.library import Library
 from jaxrel.downstream.testsource import StagedTests
 
@@ -142,6 +142,34 @@ def group(verdicts: list[LibraryVerdict]) -> None:
             verdict.group = f"G{number}"
 
 
+def _candidate_environment(library: Library, tests: StagedTests, baseline_env: envs.Env, spec: CellSpec,
+                           settings: Settings, progress: Callable[[str], None]) -> tuple[envs.Env | None, CellResult]:
+    """The candidate's own environment (its backend differs from the baseline's), held to the baseline's resolution
+    of everything else so that only the frontend and its backend differ; when the candidate's backend needs other
+    versions, resolved as of the same era instead, and the result says so (``resolution``)."""
+    family = settings.family
+    pins = installed_pins(baseline_env, (family.frontend.distribution, family.backend.distribution, "jaxrel",
+                                         *(plugin.distribution for plugin in family.plugins)))
+    held = settings.workdir / "envs" / f"{library.name}-baseline-resolution.txt"
+    held.write_text("".join(f"{pin}\n" for pin in pins), encoding="utf-8")
+    shutil.rmtree(baseline_env.root, ignore_errors=True)
+    progress(f"crater:   candidate's own environment: {family.backend.distribution} {spec.backend}, everything else "
+             f"as the baseline's ({len(pins)} pins)")
+    try:
+        env, cand = prepare(library, tests, spec, settings, role="candidate", constraints=held)
+        if env is not None:
+            cand.resolution = f"the baseline's, but {family.frontend.distribution} and {family.backend.distribution}"
+            return env, cand
+        progress(f"crater:   … which the candidate's backend does not admit: {cand.reason[-200:]}; resolving as of "
+                 "the same era")
+        why = cand.reason.splitlines()[-1][:200] if cand.reason else ""
+        env, cand = prepare(library, tests, spec, settings, role="candidate")
+        cand.resolution = f"its own, as of the baseline's era: the baseline's versions do not fit its backend ({why})"
+        return env, cand
+    finally:
+        held.unlink(missing_ok=True)
+
+
 def run_library(library: Library, tests: StagedTests, baseline: CellSpec, candidate_wheel: Path, candidate_label: str,
                 settings: Settings, progress: Callable[[str], None] = lambda line: None,
                 candidate_backend: str | None = None) -> LibraryVerdict:
@@ -172,10 +200,8 @@ def run_library(library: Library, tests: StagedTests, baseline: CellSpec, candid
             else:
                 cand.outcome, cand.reason = "not-installable", f"the candidate frontend {problem}"
         else:
-            shutil.rmtree(env.root, ignore_errors=True)
-            progress(f"crater:   candidate's own environment: {settings.family.backend.distribution} {backend}")
-            spec = CellSpec(candidate_label, backend, baseline.as_of, candidate_wheel)
-            own, cand = prepare(library, tests, spec, settings, role="candidate")
+            own, cand = _candidate_environment(library, tests, env, CellSpec(candidate_label, backend, baseline.as_of,
+                                                                                 candidate_wheel), settings, progress)
             if own is not None:
                 env = own
                 test(env, library, tests, settings, cand)

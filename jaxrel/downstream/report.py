@@ -118,6 +118,12 @@ def _sides(result: CraterResult) -> list[str]:
     if base or cand:
         lines.append(f"backends: {base} with the baseline, {cand} with the candidate"
                      + (" (one environment, the frontend swapped)" if base == cand else " (an environment each)"))
+    apart = [v.name for v in result.libraries
+             if v.candidate is not None and v.candidate.resolution.startswith("its own")]
+    if base != cand and any(v.candidate is not None and v.candidate.resolution for v in result.libraries):
+        lines.append("candidate environments: the baseline's versions of everything but the frontend and its backend"
+                     + (f", except {', '.join(apart)} (resolved as of the same era: the baseline's versions do not fit "
+                        "the candidate's backend)" if apart else ""))
     return lines
 
 

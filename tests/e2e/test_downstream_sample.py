@@ -178,8 +178,10 @@ def test_a_release_candidate_against_the_release_before_it_each_side_with_its_ow
     outcomes = {lib["name"]: lib for lib in result["libraries"]}
     assert {name: lib["outcome"] for name, lib in outcomes.items()} == {"dalias": "test-pass", "dlib": "test-pass"}
     assert outcomes["dlib"]["baseline"]["jaxlib"] == "0.4.0" and outcomes["dlib"]["candidate"]["jaxlib"] == "0.5.0"
+    assert outcomes["dlib"]["candidate"]["resolution"] == "the baseline's, but dfam and dfam-core"
     text = (tmp_path / "crater" / "crater.txt").read_text()
     assert "backends: 0.4.0 with the baseline, 0.5.0 with the candidate (an environment each)" in text
+    assert "candidate environments: the baseline's versions of everything but the frontend and its backend\n" in text
 
 
 def test_a_regression_is_bisected_across_the_release_commit_that_pins_the_next_backend(

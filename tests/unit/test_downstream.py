@@ -12,7 +12,7 @@ import pytest
 from packaging.version import Version
 
 from jaxrel.cells.admitted import admitted_backends
-from jaxrel.downstream import crater, report, sandbox
+from jaxrel.downstream import cellrun, crater, report, sandbox
 from jaxrel.downstream.cellrun import CellResult, CellSpec, resolver_cause, unsatisfiable
 from jaxrel.downstream.library import Library, LibraryError, from_checkout, parse_library_spec
 from jaxrel.downstream.minimum import Candidate, MinimumResult, era, search
@@ -185,6 +185,17 @@ def test_the_reports_name_each_culprit_with_its_subject_and_the_bisections_notes
     for shown in (text, markdown):
         assert "distrax: first bad commit 3c6903d61048 Finalize deprecations (10 steps)" in shown
         assert note in shown and "chex: not bisected: the environment could not be built" in shown
+
+
+def test_installed_pins_name_every_distribution_but_those_left_out() -> None:
+    """The Crater's candidate environment is held to these: only the frontend and its backend may differ."""
+    import importlib.metadata
+
+    from jaxrel.distributions import envs
+
+    pins = cellrun.installed_pins(envs.existing(Path(sys.prefix)), ("pytest", "Packaging"))
+    assert f"hypothesis=={importlib.metadata.version('hypothesis')}" in pins
+    assert not any(pin.lower().startswith(("pytest==", "packaging==")) for pin in pins)
 
 
 def test_the_sandbox_environment_holds_no_secret(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
