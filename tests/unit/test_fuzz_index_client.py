@@ -97,8 +97,8 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[SimpleInd
 
 
 def _mutated(draw: st.DrawFn, padding: int) -> bytes:
-    data = bytearray(make_wheel(Path(tempfile.mkdtemp(prefix="jaxrel-fuzz-")), "probe", "1.0", ("numpy>=2",),
-                                padding=padding).read_bytes())
+    with tempfile.TemporaryDirectory(prefix="jaxrel-fuzz-") as folder:  # removed with the wheel: 40 a run were left
+        data = bytearray(make_wheel(Path(folder), "probe", "1.0", ("numpy>=2",), padding=padding).read_bytes())
     how = draw(st.sampled_from(["flip", "truncate", "flip", "none"]))
     if how == "flip":
         for _ in range(draw(st.integers(1, 6))):
