@@ -5,6 +5,8 @@ Build: ``nox -s docs`` or ``sphinx-build -W --keep-going -b html docs build/docs
 
 from __future__ import annotations
 
+import atexit
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -33,6 +35,7 @@ html_title = f"jaxrel {__version__}"
 from jaxrel.atlas.table import DOCS_STYLE, SCRIPT  # noqa: E402
 
 _STATIC = Path(tempfile.mkdtemp(prefix="jaxrel-docs-static-"))
+atexit.register(shutil.rmtree, _STATIC, True)  # Sphinx has copied them into the site by then
 (_STATIC / "atlas.css").write_text(DOCS_STYLE, encoding="utf-8")
 (_STATIC / "atlas.js").write_text(SCRIPT, encoding="utf-8")
 html_static_path = [str(_STATIC)]
