@@ -10,7 +10,8 @@ times (tests/simple_index.py), so cells resolve as of their era as they do again
   of its frontend: a bisection from 0.5.0 to it crosses a change of the minimum backend.
 - ``dlib`` 1.0.0 declares ``dfam>=0.1.0`` and calls ``scale(…, axis=0)``: its true minimum is 0.4.0 (the planted
   false minimum; the fix ``dfam>=0.4.0``).
-- ``dalias`` and ``dalias-two`` call ``dfam.old_alias``: both regress at HEAD, one root cause.
+- ``dalias`` and ``dalias-two`` call ``dfam.old_alias``: both regress at HEAD, one root cause. ``dalias`` 2.0.0,
+  uploaded after the frontend's history, no longer does: a Crater of that history takes 1.0.0, its release of then.
 - ``dconf``: its tests' conftest imports ``scale`` (dfam 0.3.0): on older releases the tests do not import, a failed
   cell (not a selection that collects nothing); its true minimum is 0.3.0.
 - ``dflaky``: a test that fails on its first run only (spurious). ``dhang``: a test that never ends (killed at the
@@ -112,6 +113,20 @@ LIBRARIES: dict[str, tuple[list[str], dict[str, str], dict[str, str]]] = {
 }
 
 
+# dalias 2.0.0 (2025-11-27, after the frontend's history) no longer calls old_alias: a Crater of a commit of 2025-08
+# takes 1.0.0, the newest release of its day, and sees it regress
+DALIAS_FIXED = {"dalias/__init__.py": "import dfam\n\ndef total(a, b):\n    return dfam.add(a, b)\n",
+                "tests/test_dalias.py": "import dalias\n\ndef test_total():\n    assert dalias.total(2, 3) == 5\n"}
+
+
+def _library(scratch: Path, house: Path, name: str, version: str, requires: list[str], files: dict[str, str],
+             when: float) -> None:
+    package = {k: v.encode() for k, v in files.items() if not k.startswith("tests/")}
+    _place(write_wheel(scratch / f"{name}-{version}", name, version, package, requires), house, when)
+    _place(sdist(scratch / f"{name}-{version}-sdist", name, version, tuple(requires),
+                 {k: v.encode() for k, v in files.items()}), house, when)
+
+
 def _core(scratch: Path, house: Path, version: str, when: float) -> None:
     _place(write_wheel(scratch / f"core-{version}", "dfam-core", version,
                        {"dfam_core/__init__.py": f"__version__ = {version!r}\n".encode(),
@@ -133,12 +148,9 @@ def build_index(house: Path, third_party: Path) -> Path:
         if version != "0.1.0":  # dfam-core 0.1.0 was deleted from the index
             _core(scratch, house, version, when)
     _core(scratch, house, "0.6.0", start + 150 * day)  # the backend of the coming release, ahead of its frontend
-    when = start + 200 * day
     for name, (requires, package, tests) in LIBRARIES.items():
-        _place(write_wheel(scratch / name, name, "1.0.0", {k: v.encode() for k, v in package.items()}, requires),
-               house, when)
-        _place(sdist(scratch / f"{name}-sdist", name, "1.0.0", tuple(requires),
-                     {k: v.encode() for k, v in {**package, **tests}.items()}), house, when)
+        _library(scratch, house, name, "1.0.0", requires, {**package, **tests}, start + 200 * day)
+    _library(scratch, house, "dalias", "2.0.0", ["dfam>=0.2.0"], DALIAS_FIXED, start + 330 * day)
     for wheel in third_party.glob("*.whl"):
         target = house / wheel.name
         shutil.copy2(wheel, target)
@@ -161,7 +173,7 @@ def projects(house: Path) -> dict[str, list[Path]]:
 def _git(repo: Path, *args: str) -> str:
     env = {**os.environ, "GIT_AUTHOR_NAME": "dfam", "GIT_AUTHOR_EMAIL": "dfam@example.invalid",
            "GIT_COMMITTER_NAME": "dfam", "GIT_COMMITTER_EMAIL": "dfam@example.invalid",
-           "GIT_AUTHOR_DATE": "2025-06-01T00:00:00Z", "GIT_COMMITTER_DATE": "2025-06-01T00:00:00Z"}
+           "GIT_AUTHOR_DATE": "2025-08-01T00:00:00Z", "GIT_COMMITTER_DATE": "2025-08-01T00:00:00Z"}
     done = subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True, text=True, env=env)
     return done.stdout.strip()
 

@@ -72,6 +72,7 @@ class CraterResult:
     boxed: bool = True  # the libraries' tests ran in the box (False: --unboxed, said in every report)
     baseline_why: str = ""  # how the baseline was chosen
     backends: tuple[str, str] = ("", "")  # the backend of each side: what the baseline and the candidate admit
+    libraries_as_of: str = ""  # a library named without a version: its newest release uploaded before this day
 
     def groups(self) -> dict[str, tuple[str, list[str]]]:
         """Group id → (signature, library names)."""
@@ -85,6 +86,7 @@ class CraterResult:
         return {"kind": "downstream-crater", "frontend": self.frontend, "frontend_commit": self.frontend_commit,
                 "baseline": self.baseline, "baseline_why": self.baseline_why, "python": self.python,
                 "backends": {"baseline": self.backends[0], "candidate": self.backends[1]}, "boxed": self.boxed,
+                "libraries_as_of": self.libraries_as_of,
                 "libraries": [v.to_json() for v in self.libraries],
                 "groups": [{"group": g, "signature": s, "libraries": names}
                            for g, (s, names) in sorted(self.groups().items())],

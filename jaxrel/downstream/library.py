@@ -7,6 +7,7 @@ Python), its test extra, when it was uploaded, and where its source lives (``Pro
 
 from __future__ import annotations
 
+import datetime
 import tarfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +21,7 @@ from packaging.version import InvalidVersion, Version
 from jaxrel._util import localfiles
 from jaxrel.distributions.index import Index, IndexClientError, IndexFile
 from jaxrel.distributions.metadata import CoreMetadata, parse_core_metadata
+from jaxrel.distributions.pages import Listing, parse_time
 from jaxrel.distributions.remote_metadata import MetadataReader, RemoteMetadataError
 from jaxrel.errors import BadInput
 from jaxrel.family.model import Family
@@ -184,15 +186,21 @@ def _sdist_metadata(index: Index, sdist: IndexFile) -> CoreMetadata:
 
 
 def from_index(index: Index, name: str, version: str | None, family: Family, python: str,
-               reader: MetadataReader | None = None) -> Library:
-    """The release ``name==version`` (``None``: its newest release that is not yanked or a pre-release) as the index
-    serves it, its METADATA read from its wheel (else its sdist's PKG-INFO)."""
+               reader: MetadataReader | None = None, released_before: datetime.datetime | None = None) -> Library:
+    """The release ``name==version`` (``None``: its newest release that is not yanked or a pre-release, and with
+    ``released_before``, first uploaded before then) as the index serves it, its METADATA read from its wheel (else
+    its sdist's PKG-INFO)."""
     listing = index.listing(name)
     if not listing.files:
         raise LibraryError(f"{name}: the index has no such project ({', '.join(index.describe())}); check the name")
     served = sorted({f.version for f in listing.files if f.yanked is None})
     if version is None:
         finals = [v for v in served if not v.is_prerelease and not v.is_devrelease]
+        if released_before is not None:
+            finals = [v for v in finals if (first := _first_upload(listing, v)) is None or first <= released_before]
+            if not finals:
+                raise LibraryError(f"{name}: no final release was uploaded before {released_before:%Y-%m-%d} (the "
+                                   "candidate's commit); give NAME==VERSION")
         if not finals:
             raise LibraryError(f"{name}: the index serves no final release; give NAME==VERSION")
         chosen = finals[-1]
@@ -220,6 +228,11 @@ def from_index(index: Index, name: str, version: str | None, family: Family, pyt
     library = Library(str(canonicalize_name(meta.name)), str(chosen), texts, meta.provides_extra,
                       meta.requires_python, times[0] if times else None, meta.project_urls, sdist, wheel)
     return _depends_on_family(library, family, python)
+
+
+def _first_upload(listing: Listing, version: Version) -> datetime.datetime | None:
+    times = sorted(f.upload_time for f in listing.files_for(version) if f.upload_time)
+    return parse_time(times[0]) if times else None
 
 
 def from_checkout(path: Path, family: Family, python: str) -> Library:

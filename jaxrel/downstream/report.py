@@ -115,6 +115,9 @@ def _sides(result: CraterResult) -> list[str]:
     """How the baseline was chosen and the backend of each side."""
     base, cand = result.backends
     lines = [f"baseline: {result.baseline_why}"] if result.baseline_why else []
+    if result.libraries_as_of:
+        lines.append(f"libraries: each one named without a version at its newest release uploaded before "
+                     f"{result.libraries_as_of} (the candidate's commit)")
     if base or cand:
         lines.append(f"backends: {base} with the baseline, {cand} with the candidate"
                      + (" (one environment, the frontend swapped)" if base == cand else " (an environment each)"))

@@ -135,12 +135,13 @@ def _settings(request: Request, family: Family, workdir: Path, index: Index) -> 
                     hidden=(request.frontend_src,) if request.frontend_src is not None else ())
 
 
-def _library(request: Request, spec: str | None, family: Family, index: Index, reader: MetadataReader) -> Library:
+def _library(request: Request, spec: str | None, family: Family, index: Index, reader: MetadataReader,
+             released_before: datetime.datetime | None = None) -> Library:
     if request.library_src is not None:
         return libraries.from_checkout(request.library_src, family, request.python)
     assert spec is not None
     name, version = libraries.parse_library_spec(library_line(spec).spec)
-    return libraries.from_index(index, name, version, family, request.python, reader)
+    return libraries.from_index(index, name, version, family, request.python, reader, released_before)
 
 
 def _stage(request: Request, line: str | None, library: Library, workdir: Path, index: Index, progress: Progress
@@ -311,19 +312,20 @@ def crater(request: Request, family: Family, progress: Progress, bisect: Bisecto
              f"{request.ref or 'the working tree'} …")
     wheel, what = build_frontend(request.frontend_src, request.ref, workdir, settings.python, index)
     commit = what.split()[1] if what.startswith("git ") else ""
-    sides = _sides(family, index, request.python, reader, wheel, request.baseline,
-                   commit_time(request.frontend_src, request.ref))
+    committed = commit_time(request.frontend_src, request.ref)
+    sides = _sides(family, index, request.python, reader, wheel, request.baseline, committed)
     baseline = sides.baseline
     progress(f"crater: baseline {family.frontend.distribution} {sides.why}; backends: {baseline.backend} (baseline), "
              f"{sides.candidate_backend} (candidate)")
     result = crater_module.CraterResult(f"{family.frontend.distribution} {what}", commit, baseline.frontend,
                                         request.python, boxed=request.boxed, baseline_why=sides.why,
-                                        backends=(baseline.backend, sides.candidate_backend))
+                                        backends=(baseline.backend, sides.candidate_backend),
+                                        libraries_as_of=f"{committed:%Y-%m-%d}" if committed else "")
     specs: tuple[str | None, ...] = request.libraries or (None,)
     staged: dict[str, tuple[Library, testsource.StagedTests]] = {}
     for spec in specs:
         try:
-            library = _library(request, spec, family, index, reader)
+            library = _library(request, spec, family, index, reader, committed)
             tests = _stage(request, spec, library, workdir, index, progress)
         except (LibraryError, EnvironmentFailure) as error:
             if len(specs) == 1:

@@ -173,13 +173,15 @@ def test_a_release_candidate_against_the_release_before_it_each_side_with_its_ow
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout)
     assert result["baseline"] == "0.4.0", result["baseline_why"]
-    assert "uploaded before the candidate's commit (2025-06-01)" in result["baseline_why"]
+    assert "uploaded before the candidate's commit (2025-08-01)" in result["baseline_why"]
     assert result["backends"] == {"baseline": "0.4.0", "candidate": "0.5.0"}
     outcomes = {lib["name"]: lib for lib in result["libraries"]}
     assert {name: lib["outcome"] for name, lib in outcomes.items()} == {"dalias": "test-pass", "dlib": "test-pass"}
     assert outcomes["dlib"]["baseline"]["jaxlib"] == "0.4.0" and outcomes["dlib"]["candidate"]["jaxlib"] == "0.5.0"
     assert outcomes["dlib"]["candidate"]["resolution"] == "the baseline's, but dfam and dfam-core"
+    assert outcomes["dalias"]["version"] == "1.0.0"  # the newest of the candidate's day; 2.0.0 came after it
     text = (tmp_path / "crater" / "crater.txt").read_text()
+    assert "libraries: each one named without a version at its newest release uploaded before 2025-08-01" in text
     assert "backends: 0.4.0 with the baseline, 0.5.0 with the candidate (an environment each)" in text
     assert "candidate environments: the baseline's versions of everything but the frontend and its backend\n" in text
 
