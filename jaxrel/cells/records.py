@@ -28,11 +28,17 @@ def parse_shard(text: str) -> tuple[int, int]:
 
 def first_error(text: str) -> str:
     """The cause in a pytest failure text: its first ``E   `` line (the exception and its message, or the failed
-    assertion), else its last line."""
+    assertion), else its last line. When that line is a traceback's ``File "…", line N`` (a module that does not
+    compile: a ``SyntaxError`` shows where first), the exception line after it."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
     raised = [line[1:].strip() for line in lines if line.startswith("E ")]
     found = raised[0] if raised else (lines[-1] if lines else "")
+    if found.startswith('File "'):
+        found = next((line for line in raised if _EXCEPTION.match(line)), found)
     return found[:500]
+
+
+_EXCEPTION = re.compile(r"[A-Za-z_][\w.]*(Error|Exception|Warning|Exit)\b")
 
 
 def signature(message: str) -> str:

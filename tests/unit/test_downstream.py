@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 from packaging.version import Version
 
+from jaxrel.cells import records
 from jaxrel.cells.admitted import admitted_backends
 from jaxrel.downstream import cellrun, crater, report, sandbox
 from jaxrel.downstream.cellrun import CellResult, CellSpec, resolver_cause, unsatisfiable
@@ -170,6 +171,20 @@ def test_one_removal_breaking_several_libraries_is_one_group() -> None:
         verdicts.append(crater.LibraryVerdict(name, "1", outcome, reason, failing=failing, signature=signature))
     crater.group(verdicts)
     assert [v.group for v in verdicts] == ["G1", "G2", "G1"]
+
+
+def test_a_module_that_does_not_compile_is_named_by_its_exception_not_by_where() -> None:
+    """blackjax 1.2.2's tests on jax 0.4.30: jaxopt 0.8.3's osqp.py does not compile with warnings as errors (an
+    invalid escape sequence in a docstring); pytest shows where first. The report said 'File ".../osqp.py", line 299'; the cause is the exception line."""
+    longrepr = ("ImportError while importing test module '/w/tests/mcmc/test_integrators.py'.\n"
+                "Traceback:\n/w/tests/mcmc/test_integrators.py:9: in <module>\n    import blackjax\n"
+                'E     File "/env/lib/python3.11/site-packages/jaxopt/_src/osqp.py", line 299\n'
+                'E       """Operator Splitting Solver for Quadratic Programs.\n'
+                "E       ^^^\n"
+                "E   SyntaxError: invalid escape sequence '\\m'\n")
+    assert records.first_error(longrepr) == "SyntaxError: invalid escape sequence '\\m'"
+    assert records.first_error("E   assert 1 == 2\nE    +  where 1 = f()\n") == "assert 1 == 2"  # unchanged
+    assert records.signature(records.first_error(longrepr)).startswith("SyntaxError")
 
 
 def test_the_reports_name_each_culprit_with_its_subject_and_the_bisections_notes() -> None:
