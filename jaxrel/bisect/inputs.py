@@ -26,7 +26,7 @@ from jaxrel.family import Family
 __all__ = ["PROBES_A_ROUND", "Inputs", "Request", "cell_parts", "check_ancestry", "check_inputs", "exclude_newer",
            "resolve", "select_cell"]
 
-CELL = re.compile(r"py(?P<python>3\.\d+)-(?P<rest>.+)")
+CELL = re.compile(r"py(?P<python>3\.\d+t?)-(?P<rest>.+)")
 
 
 # the probes a round the commands run (``jaxrel bisect --jobs``, the Crater's bisections): two fill this project's
@@ -106,7 +106,7 @@ def cell_parts(request: Request, family: Family) -> tuple[str, str, str | None]:
         version, python, plugin_set = request.backend, request.python, request.plugins
     where = shorten(request.cell or request.backend or "")
     policy.parse_version(version, f"{where}: {backend} version")  # bounded: a 5,000-digit number is bad input
-    if not re.fullmatch(r"3\.\d{1,3}", python or ""):
+    if not re.fullmatch(r"3\.\d{1,3}t?", python or ""):
         raise BadInput(f"--python {shorten(python or '')!r}: expected a Python version such as 3.12")
     return python, version, plugin_set
 

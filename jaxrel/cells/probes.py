@@ -9,6 +9,7 @@ that fails to load logs one and carries on).
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from jaxrel._util import localfiles
@@ -17,7 +18,8 @@ from jaxrel.distributions import envs
 from jaxrel.errors import BadInput
 from jaxrel.family import Family
 
-__all__ = ["GUARD_PROBE", "IMPORT_PROBE", "import_frontend", "last_json", "traceback_summary"]
+__all__ = ["GIL_PROBE", "GUARD_PROBE", "IMPORT_PROBE", "gil_turned_on", "import_frontend", "last_json",
+           "traceback_summary"]
 
 GUARD_PROBE = """
 import json, sys
@@ -47,6 +49,49 @@ for warning in caught:
 print(json.dumps({"version": getattr(frontend, "__version__", None), "file": getattr(frontend, "__file__", None),
                   **facts, "warnings": messages}))
 """
+
+
+# argv: the modules to import, in order (the frontend's, the backend's), as JSON; then the family's smoke code, which
+# loads the plugins (jax: jax.devices()). Run without PYTHON_GIL: a module that has not declared that it runs without
+# the GIL turns it on as it loads, and CPython warns, naming it.
+GIL_PROBE = """
+import importlib, json, sys, warnings
+modules, smoke = json.loads(sys.argv[1]), sys.argv[2]
+steps, errors = [], {}
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always", RuntimeWarning)
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except Exception as error:
+            errors[name] = f"{type(error).__name__}: {error}"
+        steps.append([name, sys._is_gil_enabled()])
+    if smoke and modules and modules[0] in sys.modules:
+        try:
+            exec(smoke, {"frontend": sys.modules[modules[0]], "facts": {}})
+        except Exception as error:
+            errors["smoke"] = f"{type(error).__name__}: {error}"
+        steps.append(["the smoke code", sys._is_gil_enabled()])
+said = [str(w.message) for w in caught if "GIL" in str(w.message)]
+print(json.dumps({"gil": sys._is_gil_enabled(), "steps": steps, "said": said, "errors": errors}))
+"""
+
+
+def gil_turned_on(env: envs.Env, family: Family) -> str | None:
+    """On a free-threaded interpreter: what turned the GIL on while the frontend, the backend and (through the smoke
+    code) the plugins loaded, in CPython's words (naming the module), or ``None`` when it stayed off."""
+    modules = [family.frontend.package, *([family.backend.package] if family.backend.package else [])]
+    done = env.run(str(env.python), "-c", GIL_PROBE, json.dumps(modules), family.frontend.smoke or "",
+                   unset=("PYTHON_GIL",))
+    found = last_json(done.stdout) if done.returncode == 0 else None
+    if found is None:
+        return f"the GIL probe failed: {tail(done.stderr or done.stdout, 1)}"
+    if not found.get("gil"):
+        return None
+    said = [str(text) for text in found.get("said", []) if isinstance(text, str)]
+    first = next((str(step[0]) for step in found.get("steps", []) if isinstance(step, list) and len(step) == 2
+                  and step[1] is True), "?")
+    return said[0] if said else f"the GIL is on after importing {first}"
 
 
 def last_json(output: str) -> dict[str, Any] | None:

@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--cells-at-once {args.cells_at_once}: expected 1 or more")
     if args.frontends:
         measure.parse_frontends(args.frontends)  # bad input is reported before the index is asked
-    if not re.fullmatch(r"3\.\d{1,3}", args.python):
+    if not re.fullmatch(r"3\.\d{1,3}t?", args.python):
         raise UsageError(f"--python {shorten(args.python)!r}: expected a Python version such as 3.12")
     family = resolve_family(args.family)
     if not family.compat_suite:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from jaxrel._util import procs
-from jaxrel.cells import compile_cache, driver, plugin_install, records, suites
+from jaxrel.cells import compile_cache, driver, plugin_install, probes, records, suites
 from jaxrel.cells.environment import environment, foreign_files
 from jaxrel.cells.frontend import PreparedFrontend
 from jaxrel.cells.matrix import Cell, Outcome
@@ -26,6 +26,7 @@ from jaxrel.compat.result import CellResult
 from jaxrel.compat.triage import Failure, summary
 from jaxrel.distributions import envs, installed
 from jaxrel.distributions.index import IndexClientError
+from jaxrel.distributions.pythons import free_threaded
 from jaxrel.family import Family
 
 __all__ = ["CellResult", "cell_line", "cpu_twins", "junit_path", "run_cell", "without_device", "write_junit"]
@@ -89,6 +90,9 @@ def _run(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: Path
         leave_out = {front.wheel.name if front.wheel else "", jaxrel_wheel.name}
         variables = {**compile_cache.variables(compile_cache.cache_dir(options.workdir, cell.id, wheels, leave_out)),
                      **variables}  # a cache the user sets with --env wins
+    gil = probes.gil_turned_on(env, family) if free_threaded(cell.python) and not cell.negative else None
+    if free_threaded(cell.python):
+        variables["PYTHON_GIL"] = "0"  # the tests run without the GIL, whatever a module declares
     plugin_tests = compat.root / PLUGIN_TESTS if compat else None
     cpu_only = (suites.pytest_arguments(compat, [str(plugin_tests)], junit=junit)
                 if compat and plugin_tests and plugin_tests.is_file() and cpu_twin and cell.device else None)
@@ -112,6 +116,11 @@ def _run(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: Path
     result.plugin_install = install.describe() or None
     result.import_output = driven.import_output
     result.problems += [driven.exit_problem] if driven.exit_problem else []
+    if gil is not None:  # a free-threaded cell whose frontend, backend or plugins turn the GIL on
+        result.problems.append(f"free-threaded: the GIL came on as the frontend, backend and plugins loaded: {gil}")
+    elif free_threaded(cell.python) and not cell.negative:
+        result.notes.append("free-threaded: the GIL stayed off as the frontend, backend and plugins loaded; the tests "
+                            "ran with PYTHON_GIL=0")
     seen = installed.read_environment(family, python=str(env.python))
     result.backend_api = {**seen.api_numbers, "xla_ffi_api": seen.xla_ffi_api}
     suite_seconds = driven.timings.get("suite", 0.0)
@@ -136,7 +145,7 @@ def _run(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: Path
             first = SuiteRun(driven.returncode if driven.returncode is not None else driven.exit_code, outcomes,
                              files, driven.output, suite_seconds if driven.returncode is not None else ran - built,
                              recorded and driven.returncode is not None)
-            result.notes = sorted({str(p["note"]) for p in driven.properties.values()
+            result.notes += sorted({str(p["note"]) for p in driven.properties.values()
                                    if isinstance(p, dict) and p.get("note")})
         _run_suites(env, cell, family, front, result, options, first)
     result.settle()

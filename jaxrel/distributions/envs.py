@@ -67,10 +67,13 @@ class Env:
         return self.root / "bin"
 
     def run(
-        self, *args: str, env: dict[str, str] | None = None, timeout: float = 600, cwd: str | None = None
+        self, *args: str, env: dict[str, str] | None = None, timeout: float = 600, cwd: str | None = None,
+        unset: Sequence[str] = (),
     ) -> subprocess.CompletedProcess[str]:
-        """Run ``args`` with this environment's ``bin`` first on ``PATH``; never raises on exit status."""
-        full = {key: value for key, value in os.environ.items() if not key.startswith(INHERITED_TEST_STATE)}
+        """Run ``args`` with this environment's ``bin`` first on ``PATH`` (without the variables in ``unset``);
+        never raises on exit status."""
+        full = {key: value for key, value in os.environ.items()
+                if not key.startswith(INHERITED_TEST_STATE) and key not in unset}
         full.update({**(env or {}), "VIRTUAL_ENV": str(self.root),
                      "PATH": f"{self.bin}{os.pathsep}{os.environ.get('PATH', '')}"})
         full.pop("PYTHONPATH", None)

@@ -124,7 +124,7 @@ class Listing:
 @lru_cache(maxsize=256)
 def _admits(requires_python: str, python: str) -> bool:
     try:
-        return SpecifierSet(requires_python).contains(python + ".0", prereleases=True)
+        return SpecifierSet(requires_python).contains(python.removesuffix("t") + ".0", prereleases=True)  # 3.13t
     except InvalidSpecifier:
         return True  # pip ignores an unparsable Requires-Python too
 

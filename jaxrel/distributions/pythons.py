@@ -7,8 +7,9 @@ interpreter, ``pythonX.Y`` on ``PATH`` and pyenv's versions (``$PYENV_ROOT/versi
 where pyenv shims fail unless a version is selected, and uv gives up on them). Each candidate is
 run once to confirm what it is, and a compiled interpreter's answer is kept in jaxrel's cache while
 its file is unchanged; uv failing, absent or answering garbage only leaves its part out. A
-free-threaded build (``Py_GIL_DISABLED``: ``python3.14t``, uv's ``+freethreaded``) answers ``3.14t``
-and is never the interpreter of a ``3.14`` cell: its wheels are another ABI (``cp314t``).
+free-threaded build (``Py_GIL_DISABLED``: ``python3.13t``, uv's ``+freethreaded``, the ones
+``scripts/free_threaded_python.sh`` builds into jaxrel's cache) answers ``3.13t``: it is the
+interpreter of a ``3.13t`` cell and never of a ``3.13`` one, its wheels another ABI (``cp313t``).
 """
 
 from __future__ import annotations
@@ -31,8 +32,8 @@ from jaxrel._util.text import shorten
 from jaxrel.distributions.envs import find_uv
 from jaxrel.errors import BadInput, EnvironmentFailure, JaxrelError
 
-__all__ = ["Python", "PythonNotFound", "PythonVersionError", "find_pythons", "newest_python", "probe_answer",
-           "python_for", "supported_tags", "uv_find", "uv_interpreters"]
+__all__ = ["Python", "PythonNotFound", "PythonVersionError", "all_pythons", "find_pythons", "free_threaded", "newest_python",
+           "probe_answer", "python_for", "release_of", "supported_tags", "uv_find", "uv_interpreters", "version_key"]
 
 
 class PythonNotFound(EnvironmentFailure):
@@ -55,12 +56,35 @@ class Python:
         return supported_tags(self.version, platforms)
 
 
+def free_threaded(version: str) -> bool:
+    """Whether ``version`` (``"3.13t"``) names a free-threaded build (``Py_GIL_DISABLED``): another ABI."""
+    return version.endswith("t")
+
+
+def release_of(version: str) -> str:
+    """The language version a build implements (``"3.13"`` for ``"3.13t"``): what ``Requires-Python`` and
+    environment markers compare; the ABI is the wheel tags' business (:func:`supported_tags`)."""
+    return version.removesuffix("t")
+
+
+def version_key(version: str) -> tuple[int, int, int]:
+    """A sort key: 3.13 before 3.13t before 3.14."""
+    major, minor = (int(part) for part in release_of(version).split("."))
+    return major, minor, int(free_threaded(version))
+
+
 def supported_tags(version: str, platforms: list[str] | None = None) -> list[Tag]:
-    """The tags a CPython ``version`` accepts on ``platforms`` (default: this machine's)."""
-    major, minor = (int(part) for part in version.split("."))
+    """The tags a CPython ``version`` accepts on ``platforms`` (default: this machine's). A free-threaded build
+    (``"3.13t"``) takes ``cp313t`` wheels and pure ones, never ``abi3`` (the stable ABI needs the GIL) nor the GIL
+    build's ``cp313``."""
+    major, minor = (int(part) for part in release_of(version).split("."))
     chosen = platforms if platforms is not None else list(packaging_tags.platform_tags())
-    return [*packaging_tags.cpython_tags((major, minor), platforms=chosen),
-            *packaging_tags.compatible_tags((major, minor), f"cp{major}{minor}", platforms=chosen)]
+    if free_threaded(version):
+        own = [tag for tag in packaging_tags.cpython_tags((major, minor), abis=[f"cp{major}{minor}t"],
+                                                          platforms=chosen) if tag.abi != "abi3"]
+    else:
+        own = list(packaging_tags.cpython_tags((major, minor), platforms=chosen))
+    return [*own, *packaging_tags.compatible_tags((major, minor), f"cp{major}{minor}", platforms=chosen)]
 
 
 def _uv_json(args: list[str]) -> object:
@@ -165,10 +189,19 @@ def _own_candidates() -> list[str]:
     try:
         for version_dir in sorted(root.iterdir()) if root.is_dir() else []:
             names = (version_dir / "bin").glob("python3.*")
-            found += sorted(str(p) for p in names if re.fullmatch(r"python3\.\d+", p.name))
+            found += sorted(str(p) for p in names if re.fullmatch(r"python3\.\d+t?", p.name))
     except OSError:
         pass  # an unreadable pyenv: its interpreters are not candidates; those on PATH still are
-    return found
+    return [*found, *_built_free_threaded()]
+
+
+def _built_free_threaded() -> list[str]:
+    """The free-threaded interpreters ``scripts/free_threaded_python.sh`` built into jaxrel's cache."""
+    root = files.cache_root() / "free-threaded"
+    try:
+        return sorted(str(p) for p in root.glob("cpython-*/bin/python3.*t") if re.fullmatch(r"python3\.\d+t", p.name))
+    except OSError:
+        return []
 
 
 def _candidates() -> list[str]:
@@ -243,11 +276,17 @@ class _Probes:
         self.known.save()
 
 
-@cache
 def find_pythons() -> dict[str, Python]:
+    """``"3.12"`` → the first working interpreter of that version (GIL builds: every caller compares these
+    versions as numbers); :func:`all_pythons` has the free-threaded ones too."""
+    return {version: python for version, python in all_pythons().items() if not free_threaded(version)}
+
+
+@cache
+def all_pythons() -> dict[str, Python]:
     """``"3.12"`` → the first working interpreter of that version: the running one, then uv's list, then
-    ``PATH`` and pyenv (:func:`_own_candidates`); free-threaded builds left out. uv lists while the others are
-    probed."""
+    ``PATH``, pyenv and jaxrel's own free-threaded builds (:func:`_own_candidates`); a free-threaded build under its
+    own key (``"3.13t"``), never a ``"3.13"``. uv lists while the others are probed."""
     probe = _Probes()
     with ThreadPoolExecutor(max_workers=8) as pool:  # each probe is an interpreter start, mostly waiting
         listed = pool.submit(uv_interpreters)
@@ -260,9 +299,9 @@ def find_pythons() -> dict[str, Python]:
     found: dict[str, Python] = {}
     for executable in candidates:
         version = versions.get(executable)
-        if version and not version.endswith("t") and version not in found:  # free-threaded builds: not "3.N"
+        if version and version not in found:  # a free-threaded build answers "3.Nt": its own key
             found[version] = Python(version, executable)
-    return dict(sorted(found.items(), key=lambda item: tuple(map(int, item[0].split(".")))))
+    return dict(sorted(found.items(), key=lambda item: version_key(item[0])))
 
 
 def newest_python() -> Python:
@@ -285,15 +324,19 @@ def python_for(version: str) -> Python:
 
     Asked once per version per process (``uv python find`` and a probe cost about 0.5 s, and a compat run asks
     several times per cell); ``python_for.cache_clear()`` forgets the answers."""
-    if not re.fullmatch(r"3\.\d{1,3}", version):
-        raise PythonVersionError(f"Python version {shorten(version)!r} is not of the form 3.N (e.g. 3.12)")
-    chosen = uv_find(version)
+    if not re.fullmatch(r"3\.\d{1,3}t?", version):
+        raise PythonVersionError(f"Python version {shorten(version)!r} is not of the form 3.N or 3.Nt (e.g. 3.12, "
+                                 "or 3.13t for a free-threaded build)")
+    chosen = uv_find(version.replace("t", "+freethreaded") if free_threaded(version) else version)
     if chosen is not None and _probe(chosen) == version:
         return Python(version, chosen)
-    pythons = find_pythons()
+    pythons = all_pythons()
     if version not in pythons:
+        how = (f"build one: scripts/free_threaded_python.sh {release_of(version)} (CPython from Debian's source, "
+               "--disable-gil, into jaxrel's cache, where jaxrel finds it)" if free_threaded(version)
+               else f"install it (e.g. pyenv install {version})")
         raise PythonNotFound(
-            f"no working Python {version} interpreter on PATH or under pyenv (found: {', '.join(pythons) or 'none'}); "
-            f"install it (e.g. pyenv install {version}) or choose another --python"
+            f"no working Python {version} interpreter on PATH, under pyenv or in jaxrel's cache (found: "
+            f"{', '.join(pythons) or 'none'}); {how} or choose another --python"
         )
     return pythons[version]

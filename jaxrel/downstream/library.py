@@ -22,6 +22,7 @@ from jaxrel._util import localfiles
 from jaxrel.distributions.index import Index, IndexClientError, IndexFile
 from jaxrel.distributions.metadata import CoreMetadata, parse_core_metadata
 from jaxrel.distributions.pages import Listing, parse_time
+from jaxrel.distributions.pythons import release_of
 from jaxrel.distributions.remote_metadata import MetadataReader, RemoteMetadataError
 from jaxrel.errors import BadInput
 from jaxrel.family.model import Family
@@ -60,8 +61,8 @@ class Library:
         return str(self.checkout) if self.checkout is not None else f"{self.name}=={self.version}"
 
     def _applying(self, python: str, extra: str = "") -> list[Requirement]:
-        environment = {**{k: str(v) for k, v in default_environment().items()}, "python_version": python,
-                       "python_full_version": f"{python}.0", "extra": extra}
+        environment = {**{k: str(v) for k, v in default_environment().items()}, "python_version": release_of(python),
+                       "python_full_version": f"{release_of(python)}.0", "extra": extra}
         found = []
         for text in self.requires_dist:
             requirement = Requirement(text)  # checked by the constructors

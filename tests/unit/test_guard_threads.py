@@ -11,10 +11,8 @@ it is for.
 
 from __future__ import annotations
 
-import glob
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -94,13 +92,11 @@ def _site(root: Path, backend_version: str, guard: str) -> Path:
 
 
 def _free_threaded() -> str | None:
-    """A free-threaded CPython here: ``python3.Nt`` on ``PATH`` or in pyenv's versions, built with
-    ``Py_GIL_DISABLED``."""
-    pyenv = Path(os.environ.get("PYENV_ROOT") or Path.home() / ".pyenv")
-    found = [shutil.which(f"python3.{minor}t") for minor in range(13, 20)]
-    found += sorted(glob.glob(str(pyenv / "versions" / "*t" / "bin" / "python3.*t")))
-    return next((executable for executable in filter(None, found)
-                 if (pythons._probe(executable) or "").endswith("t")), None)  # jaxrel's probe: "3.14t"
+    """A free-threaded CPython here, as jaxrel finds one (``--python 3.13t``): on ``PATH``, in pyenv's versions, or
+    built by ``scripts/free_threaded_python.sh`` into jaxrel's cache (which ``.ci/run`` does)."""
+    pythons.all_pythons.cache_clear()  # an earlier test may have asked with another cache directory or HOME
+    found = [python for version, python in pythons.all_pythons().items() if pythons.free_threaded(version)]
+    return found[0].executable if found else None
 
 
 INTERPRETERS = [pytest.param("gil", id="gil-build"), pytest.param("free-threaded", id="free-threaded")]
@@ -122,8 +118,8 @@ def _interpreter(kind: str) -> str:
         return sys.executable
     found = _free_threaded()
     if found is None:
-        pytest.skip("no free-threaded CPython here (python3.13t to 3.19t on PATH or in pyenv's versions); install one "
-                    "(e.g. pyenv install 3.14t) to run this half")
+        pytest.skip("no free-threaded CPython here (python3.13t to 3.19t on PATH, in pyenv's versions or in jaxrel's "
+                    "cache); build one (scripts/free_threaded_python.sh 3.13) to run this half")
     return found
 
 

@@ -74,12 +74,12 @@ def test_uvs_list_is_read_at_its_boundary(tmp_path: Path, linked: str, monkeypat
 def test_uv_failing_leaves_todays_search(find: str, listing: str, code: int, tmp_path: Path,
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pythons, "find_uv", lambda: _fake_uv(tmp_path, find, listing, code))
-    pythons.find_pythons.cache_clear()
+    pythons.all_pythons.cache_clear()
     try:
         assert pythons.python_for(RUNNING).executable == sys.executable
         assert pythons.uv_interpreters() == []
     finally:
-        pythons.find_pythons.cache_clear()
+        pythons.all_pythons.cache_clear()
 
 
 def test_no_uv_at_all(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -189,11 +189,11 @@ def test_a_free_threaded_build_is_never_the_interpreter_of_a_plain_version(tmp_p
     monkeypatch.setattr(pythons, "uv_interpreters", lambda: [free_threaded, plain])
     monkeypatch.setattr(pythons, "_own_candidates", lambda: [])
     monkeypatch.setenv("JAXREL_CACHE_DIR", str(tmp_path / "cache"))
-    pythons.find_pythons.cache_clear()
+    pythons.all_pythons.cache_clear()
     try:
         found = pythons.find_pythons()
         assert found["3.99"] == pythons.Python("3.99", plain) and "3.99t" not in found
         assert found[RUNNING].executable == sys.executable
     finally:
-        pythons.find_pythons.cache_clear()
+        pythons.all_pythons.cache_clear()
     assert pythons._probe(sys.executable) == RUNNING, "this interpreter is a GIL build, and says so"

@@ -1,0 +1,105 @@
+"""Free-threaded CPython (``--python 3.13t``): its wheel tags, its Requires-Python, finding it, and the GIL check that
+names the module turning the GIL on. The parts that need a free-threaded interpreter run on the one
+``scripts/free_threaded_python.sh`` builds into jaxrel's cache (``.ci/run`` builds it), and skip with the command that
+builds one where there is none."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from packaging.tags import Tag
+
+from jaxrel.cells import probes
+from jaxrel.distributions import envs, pythons
+from jaxrel.distributions.pages import IndexFile
+from jaxrel.family import Family, resolve_family
+
+PLATFORM = "manylinux_2_27_x86_64"
+
+
+def test_a_free_threaded_build_takes_its_own_abi_and_pure_wheels_never_abi3_or_the_gil_builds() -> None:
+    tags = pythons.supported_tags("3.13t", [PLATFORM])
+    assert tags[0] == Tag("cp313", "cp313t", PLATFORM)
+    assert Tag("py3", "none", "any") in tags
+    assert Tag("cp313", "cp313", PLATFORM) not in tags
+    assert not [tag for tag in tags if tag.abi == "abi3"]
+    gil = pythons.supported_tags("3.13", [PLATFORM])
+    assert Tag("cp313", "cp313t", PLATFORM) not in gil and Tag("cp313", "abi3", PLATFORM) in gil
+
+
+def test_requires_python_compares_the_language_version_of_a_free_threaded_build() -> None:
+    wheel = IndexFile("jaxlib-0.10.2-cp313-cp313t-manylinux_2_27_x86_64.whl", "https://x/j.whl", "index",
+                      requires_python=">=3.11")
+    assert wheel.supports_python("3.13t") and not IndexFile("a-1-py3-none-any.whl", "u", "s",
+                                                              requires_python=">=3.14").supports_python("3.13t")
+    assert wheel.installable("3.13t", pythons.supported_tags("3.13t", [PLATFORM]))
+    assert not wheel.installable("3.13", pythons.supported_tags("3.13", [PLATFORM]))
+    assert pythons.version_key("3.13") < pythons.version_key("3.13t") < pythons.version_key("3.14")
+
+
+def test_no_free_threaded_interpreter_names_the_command_that_builds_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    pythons.python_for.cache_clear()
+    monkeypatch.setattr(pythons, "uv_find", lambda version: None)
+    monkeypatch.setattr(pythons, "all_pythons", lambda: {"3.11": pythons.Python("3.11", "/usr/bin/python3.11")})
+    try:
+        with pytest.raises(pythons.PythonNotFound, match=r"scripts/free_threaded_python.sh 3.13 "):
+            pythons.python_for("3.13t")
+        with pytest.raises(pythons.PythonVersionError, match="3.N or 3.Nt"):
+            pythons.python_for("3.13tt")
+    finally:
+        pythons.python_for.cache_clear()
+
+
+def _free_threaded() -> pythons.Python:
+    pythons.all_pythons.cache_clear()  # an earlier test may have asked with another cache directory or HOME
+    found = [python for version, python in pythons.all_pythons().items() if pythons.free_threaded(version)]
+    if not found:
+        pytest.skip("no free-threaded CPython here; build one: scripts/free_threaded_python.sh 3.13")
+    return found[0]
+
+
+def test_jaxrel_finds_the_interpreter_it_built_by_its_version() -> None:
+    python = _free_threaded()
+    assert pythons.python_for(python.version).executable == python.executable
+    assert python.version not in pythons.find_pythons()  # never the interpreter of a GIL cell
+
+
+EXTENSION = """
+#include <Python.h>
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "gilly", NULL, 0, NULL};
+PyMODINIT_FUNC PyInit_gilly(void) { return PyModuleDef_Init(&module); }
+"""
+
+
+def test_the_gil_check_names_the_module_that_turns_it_on(tmp_path: Path) -> None:
+    """A planted extension that does not declare ``Py_mod_gil`` (as one built for the GIL ABI would not): the check
+    names it, in CPython's words. Before it is imported the GIL stays off."""
+    python = _free_threaded()
+    compiler = shutil.which("cc") or shutil.which("gcc")
+    if compiler is None:
+        pytest.skip("no C compiler here to build the planted extension")
+    env = envs.create(tmp_path / "env", python=python.executable, use_uv=True)
+    purelib, include, suffix = subprocess.run(
+        [str(env.python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'], sysconfig.get_paths()"
+         "['include'], sysconfig.get_config_var('EXT_SUFFIX'))"], capture_output=True, text=True, check=True,
+    ).stdout.split()
+    package = Path(purelib) / "gilfront"
+    package.mkdir()
+    (package / "__init__.py").write_text("import json\n")
+    family = _with_frontend(resolve_family(None), "gilfront")
+    assert probes.gil_turned_on(env, family) is None
+    subprocess.run([compiler, "-shared", "-fPIC", f"-I{include}", "-o", str(Path(purelib) / f"gilly{suffix}"),
+                    "-x", "c", "-"], input=EXTENSION, text=True, check=True)
+    (package / "__init__.py").write_text("import gilly\n")
+    found = probes.gil_turned_on(env, family)
+    assert found is not None and "'gilly'" in found and "GIL" in found, found
+
+
+def _with_frontend(family: Family, package: str) -> Family:
+    """``family`` with its frontend's package replaced, its backend's left out, and no smoke code."""
+    return replace(family, frontend=replace(family.frontend, package=package, smoke=None),
+                   backend=replace(family.backend, package=""))
