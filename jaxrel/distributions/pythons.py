@@ -32,8 +32,9 @@ from jaxrel._util.text import shorten
 from jaxrel.distributions.envs import find_uv
 from jaxrel.errors import BadInput, EnvironmentFailure, JaxrelError
 
-__all__ = ["Python", "PythonNotFound", "PythonVersionError", "all_pythons", "find_pythons", "free_threaded", "newest_python",
-           "probe_answer", "python_for", "release_of", "supported_tags", "uv_find", "uv_interpreters", "version_key"]
+__all__ = ["Python", "PythonNotFound", "PythonVersionError", "all_pythons", "find_pythons", "free_threaded",
+           "newest_python", "probe_answer", "python_for", "release_of", "supported_tags", "uv_find", "uv_interpreters",
+           "version_key"]
 
 
 class PythonNotFound(EnvironmentFailure):

@@ -175,7 +175,8 @@ def test_one_removal_breaking_several_libraries_is_one_group() -> None:
 
 def test_a_module_that_does_not_compile_is_named_by_its_exception_not_by_where() -> None:
     """blackjax 1.2.2's tests on jax 0.4.30: jaxopt 0.8.3's osqp.py does not compile with warnings as errors (an
-    invalid escape sequence in a docstring); pytest shows where first. The report said 'File ".../osqp.py", line 299'; the cause is the exception line."""
+    invalid escape sequence in a docstring); pytest shows where first.
+    The report said 'File ".../osqp.py", line 299'; the cause is the exception line."""
     longrepr = ("ImportError while importing test module '/w/tests/mcmc/test_integrators.py'.\n"
                 "Traceback:\n/w/tests/mcmc/test_integrators.py:9: in <module>\n    import blackjax\n"
                 'E     File "/env/lib/python3.11/site-packages/jaxopt/_src/osqp.py", line 299\n'
