@@ -12,6 +12,8 @@ times (tests/simple_index.py), so cells resolve as of their era as they do again
   false minimum; the fix ``dfam>=0.4.0``).
 - ``dalias`` and ``dalias-two`` call ``dfam.old_alias``: both regress at HEAD, one root cause. ``dalias`` 2.0.0,
   uploaded after the frontend's history, no longer does: a Crater of that history takes 1.0.0, its release of then.
+  ``dalias`` needs ``dhelper``, whose 2.0.0 (uploaded later still) breaks it: every environment of a Crater, its
+  bisection's included, resolves as of the Crater's era, where that is 1.0.0.
 - ``dconf``: its tests' conftest imports ``scale`` (dfam 0.3.0): on older releases the tests do not import, a failed
   cell (not a selection that collects nothing); its true minimum is 0.3.0.
 - ``dflaky``: a test that fails on its first run only (spurious). ``dhang``: a test that never ends (killed at the
@@ -81,8 +83,9 @@ LIBRARIES: dict[str, tuple[list[str], dict[str, str], dict[str, str]]] = {
              {"tests/test_dlib.py": "import dlib\n\ndef test_double_rows():\n"
                                     "    assert dlib.double_rows([1, 2]) == [2, 4]\n"
                                     "\ndef test_imports():\n    assert dlib.double_rows\n"}),
-    "dalias": (["dfam>=0.2.0"],
-               {"dalias/__init__.py": "import dfam\n\ndef total(a, b):\n    return dfam.old_alias(a, b)\n"},
+    "dalias": (["dfam>=0.2.0", "dhelper"],
+               {"dalias/__init__.py": "import dfam\nimport dhelper  # noqa: F401\n\n"
+                                      "def total(a, b):\n    return dfam.old_alias(a, b)\n"},
                {"tests/test_dalias.py": "import dalias\n\ndef test_total():\n    assert dalias.total(2, 3) == 5\n"}),
     "dalias-two": (["dfam>=0.2.0"],
                    {"dalias_two/__init__.py": "import dfam\n\ndef inc(a):\n    return dfam.old_alias(a, 1)\n"},
@@ -151,6 +154,10 @@ def build_index(house: Path, third_party: Path) -> Path:
     for name, (requires, package, tests) in LIBRARIES.items():
         _library(scratch, house, name, "1.0.0", requires, {**package, **tests}, start + 200 * day)
     _library(scratch, house, "dalias", "2.0.0", ["dfam>=0.2.0"], DALIAS_FIXED, start + 330 * day)
+    for version, body, days in (("1.0.0", "", 100), ("2.0.0", "raise ImportError('dhelper 2.0.0 broke its users')\n",
+                                                     340)):  # what dalias needs, as of its day and long after
+        _place(write_wheel(scratch / f"dhelper-{version}", "dhelper", version, {"dhelper/__init__.py": body.encode()}),
+               house, start + days * day)
     for wheel in third_party.glob("*.whl"):
         target = house / wheel.name
         shutil.copy2(wheel, target)

@@ -164,7 +164,7 @@ def run_crater(args: argparse.Namespace) -> int:
         bisect_request = bisect_search.Request(
             Path(args.frontend_src), (good,), args.ref or "HEAD", request.workdir / "bisect" / library.name,
             backend=baseline.jaxlib, python=request.python, tests=tuple(verdict.failing[:5]),
-            test_env=request.test_env, reruns=request.reruns, deps_as_of="now", family=args.family,
+            test_env=request.test_env, reruns=request.reruns, deps_as_of=baseline.as_of or "now", family=args.family,
             index_url=request.index_url, wheelhouses=request.wheelhouses, tests_root=tests.root,
             requirements=(library.install_requirement(), *extra), boxed=request.boxed,
             hidden=(Path(args.frontend_src).absolute(),),
