@@ -23,7 +23,7 @@ from jaxrel.cells.settings import EnvSettings
 from jaxrel.distributions import envs
 from jaxrel.distributions.index import Index, IndexClientError
 from jaxrel.distributions.pages import IndexFile
-from jaxrel.distributions.pythons import python_for
+from jaxrel.distributions.pythons import free_threaded, python_for
 from jaxrel.distributions.wheels import write_wheel
 from jaxrel.family import Family
 
@@ -74,7 +74,8 @@ def environment(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_whee
     env = envs.create(settings.workdir / "envs" / cell.id, python=python_for(cell.python).executable,
                       requirements=requirements, no_deps=no_deps, use_uv=settings.use_uv, requirement_files=files,
                       exclude_newer=settings.exclude_newer, bytecode=settings.bytecode,
-                      index=settings.index.pip_config() if settings.index is not None else None)
+                      index=settings.index.pip_config() if settings.index is not None else None,
+                      only_binary=free_threaded(cell.python))  # a cp313t cell never falls back to an sdist
     return env, {path.name: sha256_of(path) for path in [*verified.values(), *local]}
 
 

@@ -127,10 +127,13 @@ def create(
     index: PipIndexConfig | None = None,
     pinned_as_of_now: Sequence[str] = (),
     constraint_files: Sequence[Path] = (),
+    only_binary: bool = False,
 ) -> Env:
     """Create a fresh environment at ``root`` and install ``requirements`` (with ``requirement_files``, pip's
     ``-r``, resolved together, under ``constraint_files``, pip's ``-c``), then ``no_deps`` without dependencies.
-    ``root`` is made absolute.
+    ``root`` is made absolute. ``only_binary``: wheels only, never an sdist built here (pip's and uv's
+    ``--only-binary :all:``): the resolver takes the newest release with a wheel for the interpreter (a
+    free-threaded one: NumPy's newest releases ship no ``cp313t`` wheel).
 
     ``no_deps`` lets a test assemble pairs that pip's resolver would refuse
     (``jax==0.6.2`` beside ``jaxlib==0.10.2``), as users end up with them. ``exclude_newer``
@@ -163,6 +166,7 @@ def create(
         env = base
         install = [str(root / "bin" / "python"), "-m", "pip", "install", "--quiet"]
         install += index.pip_arguments() if index is not None else []
+    install += ["--only-binary", ":all:"] if only_binary else []
     files = [arg for path in requirement_files for arg in ("-r", str(path))]
     files += [arg for path in constraint_files for arg in ("-c", str(path))]
     if requirements or files:

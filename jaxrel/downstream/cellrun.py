@@ -30,6 +30,7 @@ from jaxrel.cells.records import signature
 from jaxrel.cells.suites import Suite, SuiteRun, recorded, suite_command
 from jaxrel.distributions import envs
 from jaxrel.distributions.pipconfig import PipIndexConfig
+from jaxrel.distributions.pythons import free_threaded
 from jaxrel.downstream import sandbox
 from jaxrel.downstream.library import Library
 from jaxrel.downstream.testsource import StagedTests
@@ -158,7 +159,8 @@ def _environment(library: Library, tests: StagedTests, spec: CellSpec, settings:
                           no_deps=[str(settings.jaxrel_wheel)], use_uv=settings.use_uv, exclude_newer=spec.as_of,
                           index=settings.index, pinned_as_of_now=(settings.family.frontend.distribution,
                                                                   settings.family.backend.distribution),
-                          constraint_files=[constraints] if constraints is not None else [])
+                          constraint_files=[constraints] if constraints is not None else [],
+                          only_binary=free_threaded(settings.python_version))
     except envs.EnvError as error:
         shutil.rmtree(root, ignore_errors=True)
         result.outcome = "not-installable" if unsatisfiable(str(error)) else "infra"

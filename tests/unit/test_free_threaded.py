@@ -103,3 +103,27 @@ def _with_frontend(family: Family, package: str) -> Family:
     """``family`` with its frontend's package replaced, its backend's left out, and no smoke code."""
     return replace(family, frontend=replace(family.frontend, package=package, smoke=None),
                    backend=replace(family.backend, package=""))
+
+
+@pytest.mark.parametrize("use_uv", [True, False], ids=["uv", "pip"])
+def test_wheels_only_takes_the_newest_release_with_a_wheel_never_an_sdist(tmp_path: Path, use_uv: bool) -> None:
+    """What a free-threaded cell needs: NumPy's newest releases ship no cp313t wheel, and building one from its sdist
+    needs a Fortran compiler (the first real 3.13t run failed so). With wheels only the resolver goes back to the
+    newest release that has one, under uv and pip alike."""
+    from matrix_family import sdist
+
+    from jaxrel.distributions.pipconfig import PipIndexConfig
+    from jaxrel.distributions.wheels import write_wheel
+
+    house = tmp_path / "house"
+    write_wheel(house, "pkgx", "1.0", {"pkgx/__init__.py": b"VERSION = '1.0'\n"})
+    sdist(house, "pkgx", "2.0", (), {"setup.py": b"raise SystemExit('an sdist was built')\n"})
+    index = PipIndexConfig(find_links=(str(house),), no_index=True)
+    env = envs.create(tmp_path / "env", requirements=["pkgx"], use_uv=use_uv, index=index, only_binary=True)
+    done = env.run(str(env.python), "-c", "import pkgx; print(pkgx.VERSION)")
+    assert done.stdout.strip() == "1.0", done.stderr
+    with pytest.raises(envs.EnvError, match="pkgx") as refused:  # refused, not built
+        envs.create(tmp_path / "built", requirements=["pkgx==2.0"], use_uv=use_uv, index=index, only_binary=True)
+    assert "an sdist was built" not in str(refused.value)
+    with pytest.raises(envs.EnvError, match="an sdist was built"):  # without it: the planted sdist is built
+        envs.create(tmp_path / "any", requirements=["pkgx"], use_uv=use_uv, index=index)
