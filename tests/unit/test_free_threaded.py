@@ -125,5 +125,5 @@ def test_wheels_only_takes_the_newest_release_with_a_wheel_never_an_sdist(tmp_pa
     with pytest.raises(envs.EnvError, match="pkgx") as refused:  # refused, not built
         envs.create(tmp_path / "built", requirements=["pkgx==2.0"], use_uv=use_uv, index=index, only_binary=True)
     assert "an sdist was built" not in str(refused.value)
-    with pytest.raises(envs.EnvError, match="an sdist was built"):  # without it: the planted sdist is built
+    with pytest.raises(envs.EnvError, match="an sdist was built|build dependencies"):  # without it: a build
         envs.create(tmp_path / "any", requirements=["pkgx"], use_uv=use_uv, index=index)
