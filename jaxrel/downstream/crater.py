@@ -7,7 +7,7 @@ Outcomes, per library (Rust's Crater's, for a frontend):
 - ``regressed``: tests that pass on the baseline fail on the candidate (after a rerun);
 - ``fixed``: tests that failed on the baseline pass on the candidate, and nothing new fails;
 - ``spurious``: a failure that passed on its rerun (flaky), or an infra failure (a run past the budget, a crash);
-- ``broken``: the library cannot be installed, or cannot even be imported, on both;
+- ``broken``: the library cannot be installed, or cannot even be imported (no test passes), on both;
 - ``test-pass``: passes on both;
 - ``test-fail``: the same tests fail on both.
 
@@ -121,7 +121,7 @@ def classify(base: CellResult, cand: CellResult) -> tuple[str, str, list[str], s
         return "fixed", f"{len(gone)} fixed: {gone[0]}", gone, ""
     if after:
         shared = sorted(after)
-        if _import_broken(base) and _import_broken(cand):
+        if _import_broken(base) and _import_broken(cand) and not (base.passed or cand.passed):
             return "broken", f"cannot be imported on either: {cand.errors.get(shared[0], '')[:200]}", shared, \
                 _signature_of(cand, shared[0])
         return "test-fail", f"{len(shared)} failing on both: {shared[0]}", shared, _signature_of(cand, shared[0])
