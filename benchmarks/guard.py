@@ -43,7 +43,8 @@ FLOOR = "_guard_bench_floor"  # a package holding an empty module, written besid
 
 PROBE = """import importlib.metadata as m, json, sys, sysconfig
 found = {d.metadata["Name"]: d.version for d in m.distributions()}
-print(json.dumps({"purelib": sysconfig.get_path("purelib"), "python": "%d.%d" % sys.version_info[:2], **found}))"""
+print(json.dumps({"purelib": sysconfig.get_path("purelib"), "python": "%d.%d%s" % (*sys.version_info[:2],
+                  "t" if sysconfig.get_config_var("Py_GIL_DISABLED") else ""), **found}))"""
 
 GUARD = """import sys, time
 assert "jaxrel" not in sys.modules, "jaxrel was imported before the measurement"
@@ -129,7 +130,8 @@ def prepare(root: Path, python: str, wanted: str) -> tuple[envs.Env, Path]:
     if not (found.get("jax") and found.get("jaxlib") and found.get("python") == wanted and installed.is_file()
             and installed.read_bytes() == (ROOT / "jaxrel" / "guard.py").read_bytes()):
         print(f"creating {root} (Python {wanted}) ...", file=sys.stderr)
-        env = envs.create(root, python=python, requirements=["jax", "jaxlib", str(ROOT)])
+        env = envs.create(root, python=python, requirements=["jax", "jaxlib"], no_deps=[str(ROOT)],
+                          only_binary=wanted.endswith("t"))  # a free-threaded build: wheels only (cp313t)
         found = run(env, PROBE)
     site = Path(found["purelib"])
     (site / FLOOR).mkdir(exist_ok=True)
@@ -219,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print a JSON object, not a table")
     args = parser.parse_args(argv)
     python = interpreter(args.python)
-    version = run_python(python, "import sys; print('%d.%d' % sys.version_info[:2])")
+    version = run_python(python, "import sys, sysconfig; print('%d.%d%s' % (*sys.version_info[:2], "
+                                 "'t' if sysconfig.get_config_var('Py_GIL_DISABLED') else ''))")  # 3.13t: its own
     root = args.env or ROOT / "build" / "bench" / f"guard-env-{version}"
     env, site = prepare(root.resolve(), python, version)
     samples, guard_run = measure(env, programs(site), max(1, args.repeat))

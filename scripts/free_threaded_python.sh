@@ -71,6 +71,20 @@ if [[ -x "$python" ]] && "$python" -c 'import sys; sys.exit(sys._is_gil_enabled(
   exit 0
 fi
 
+build_deps=(build-essential libssl-dev zlib1g-dev libffi-dev libbz2-dev liblzma-dev libsqlite3-dev)
+missing=()
+for package in "${build_deps[@]}"; do
+  dpkg -s "$package" >/dev/null 2>&1 || missing+=("$package")
+done
+if ((${#missing[@]})); then  # Debian's own packages, from the system's apt (not the private state above)
+  echo "installing the build's Debian packages: ${missing[*]} ..." >&2
+  sudo_cmd=()
+  [[ "$(id -u)" == 0 ]] || sudo_cmd=(sudo)
+  (unset APT_CONFIG; export DEBIAN_FRONTEND=noninteractive
+   "${sudo_cmd[@]}" apt-get install -y -q "${missing[@]}" >/dev/null 2>&1 \
+     || { "${sudo_cmd[@]}" apt-get update -q >/dev/null 2>&1 && "${sudo_cmd[@]}" apt-get install -y -q "${missing[@]}" >/dev/null; }) \
+    || fail "could not install ${missing[*]} with apt-get"
+fi
 echo "downloading python$version's source ($dsc_name, verified against $suite's index) ..." >&2
 (cd "$apt_dir/src" && rm -rf ./* && apt-get source -q --download-only "python$version" >"$apt_dir/source.log" 2>&1) \
   || fail "apt-get source python$version failed ($(tail -1 "$apt_dir/source.log"))"
@@ -81,8 +95,7 @@ mkdir -p "$work"
 tar -xf "$orig" -C "$work" --strip-components=1
 echo "building CPython $upstream free-threaded (${flags[*]}) into $prefix; about 5 minutes on 2 cores ..." >&2
 (cd "$work" && ./configure --prefix="$prefix" "${flags[@]}" LDFLAGS="-Wl,-rpath,$prefix/lib" >"$work/configure.log" 2>&1) \
-  || fail "configure failed ($(tail -1 "$work/configure.log")); the build needs Debian's build-essential, libssl-dev, \
-zlib1g-dev, libffi-dev, libbz2-dev, liblzma-dev, libsqlite3-dev (scripts/install_build_tools.sh --free-threaded)"
+  || fail "configure failed ($(tail -1 "$work/configure.log")); its log: $work/configure.log"
 (cd "$work" && make -j"$(nproc)" >"$work/make.log" 2>&1 && make install >"$work/install.log" 2>&1) \
   || fail "the build failed ($(tail -1 "$work/make.log")); its log: $work/make.log"
 "$python" -c 'import ssl, zlib, ctypes, sqlite3, lzma, bz2, sys; sys.exit(sys._is_gil_enabled())' \

@@ -166,10 +166,10 @@ def create(
         env = base
         install = [str(root / "bin" / "python"), "-m", "pip", "install", "--quiet"]
         install += index.pip_arguments() if index is not None else []
-    install += ["--only-binary", ":all:"] if only_binary else []
     files = [arg for path in requirement_files for arg in ("-r", str(path))]
-    files += [arg for path in constraint_files for arg in ("-c", str(path))]
     if requirements or files:
+        files += ["--only-binary", ":all:"] if only_binary else []  # what is resolved; no_deps: the caller's files
+        files += [arg for path in constraint_files for arg in ("-c", str(path))]
         what = " ".join([*requirements, *(f"-r {path.name}" for path in requirement_files),
                          *(f"-c {path.name}" for path in constraint_files)])
         run_step([*install, *requirements, *files], env, f"installing {what}", lines=12)  # a resolver's why: lines
