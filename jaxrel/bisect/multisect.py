@@ -29,6 +29,7 @@ from jaxrel.family import Family
 __all__ = ["Remaining", "StepFailed", "choose", "prepare_slot", "remaining", "run_probes", "search"]
 
 VERDICT = {code: verdict for verdict, code in EXIT.items()}
+MERGE_BASE = "a merge base must be tested"  # git's words when a good commit is not an ancestor of the bad one
 
 
 class StepFailed(EnvironmentFailure):
@@ -164,7 +165,12 @@ def search(repo: Repo, config_path: Path, slots: int, progress: Callable[[str], 
         left = remaining(repo)
         probes = choose(left, slots)
         if not probes:  # nothing testable is left: let git say so (only skipped commits, or the bad one)
-            return parse_outcome(_tell(repo, "next"))
+            told = _tell(repo, "next")
+            if MERGE_BASE not in told:
+                return parse_outcome(told)
+            # a good commit on a branch the bad one does not contain: git must know their merge base good, and has
+            # checked it out (BISECT_HEAD), as ``git bisect run`` would test it next
+            probes = [repo.head()]
         rounds += 1
         progress(f"bisect: round {rounds}: {len(left.commits)} commits left, testing "
                  + ", ".join(c[:12] for c in probes))

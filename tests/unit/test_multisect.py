@@ -96,6 +96,32 @@ def test_the_answer_is_git_bisect_runs_in_log_k_plus_1_rounds(history: Path, tmp
         assert len(rounds) <= math.ceil(math.log(66, k + 1)) + 1, rounds
 
 
+def test_a_good_commit_on_a_side_branch_makes_the_merge_base_a_probe(history: Path, tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Goods on a merged branch (jax's main line merges pull requests), the bad one on the main line right after
+    the fork: no commit is left between them, but git must know their merge base good and has checked it out.
+    Before, the search ended there, "git bisect ended without an answer: Bisecting: a merge base must be tested"
+    (the real 0.7.0 Crater's diffrax bisection); now the merge base is probed and git names the first bad commit,
+    as ``git bisect run`` does."""
+    clone = Repo.clone(locate(history), tmp_path / "merge-base.git")
+    tested: list[int] = []
+
+    def probes(config_path: Path, chosen: list[tuple[str, str]], progress: object) -> dict[str, str]:
+        tested.extend(_value(clone, c) for c, _ in chosen)
+        return {c: _verdict(_value(clone, c), 20, set()) for c, _ in chosen}
+
+    monkeypatch.setattr(multisect, "run_probes", probes)
+    main = [line.split(" ", 1) for line in _git(history, "log", "--first-parent", "--format=%H %s", "main").splitlines()]
+    by_subject = {subject: commit for commit, subject in main}
+    clone.start(by_subject["value 60"], [_git(history, "rev-list", "--max-parents=0", "main")])
+    clone.run("bisect", "good", _git(history, "rev-parse", "side"))
+    told = clone.run("bisect", "bad", by_subject["value 20"], check=False)
+    assert multisect.MERGE_BASE in told.stdout + told.stderr  # the fork point (value 19) is not known good
+    outcome = multisect.search(clone, tmp_path / "step.json", 2, lambda line: None)
+    assert outcome.candidates == [by_subject["value 20"]], outcome
+    assert tested == [19]  # the merge base, probed: nothing else was left
+
+
 def test_probes_split_the_range_into_k_plus_1_parts(history: Path, tmp_path: Path) -> None:
     clone = Repo.clone(locate(history), tmp_path / "c.git")
     clone.start(_git(history, "rev-parse", "main"), [_git(history, "rev-list", "--max-parents=0", "main")])
