@@ -111,8 +111,8 @@ def test_a_good_commit_on_a_side_branch_makes_the_merge_base_a_probe(history: Pa
         return {c: _verdict(_value(clone, c), 20, set()) for c, _ in chosen}
 
     monkeypatch.setattr(multisect, "run_probes", probes)
-    main = [line.split(" ", 1) for line in _git(history, "log", "--first-parent", "--format=%H %s", "main").splitlines()]
-    by_subject = {subject: commit for commit, subject in main}
+    log = _git(history, "log", "--first-parent", "--format=%H %s", "main")
+    by_subject = {subject: commit for commit, subject in (line.split(" ", 1) for line in log.splitlines())}
     clone.start(by_subject["value 60"], [_git(history, "rev-list", "--max-parents=0", "main")])
     clone.run("bisect", "good", _git(history, "rev-parse", "side"))
     told = clone.run("bisect", "bad", by_subject["value 20"], check=False)
