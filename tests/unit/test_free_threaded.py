@@ -11,6 +11,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag
 
 from jaxrel.cells import probes
@@ -127,3 +128,42 @@ def test_wheels_only_takes_the_newest_release_with_a_wheel_never_an_sdist(tmp_pa
     assert "an sdist was built" not in str(refused.value)
     with pytest.raises(envs.EnvError, match="an sdist was built|build dependencies"):  # without it: a build
         envs.create(tmp_path / "any", requirements=["pkgx"], use_uv=use_uv, index=index)
+
+
+@pytest.mark.parametrize("admits", [True, False], ids=["admitted", "none-admitted"])
+def test_the_default_matrix_gains_the_free_threaded_cells_or_says_why_not(monkeypatch: pytest.MonkeyPatch,
+                                                                         admits: bool) -> None:
+    """With a free-threaded interpreter here and a backend that ships wheels for its ABI: its cells join the default
+    run; where the frontend admits none of those releases (jax 0.12: jaxlib's cp313t wheels stop at 0.10.2), the run
+    says so. A backend of pure wheels gets no free-threaded axis."""
+    from jaxrel.cells import planning
+    from jaxrel.cells.matrix import FrontendSpec, Matrix, MatrixError
+    from jaxrel.distributions.pages import Listing
+
+    monkeypatch.setattr(planning, "all_pythons", lambda: {"3.12": pythons.Python("3.12", "/p3.12"),
+                                                          "3.13t": pythons.Python("3.13t", "/p3.13t")})
+    family = resolve_family(None)
+    spec = FrontendSpec("jax", "0.12.0.1", "0.11.2", "wheel")
+    backend = Listing("jaxlib", [IndexFile(f"jaxlib-{v}-cp313-cp313t-manylinux_2_27_x86_64.whl", "u", "s")
+                                 for v in ("0.5.1", "0.10.2")])
+    asked: list[list[str]] = []
+
+    def build(chosen: list[str]) -> Matrix:
+        asked.append(list(chosen))
+        if "3.13t" in chosen and not admits:
+            raise MatrixError("no jaxlib release admitted has a wheel for Python 3.13t")
+        return Matrix(family.name, spec, "jaxlib")
+
+    found = planning._with_free_threaded(Matrix(family.name, spec, "jaxlib"), build, ["3.12"], family, backend, spec,
+                                         SpecifierSet(">=3.11"))
+    if admits:
+        assert asked[-1] == ["3.12", "3.13t"] and not found.notes
+    else:
+        assert asked == [["3.13t"]]
+        assert found.notes == ["Python 3.13t: skipped: no jaxlib release jax 0.12.0.1 admits (minimum 0.11.2) ships a "
+                               "cp313t wheel (jaxlib ships them for 0.5.1 to 0.10.2); its free-threaded cells need "
+                               "another free-threaded Python (scripts/free_threaded_python.sh 3.N SUITE builds one)"]
+    asked.clear()
+    pure = Listing("jaxlib", [IndexFile("jaxlib-0.12.0-py3-none-any.whl", "u", "s")])
+    assert not planning._with_free_threaded(Matrix(family.name, spec, "jaxlib"), build, ["3.12"], family, pure,
+                                            spec, SpecifierSet(">=3.11")).notes and not asked
