@@ -179,6 +179,8 @@ def _pytest(env: envs.Env, tests: StagedTests, settings: Settings, work: Path, o
     suite = Suite("library tests", "library", tests.root, tests.paths, options, env=settings.test_env)
     command, variables = suite_command(env, suite, work, package=settings.family.frontend.package, only=only)
     variables.update({"VIRTUAL_ENV": str(env.root), "PATH": f"{env.bin}{os.pathsep}{os.environ.get('PATH', '')}"})
+    if free_threaded(settings.python_version):
+        variables["PYTHON_GIL"] = "0"  # a free-threaded cell's tests run without the GIL, as compat's do
     ran = sandbox.run(command, cwd=tests.root, home=work.parent / "home", env=variables, budget=settings.budget,
                       offline=settings.offline, readable=(env.root,), hidden=settings.hidden, boxed=settings.boxed)
     killed = -signal.SIGKILL  # at the budget (procs kills the group)
