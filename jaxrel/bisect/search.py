@@ -358,8 +358,8 @@ def _conclude(result: Result, outcome: git.Outcome, config: StepConfig, family: 
             append(config, record)
             result.steps.append(record)
             result.at_parent = record
-    before, at = (result.at_parent.backend if result.at_parent else ""), (result.at_culprit.backend
-                                                                          if result.at_culprit else "")
+    before = result.at_parent.backend if result.at_parent else ""
+    at = result.at_culprit.backend if result.at_culprit else ""
     if before and at and before != at:
         result.notes.append(f"the backend changed at the first bad commit ({family.backend.distribution} {before} at "
                             f"its parent, {at} there): the failure may come with the backend, not the commit")

@@ -183,6 +183,22 @@ def test_the_command_line_refuses_before_touching_anything(tmp_path: Path, capsy
     assert "not both" in capsys.readouterr().err
     assert main(["bisect", "--frontend-src", str(tmp_path), "--good", "a", "--reruns", "-1"]) == 2
     assert "--reruns -1" in capsys.readouterr().err
+    assert main(["bisect", "--frontend-src", str(tmp_path), "--good", "a", "--backend", "jaxlib==0.6.2", "--python",
+                 "3.12", "--also-backend", "jax==0.7.0"]) == 2
+    assert "--also-backend jax==0.7.0: the backend of jax is jaxlib" in capsys.readouterr().err
+
+
+def test_another_backend_for_refusing_revisions_is_a_version(tmp_path: Path) -> None:
+    """``--also-backend`` is bounded as the cell's own backend is: a malformed version is bad input before any clone."""
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    for argv in (["init", "-q"], *[["-c", "user.name=t", "-c", "user.email=t@t", "commit", "-q", "--allow-empty",
+                                    "-m", "x"]] * 2):
+        subprocess.run(["git", *argv], cwd=repo, check=True)
+    request = search.Request(source=repo, goods=("HEAD~1",), bad="HEAD", workdir=tmp_path / "w", backend="0.6.2",
+                             python="3.12", tests=("tests/x_test.py",), more_backends=("0.7.0", "seven"))
+    with pytest.raises(BadInput, match="--also-backend seven"):
+        inputs.check_inputs(request, resolve_family("jax"))
 
 
 def test_compat_suite_tests_as_the_selection_are_checked_before_anything_is_built(tmp_path: Path) -> None:
