@@ -1,4 +1,5 @@
-"""What a cell asks its environment before any test: does the guard accept it, and does the frontend import?
+"""What a cell asks its environment before any test: does the guard accept it, does the frontend import, and on a
+free-threaded interpreter, does the GIL stay off as the frontend, the backend and the plugins load?
 
 Each probe is a small program run by the cell's interpreter that prints one JSON object on its
 last line. The import probe imports the frontend package (recording the file it came from and

@@ -162,8 +162,7 @@ def _candidate_environment(library: Library, tests: StagedTests, baseline_env: e
         if env is not None:
             cand.resolution = f"the baseline's, but {family.frontend.distribution} and {family.backend.distribution}"
             return env, cand
-        progress(f"crater:   … which the candidate's backend does not admit: {cand.reason[-200:]}; resolving as of "
-                 "the same era")
+        progress(f"crater:   … not with the baseline's versions ({cand.reason[-200:]}); resolving as of the same era")
         why = cand.reason.splitlines()[-1][:200] if cand.reason else ""
         env, cand = prepare(library, tests, spec, settings, role="candidate")
         cand.resolution = f"its own, as of the baseline's era: the baseline's versions do not fit its backend ({why})"
