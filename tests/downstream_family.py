@@ -7,7 +7,8 @@ times (tests/simple_index.py), so cells resolve as of their era as they do again
   is ``not-installable``. dfam 0.3.0 adds ``scale(x, factor)``; 0.4.0 its ``axis`` keyword. ``old_alias`` exists in
   every release; the frontend's main line removes it after 0.5.0 (the culprit commit). ``dfam-v0.6.0``, tagged on
   the branch ``release-0.6`` from the main line's head, requires ``dfam-core==0.6.0``, which the index serves ahead
-  of its frontend: a bisection from 0.5.0 to it crosses a change of the minimum backend.
+  of its frontend: a bisection from 0.5.0 to it crosses a change of the minimum backend. ``dfam-v0.6.0-range``
+  (another branch) admits dfam-core 0.5.0 and 0.6.0, as jax 0.4.31 admits jaxlib 0.4.30 and 0.4.31.
 - ``dlib`` 1.0.0 declares ``dfam>=0.1.0`` and calls ``scale(…, axis=0)``: its true minimum is 0.4.0 (the planted
   false minimum; the fix ``dfam>=0.4.0``).
 - ``dalias`` and ``dalias-two`` call ``dfam.old_alias``: both regress at HEAD, one root cause. ``dalias`` 2.0.0,
@@ -222,5 +223,10 @@ def frontend_history(repo: Path) -> str:
                   **frontend_source("0.6.0", scale=True, axis=True, alias=False, minimum="0.6.0")})
     _git(repo, "commit", "-qam", "Prepare for dfam release 0.6.0")
     _git(repo, "tag", "dfam-v0.6.0")
+    _git(repo, "checkout", "-q", "-b", "release-0.6-range", "main")  # as jax 0.4.31: the last backend admitted too
+    _write(repo, {"pyproject.toml": pyproject.format(minimum="0.5.0", version="0.6.0"),
+                  **frontend_source("0.6.0", scale=True, axis=True, alias=False, minimum="0.5.0")})
+    _git(repo, "commit", "-qam", "Prepare for dfam release 0.6.0, admitting dfam-core 0.5.0 too")
+    _git(repo, "tag", "dfam-v0.6.0-range")
     _git(repo, "checkout", "-q", "main")
     return culprit

@@ -242,7 +242,7 @@ def _cells(request: Request, family: Family, index: Index, version: str, plugin_
     """The cell (the bad revision's, as the matrix forms it), and the cells of the other backends the steps may
     need: when the bad revision refuses the cell's backend and ``request.more_backends`` are given, the cell is
     the newest good revision's and the bad one takes the newest of those it admits (a release commit pinning
-    its own backend, as every jax release since 0.4.31 does)."""
+    its own backend, as every jax release since 0.4.32 does)."""
     try:
         return select_cell(family, index, _prepared(bad_built), python, version, plugin_set, request.bad), []
     except BadInput:

@@ -262,7 +262,9 @@ def _sides(family: Family, index: Index, python: str, reader: MetadataReader, ca
            wanted: str | None, committed: datetime.datetime | None) -> Sides:
     """The baseline release: ``wanted``; else the newest final release uploaded before the candidate's commit
     (``committed``) whose release numbers are below the candidate's (a release tag's own release is
-    never its baseline); each side with the newest backend its own frontend admits."""
+    never its baseline). The baseline takes the newest backend it admits; the candidate the same one when it admits
+    it too (one environment, only the frontend swapped), else the newest it admits (every jax release since 0.4.32
+    pins its own jaxlib)."""
     listing = index.listing(family.frontend.distribution)
     finals = [v for v in listing.versions() if not v.is_prerelease and not v.is_devrelease]
     candidate = Version(parse_core_metadata(metadata_of_local(candidate_wheel), candidate_wheel.name,
@@ -290,7 +292,9 @@ def _sides(family: Family, index: Index, python: str, reader: MetadataReader, ca
     own = admitted_backends(family, newest, requires)
     uploaded = minimum_module.uploaded_at(listing, newest, file) if file is not None else ""
     baseline = CellSpec(str(newest), _newest_backend(family, index, python, str(own)))
-    candidate_backend = _newest_backend(family, index, python, str(built_admits(candidate_wheel, family)))
+    candidate_admits = built_admits(candidate_wheel, family)
+    candidate_backend = (baseline.backend if candidate_admits.contains(baseline.backend, prereleases=True)
+                         else _newest_backend(family, index, python, str(candidate_admits)))
     return Sides(baseline, candidate_backend, uploaded, f"{newest}: {why}")
 
 

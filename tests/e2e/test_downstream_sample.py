@@ -186,6 +186,23 @@ def test_a_release_candidate_against_the_release_before_it_each_side_with_its_ow
     assert "candidate environments: the baseline's versions of everything but the frontend and its backend\n" in text
 
 
+def test_a_candidate_that_admits_the_baselines_backend_shares_its_environment(index: tuple[str, Path],
+                                                                             tmp_path: Path) -> None:
+    """dfam-v0.6.0-range admits dfam-core 0.5.0 and 0.6.0 (as jax 0.4.31 admits jaxlib 0.4.30 and 0.4.31): the
+    admitted ranges meet, so the candidate takes the baseline's backend, in one environment, only the frontend
+    swapped; the newest it admits (0.6.0) would have made two environments differing in more than the frontend."""
+    url, frontend = index
+    done = downstream("crater", "--frontend-src", str(frontend), "--ref", "dfam-v0.6.0-range", "--libraries", "dlib",
+                      *family(frontend), "--budget", "300", "--json", "--no-bisect", workdir=tmp_path / "crater",
+                      url=url)
+    assert done.returncode == 0, done.stderr[-3000:]
+    result = json.loads(done.stdout)
+    assert result["backends"] == {"baseline": "0.5.0", "candidate": "0.5.0"}, result["backends"]
+    (verdict,) = result["libraries"]
+    assert verdict["outcome"] == "test-pass" and verdict["candidate"]["jaxlib"] == "0.5.0"
+    assert "(one environment, the frontend swapped)" in (tmp_path / "crater" / "crater.txt").read_text()
+
+
 def test_a_regression_is_bisected_across_the_release_commit_that_pins_the_next_backend(
         index: tuple[str, Path], tmp_path: Path) -> None:
     """The tag dfam-v0.6.0 (a release commit requiring dfam-core 0.6.0, on a branch) against 0.5.0: dalias regresses
