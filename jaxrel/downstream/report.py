@@ -52,7 +52,8 @@ def minimum_text(result: MinimumResult) -> str:
     if result.not_installable:
         shown = ", ".join(v for v, _ in result.not_installable[:8])
         more = f" and {len(result.not_installable) - 8} more" if len(result.not_installable) > 8 else ""
-        lines.append(f"not-installable: {shown}{more}: {_cut(result.not_installable[-1][1], 100)}")
+        first, why = result.not_installable[0]  # each its own reason: the first one's shown, named (all in the JSON)
+        lines.append(f"not-installable: {shown}{more} ({first}: {_cut(why, 100)})")
     lines += [f"note: {note}" for note in result.notes]
     lines.append(f"{result.searched} cells to find the minimum; {result.seconds:.0f} s; {_box(result.boxed)}")
     return "\n".join(lines)

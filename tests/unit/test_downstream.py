@@ -299,3 +299,15 @@ def test_a_libraries_line_carries_its_tests_repository_and_budget() -> None:
     for bad in ("optax budget=soon", "optax budget=0", "optax budget=nan"):
         with pytest.raises(BadInput, match="budget=SECONDS"):
             library_line(bad)
+
+
+def test_the_not_installable_line_names_whose_reason_it_shows() -> None:
+    """Each release has its own reason; the text shows the first one's, named, not the last one's beside the first
+    release (chex 0.1.90 on 3.13t showed jax 0.12's reason beside 0.4.27)."""
+    result = MinimumResult("chex", "0.1.90", "3.13t", "jax", "0.4.27", "sdist")
+    result.not_installable = [(f"0.4.{n}", f"no jaxlib it admits (>=0.4.{n}) has a wheel for Python 3.13t here")
+                              for n in range(27, 37)] + [("0.12.0.1", "no jaxlib it admits (>=0.11.2) has a wheel")]
+    text = report.minimum_text(result)
+    assert ("not-installable: 0.4.27, 0.4.28, 0.4.29, 0.4.30, 0.4.31, 0.4.32, 0.4.33, 0.4.34 and 3 more (0.4.27: no "
+            "jaxlib it admits (>=0.4.27) has a wheel for Python 3.13t here)") in text
+    assert "0.11.2" not in text
