@@ -107,6 +107,13 @@ class Listing:
         return Listing(self.project, [file for file in self.files if file.uploaded_by(moment)
                                       and first.get(file.version, moment) <= moment])
 
+    def first_upload(self, version: Version | str) -> str | None:
+        """When ``version``'s first file reached the index (``None``: no file of it has an upload time). Later files
+        of a release can come years after (jaxlib's old wheels were uploaded again), so its last upload is no
+        answer."""
+        times = sorted(f.upload_time for f in self.files_for(version) if f.upload_time)
+        return times[0] if times else None
+
     def files_for(self, version: Version | str) -> list[IndexFile]:
         wanted = Version(str(version))
         return [file for file in self.files if file.version == wanted]

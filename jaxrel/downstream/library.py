@@ -21,7 +21,7 @@ from packaging.version import InvalidVersion, Version
 from jaxrel._util import localfiles
 from jaxrel.distributions.index import Index, IndexClientError, IndexFile
 from jaxrel.distributions.metadata import CoreMetadata, parse_core_metadata
-from jaxrel.distributions.pages import Listing, parse_time
+from jaxrel.distributions.pages import parse_time
 from jaxrel.distributions.pythons import release_of
 from jaxrel.distributions.remote_metadata import MetadataReader, RemoteMetadataError
 from jaxrel.errors import BadInput
@@ -198,7 +198,8 @@ def from_index(index: Index, name: str, version: str | None, family: Family, pyt
     if version is None:
         finals = [v for v in served if not v.is_prerelease and not v.is_devrelease]
         if released_before is not None:
-            finals = [v for v in finals if (first := _first_upload(listing, v)) is None or first <= released_before]
+            finals = [v for v in finals
+                      if (first := listing.first_upload(v)) is None or parse_time(first) <= released_before]
             if not finals:
                 raise LibraryError(f"{name}: no final release was uploaded before {released_before:%Y-%m-%d} (the "
                                    "candidate's commit); give NAME==VERSION")
@@ -225,15 +226,9 @@ def from_index(index: Index, name: str, version: str | None, family: Family, pyt
         meta = _sdist_metadata(index, sdist)
     where = wheel.filename if wheel is not None else sdist.filename if sdist is not None else name
     texts = _checked(meta, where, family)
-    times = sorted(f.upload_time for f in files if f.upload_time)
     library = Library(str(canonicalize_name(meta.name)), str(chosen), texts, meta.provides_extra,
-                      meta.requires_python, times[0] if times else None, meta.project_urls, sdist, wheel)
+                      meta.requires_python, listing.first_upload(chosen), meta.project_urls, sdist, wheel)
     return _depends_on_family(library, family, python)
-
-
-def _first_upload(listing: Listing, version: Version) -> datetime.datetime | None:
-    times = sorted(f.upload_time for f in listing.files_for(version) if f.upload_time)
-    return parse_time(times[0]) if times else None
 
 
 def from_checkout(path: Path, family: Family, python: str) -> Library:

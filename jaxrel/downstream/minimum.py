@@ -110,10 +110,7 @@ def era(*times: str | None) -> str | None:
 def uploaded_at(listing: Listing, version: Version, file: IndexFile) -> str:
     """When ``file`` (the one a cell installs) reached the index; else its release's first upload (a local mirror's
     copy has no time; later files of a release can come years after, so the release's last upload is no answer)."""
-    if file.upload_time:
-        return file.upload_time
-    times = sorted(f.upload_time for f in listing.files_for(version) if f.upload_time)
-    return times[0] if times else ""
+    return file.upload_time or listing.first_upload(version) or ""
 
 
 def _frontend_file(files: list[IndexFile], python: str) -> IndexFile | None:

@@ -22,7 +22,7 @@ from jaxrel.cells.frontend import CompatError, build_wheel
 from jaxrel.distributions import envs
 from jaxrel.distributions.index import Index
 from jaxrel.distributions.metadata import parse_core_metadata
-from jaxrel.distributions.pages import Listing, parse_time
+from jaxrel.distributions.pages import parse_time
 from jaxrel.distributions.pythons import python_for
 from jaxrel.distributions.remote_metadata import MetadataReader, metadata_of_local
 from jaxrel.distributions.sources import SourceError, commit_time, export
@@ -253,11 +253,6 @@ class Sides:
     why: str  # how the baseline was chosen, in words
 
 
-def _first_upload(listing: Listing, version: Version) -> str:
-    times = sorted(f.upload_time for f in listing.files_for(version) if f.upload_time)
-    return times[0] if times else ""
-
-
 def _sides(family: Family, index: Index, python: str, reader: MetadataReader, candidate_wheel: Path,
            wanted: str | None, committed: datetime.datetime | None) -> Sides:
     """The baseline release: ``wanted``; else the newest final release uploaded before the candidate's commit
@@ -276,7 +271,7 @@ def _sides(family: Family, index: Index, python: str, reader: MetadataReader, ca
         finals, why = [Version(wanted)], f"{name} {wanted}, as --baseline asked"
     else:
         below = [v for v in finals if policy.release_key(v) < policy.release_key(candidate)]
-        dated = [v for v in below if committed is None or not (up := _first_upload(listing, v))
+        dated = [v for v in below if committed is None or not (up := listing.first_upload(v))
                  or parse_time(up) <= committed]
         finals = dated or below
         when = (f"uploaded before the candidate's commit ({committed:%Y-%m-%d})" if committed and dated
