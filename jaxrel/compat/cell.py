@@ -90,7 +90,8 @@ def _run(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: Path
         leave_out = {front.wheel.name if front.wheel else "", jaxrel_wheel.name}
         variables = {**compile_cache.variables(compile_cache.cache_dir(options.workdir, cell.id, wheels, leave_out)),
                      **variables}  # a cache the user sets with --env wins
-    gil = probes.gil_turned_on(env, family) if free_threaded(cell.python) and not cell.negative else None
+    checks_gil = free_threaded(cell.python) and not cell.negative
+    gil = probes.gil_turned_on(env, family) if checks_gil else None
     if free_threaded(cell.python):
         variables["PYTHON_GIL"] = "0"  # the tests run without the GIL, whatever a module declares
     plugin_tests = compat.root / PLUGIN_TESTS if compat else None
@@ -118,7 +119,7 @@ def _run(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: Path
     result.problems += [driven.exit_problem] if driven.exit_problem else []
     if gil is not None:  # a free-threaded cell whose frontend, backend or plugins turn the GIL on
         result.problems.append(f"free-threaded: the GIL came on as the frontend, backend and plugins loaded: {gil}")
-    elif free_threaded(cell.python) and not cell.negative:
+    elif checks_gil:
         result.notes.append("free-threaded: the GIL stayed off as the frontend, backend and plugins loaded; the tests "
                             "ran with PYTHON_GIL=0")
     seen = installed.read_environment(family, python=str(env.python))
