@@ -17,7 +17,7 @@ def by_machine(x86_64, aarch64):
 def cuda_wheel(cuda, kernels, cudart, runtime_dir, runtime_requirement, sass, ptx, facts, platform_tag):
     """One CUDA major's wheel; `cudart`: the libcudart to link, `{"x86_64": label, "aarch64": label}` (one for
     each machine, NVIDIA's runtime wheel of that machine); `facts`: DISTRIBUTION (the CPU wheel's), VERSION,
-    BACKEND, FFI_API, MINIMUM_BACKEND, XLA_COMMIT, ABI (the stable ABI's facts, bazel/stable_abi.bzl) and PYTHON
+    BACKEND, FFI_API, MINIMUM_BACKEND, XLA_COMMIT, ABI (the module ABI's facts, bazel/stable_abi.bzl) and PYTHON
     (the local Python, which runs the wheel builder)."""
     major = cuda.major
     native.alias(
@@ -33,7 +33,7 @@ def cuda_wheel(cuda, kernels, cudart, runtime_dir, runtime_requirement, sass, pt
         srcs = ["cc/module.cc", kernels],
         additional_linker_inputs = [cudart],
         copts = ["-fvisibility=hidden", "-DJAXREL_RMSNORM_CUDA"],
-        defines = [facts["ABI"].define],
+        defines = facts["ABI"].defines,
         linkopts = ["$(location %s)" % cudart, "-Wl,-rpath,$$ORIGIN/../" + runtime_dir],
         linkshared = True,
         tags = ["manual"],

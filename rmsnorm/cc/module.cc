@@ -1,8 +1,10 @@
 // The Python modules `jaxrel_rmsnorm._rmsnorm` (CPU) and, built with -DJAXREL_RMSNORM_CUDA,
 // `jaxrel_rmsnorm_cuda<MAJOR>._rmsnorm_cuda` (CUDA): each hands its FFI handlers to Python as capsules.
 // Neither registers anything itself: jaxrel_rmsnorm registers them after the import guards.
-// Only CPython's limited API: Bazel defines Py_LIMITED_API (bazel/stable_abi.bzl), so one abi3 module serves
-// every CPython from 3.11 on.
+// Only CPython's limited API: with the GIL, Bazel defines Py_LIMITED_API (bazel/stable_abi.bzl), so one abi3 module
+// serves every CPython from 3.11 on. Built for a free-threaded CPython (its pyconfig.h defines Py_GIL_DISABLED),
+// the module declares that it runs without the GIL: it has no state of its own (a const table of function
+// pointers; the handlers keep nothing between calls), so nothing here needs the GIL's protection.
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
 
@@ -76,15 +78,23 @@ PyMethodDef methods[] = {
     {nullptr, nullptr, 0, nullptr},
 };
 
+// Multi-phase initialisation (PEP 489), the only way to declare Py_mod_gil; no per-module state (m_size 0).
+PyModuleDef_Slot slots[] = {
+#ifdef Py_GIL_DISABLED
+    {Py_mod_gil, Py_MOD_GIL_NOT_USED},
+#endif
+    {0, nullptr},
+};
+
 PyModuleDef module = {
-    PyModuleDef_HEAD_INIT, JAXREL_MODULE_NAME, "XLA FFI handlers for RMS normalisation.", -1, methods,
-    nullptr, nullptr, nullptr, nullptr,
+    PyModuleDef_HEAD_INIT, JAXREL_MODULE_NAME, "XLA FFI handlers for RMS normalisation.", 0, methods,
+    slots, nullptr, nullptr, nullptr,
 };
 
 }  // namespace
 
 #ifdef JAXREL_RMSNORM_CUDA
-PyMODINIT_FUNC PyInit__rmsnorm_cuda(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__rmsnorm_cuda(void) { return PyModuleDef_Init(&module); }
 #else
-PyMODINIT_FUNC PyInit__rmsnorm(void) { return PyModule_Create(&module); }
+PyMODINIT_FUNC PyInit__rmsnorm(void) { return PyModuleDef_Init(&module); }
 #endif
