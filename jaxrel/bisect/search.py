@@ -38,7 +38,7 @@ from jaxrel.cells.frontend import PreparedFrontend, build_requirements
 from jaxrel.cells.matrix import Cell
 from jaxrel.distributions import envs
 from jaxrel.distributions.index import Index, IndexClientError
-from jaxrel.distributions.pythons import python_for
+from jaxrel.distributions.pythons import free_threaded, python_for
 from jaxrel.distributions.sources import git_environment, git_toplevel
 from jaxrel.errors import BadInput, EnvironmentFailure, Refused
 from jaxrel.family import Family
@@ -162,9 +162,12 @@ def run(request: Request, family: Family, progress: Progress) -> Result:
     use_uv = (request.use_uv is not False) and envs.find_uv() is not None
     if not use_uv and request.deps_as_of not in (None, "now"):
         raise BadInput("--deps-as-of needs uv (pip has no --exclude-newer): pip install uv, or drop it")
+    # a free-threaded cell's tests run without the GIL, as compat's and downstream's do (unless --env says otherwise)
+    without_gil = free_threaded(python) and "PYTHON_GIL" not in dict(request.test_env)
+    test_env = (*request.test_env, *((("PYTHON_GIL", "0"),) if without_gil else ()))
     config = StepConfig(str(repo.git_dir), source.subdir, request.family, str(workdir),
                         str(workdir / "envs" / "cell"), interpreter.executable, "", "",
-                        found.tests, request.keyword, request.test_env, request.reruns, use_uv)
+                        found.tests, request.keyword, test_env, request.reruns, use_uv)
     index = Index.from_pip(request.index_url, list(request.wheelhouses), refresh=request.refresh, progress=progress)
     config = replace(config, index=asdict(index.pip_config()), suite_tests=tuple(request.suite_tests),
                      tests_root=str(request.tests_root.resolve()) if request.tests_root is not None else "",
@@ -193,6 +196,8 @@ def run(request: Request, family: Family, progress: Progress) -> Result:
     result = Result("", cell.id, bad, goods, repo.count(bad, goods), tests=selection, keyword=request.keyword)
     progress(f"bisect: {result.commits_in_range} commits between {len(goods)} good and the bad revision; "
              f"cell {cell.id}; tests {' '.join(selection)}" + (f" -k {request.keyword}" if request.keyword else ""))
+    if without_gil:
+        result.notes.append(f"free-threaded: each step's tests ran with PYTHON_GIL=0 (Python {python})")
     for other in more_cells:
         result.notes.append(f"the revisions whose own rules refuse {family.backend.distribution} {cell.backend} "
                             f"(--bad {request.bad} among them) ran with {other.backend}, in an environment of its own")

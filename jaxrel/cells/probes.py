@@ -1,5 +1,5 @@
 """What a cell asks its environment before any test: does the guard accept it, does the frontend import, and on a
-free-threaded interpreter, does the GIL stay off as the frontend, the backend and the plugins load?
+free-threaded interpreter, does the GIL stay off as the frontend, the backend, the extension and the plugins load?
 
 Each probe is a small program run by the cell's interpreter that prints one JSON object on its
 last line. The import probe imports the frontend package (recording the file it came from and
@@ -11,6 +11,7 @@ that fails to load logs one and carries on).
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from jaxrel._util import localfiles
@@ -19,8 +20,8 @@ from jaxrel.distributions import envs
 from jaxrel.errors import BadInput
 from jaxrel.family import Family
 
-__all__ = ["GIL_PROBE", "GUARD_PROBE", "IMPORT_PROBE", "gil_turned_on", "import_frontend", "last_json",
-           "traceback_summary"]
+__all__ = ["GIL_PROBE", "GUARD_PROBE", "IMPORT_PROBE", "gil_answer", "gil_command", "gil_turned_on", "import_frontend",
+           "last_json", "traceback_summary"]
 
 GUARD_PROBE = """
 import json, sys
@@ -52,47 +53,72 @@ print(json.dumps({"version": getattr(frontend, "__version__", None), "file": get
 """
 
 
-# argv: the modules to import, in order (the frontend's, the backend's), as JSON; then the family's smoke code, which
-# loads the plugins (jax: jax.devices()). Run without PYTHON_GIL: a module that has not declared that it runs without
-# the GIL turns it on as it loads, and CPython warns, naming it.
+# argv: the modules to import, in order (the frontend's, the backend's), as JSON; the family's smoke code, which
+# loads the plugins (jax: jax.devices()); the distributions whose top-level packages to import after (a library's),
+# as JSON. Run without PYTHON_GIL: a module that has not declared that it runs without the GIL turns it on as it
+# loads, and CPython warns, naming it.
 GIL_PROBE = """
-import importlib, json, sys, warnings
-modules, smoke = json.loads(sys.argv[1]), sys.argv[2]
+import importlib, importlib.metadata, json, sys, warnings
+modules, smoke, distributions = json.loads(sys.argv[1]), sys.argv[2], json.loads(sys.argv[3])
 steps, errors = [], {}
+def load(name):
+    try:
+        importlib.import_module(name)
+    except Exception as error:
+        errors[name] = f"{type(error).__name__}: {error}"
+    steps.append([name, sys._is_gil_enabled()])
 with warnings.catch_warnings(record=True) as caught:
     warnings.simplefilter("always", RuntimeWarning)
     for name in modules:
-        try:
-            importlib.import_module(name)
-        except Exception as error:
-            errors[name] = f"{type(error).__name__}: {error}"
-        steps.append([name, sys._is_gil_enabled()])
+        load(name)
     if smoke and modules and modules[0] in sys.modules:
         try:
             exec(smoke, {"frontend": sys.modules[modules[0]], "facts": {}})
         except Exception as error:
             errors["smoke"] = f"{type(error).__name__}: {error}"
         steps.append(["the smoke code", sys._is_gil_enabled()])
+    for distribution in distributions:
+        try:
+            files = importlib.metadata.distribution(distribution).files or []
+        except importlib.metadata.PackageNotFoundError as error:
+            errors[distribution] = f"not installed: {error}"
+            continue
+        for name in sorted({f.parts[0] for f in files if len(f.parts) == 2 and f.parts[1] == "__init__.py"}):
+            load(name)
 said = [str(w.message) for w in caught if "GIL" in str(w.message)]
 print(json.dumps({"gil": sys._is_gil_enabled(), "steps": steps, "said": said, "errors": errors}))
 """
 
 
-def gil_turned_on(env: envs.Env, family: Family) -> str | None:
-    """On a free-threaded interpreter: what turned the GIL on while the frontend, the backend and (through the smoke
-    code) the plugins loaded, in CPython's words (naming the module), or ``None`` when it stayed off."""
-    modules = [family.frontend.package, *([family.backend.package] if family.backend.package else [])]
-    done = env.run(str(env.python), "-c", GIL_PROBE, json.dumps(modules), family.frontend.smoke or "",
-                   unset=("PYTHON_GIL",))
-    found = last_json(done.stdout) if done.returncode == 0 else None
+def gil_command(python: str, family: Family, also: Sequence[str] = (), distributions: Sequence[str] = ()
+                ) -> list[str]:
+    """The GIL probe's command: ``python`` imports the frontend, the backend, the modules ``also`` (an extension's
+    packages), runs the smoke code (the plugins load), then imports the top-level packages of ``distributions`` (a
+    library's). Run it without ``PYTHON_GIL``; :func:`gil_answer` reads what it printed."""
+    modules = [family.frontend.package, *([family.backend.package] if family.backend.package else []), *also]
+    return [python, "-c", GIL_PROBE, json.dumps(modules), family.frontend.smoke or "", json.dumps(list(distributions))]
+
+
+def gil_answer(returncode: int | None, output: str) -> str | None:
+    """What turned the GIL on, in CPython's words (naming the module), from the probe's exit status and output;
+    ``None`` when it stayed off."""
+    found = last_json(output) if returncode == 0 else None
     if found is None:
-        return f"the GIL probe failed: {tail(done.stderr or done.stdout, 1)}"
+        return f"the GIL probe failed: {tail(output, 1)}"
     if not found.get("gil"):
         return None
     said = [str(text) for text in found.get("said", []) if isinstance(text, str)]
     first = next((str(step[0]) for step in found.get("steps", []) if isinstance(step, list) and len(step) == 2
                   and step[1] is True), "?")
     return said[0] if said else f"the GIL is on after importing {first}"
+
+
+def gil_turned_on(env: envs.Env, family: Family, also: Sequence[str] = ()) -> str | None:
+    """On a free-threaded interpreter: what turned the GIL on while the frontend, the backend, the modules ``also``
+    (an extension's packages) and (through the smoke code) the plugins loaded, in CPython's words (naming the
+    module), or ``None`` when it stayed off."""
+    done = env.run(*gil_command(str(env.python), family, also), unset=("PYTHON_GIL",))
+    return gil_answer(done.returncode, done.stdout if done.returncode == 0 else (done.stderr or done.stdout))
 
 
 def last_json(output: str) -> dict[str, Any] | None:

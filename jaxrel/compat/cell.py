@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import time
 import xml.etree.ElementTree as ElementTree
+import zipfile
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,8 @@ from jaxrel.distributions.index import IndexClientError
 from jaxrel.distributions.pythons import free_threaded
 from jaxrel.family import Family
 
-__all__ = ["CellResult", "cell_line", "cpu_twins", "junit_path", "run_cell", "without_device", "write_junit"]
+__all__ = ["CellResult", "cell_line", "cpu_twins", "extension_packages", "junit_path", "run_cell", "without_device",
+           "write_junit"]
 
 
 def write_junit(path: Path, cell: Cell, ok: bool, message: str) -> None:
@@ -91,7 +93,9 @@ def _run(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: Path
         variables = {**compile_cache.variables(compile_cache.cache_dir(options.workdir, cell.id, wheels, leave_out)),
                      **variables}  # a cache the user sets with --env wins
     checks_gil = free_threaded(cell.python) and not cell.negative
-    gil = probes.gil_turned_on(env, family) if checks_gil else None
+    also = extension_packages(extensions) if checks_gil else []
+    gil = probes.gil_turned_on(env, family, also) if checks_gil else None
+    loaded = "the frontend, backend, " + (f"extension ({', '.join(also)}) " if also else "") + "and plugins"
     if free_threaded(cell.python):
         variables["PYTHON_GIL"] = "0"  # the tests run without the GIL, whatever a module declares
     plugin_tests = compat.root / PLUGIN_TESTS if compat else None
@@ -118,10 +122,9 @@ def _run(cell: Cell, family: Family, front: PreparedFrontend, jaxrel_wheel: Path
     result.import_output = driven.import_output
     result.problems += [driven.exit_problem] if driven.exit_problem else []
     if gil is not None:  # a free-threaded cell whose frontend, backend or plugins turn the GIL on
-        result.problems.append(f"free-threaded: the GIL came on as the frontend, backend and plugins loaded: {gil}")
+        result.problems.append(f"free-threaded: the GIL came on as {loaded} loaded: {gil}")
     elif checks_gil:
-        result.notes.append("free-threaded: the GIL stayed off as the frontend, backend and plugins loaded; the tests "
-                            "ran with PYTHON_GIL=0")
+        result.notes.append(f"free-threaded: the GIL stayed off as {loaded} loaded; the tests ran with PYTHON_GIL=0")
     seen = installed.read_environment(family, python=str(env.python))
     result.backend_api = {**seen.api_numbers, "xla_ffi_api": seen.xla_ffi_api}
     suite_seconds = driven.timings.get("suite", 0.0)
@@ -164,6 +167,19 @@ def _jobs(env: envs.Env, options: Options, suite: Suite) -> int:
     workers = min(os.cpu_count() or 1, 4)
     has_xdist = any(env.root.glob("lib/python*/site-packages/xdist/__init__.py"))
     return workers if workers > 1 and has_xdist and suite.test_files >= 2 * workers else 1
+
+
+def extension_packages(extensions: list[Path] | str | None) -> list[str]:
+    """The packages the extension wheels install (a top-level directory with an ``__init__.py``), for the GIL
+    probe; none when there are no wheels."""
+    if not isinstance(extensions, list):
+        return []
+    packages: list[str] = []
+    for wheel in extensions:
+        with zipfile.ZipFile(wheel) as archive:
+            packages += sorted({name.split("/")[0] for name in archive.namelist()
+                                if name.count("/") == 1 and name.endswith("/__init__.py")} - set(packages))
+    return packages
 
 
 def cpu_twins(cells: Sequence[Cell], options: Options) -> dict[str, str]:

@@ -13,8 +13,6 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from pathlib import Path
 
-from packaging.version import Version
-
 from jaxrel._util.parallel import workers
 from jaxrel.cells import compile_cache, suites
 from jaxrel.cells.environment import environment, jaxrel_wheel, wheel_file
@@ -27,7 +25,7 @@ from jaxrel.compat.triage import classify, summary, write_verdicts
 from jaxrel.distributions import bazel, envs
 from jaxrel.distributions.filenames import wheel_tags
 from jaxrel.distributions.index import IndexClientError
-from jaxrel.distributions.pythons import python_for, supported_tags
+from jaxrel.distributions.pythons import python_for, supported_tags, version_key
 from jaxrel.family import Family
 
 __all__ = ["cells_at_once", "extension_wheels", "prefetch", "run", "triage"]
@@ -64,7 +62,7 @@ def extension_wheels(pythons: Sequence[str], options: Options) -> dict[str, list
         return {python: "no Bazel workspace (none at or above the working directory; pass --workspace DIR)"
                 for python in pythons}
     found: dict[str, list[Path] | str] = {}
-    for python in sorted(pythons, key=Version):
+    for python in sorted(pythons, key=version_key):  # 3.13 before 3.13t: a build for each
         out = options.workdir / "extensions" / f"py{python}"
         shutil.rmtree(out, ignore_errors=True)
         earlier = next((built for built in found.values()

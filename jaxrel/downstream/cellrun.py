@@ -129,6 +129,7 @@ class CellResult:
     boxed: bool = False  # the tests ran in the box (cells.box)
     peak_memory_bytes: int | None = None  # the test run's peak memory, where the box measured it
     resolution: str = ""  # how its environment was resolved, when not as of its era alone (the Crater's candidate)
+    gil: str = ""  # free-threaded: "off", or what turned the GIL on as jax, jaxlib and the library loaded; else ""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -294,11 +295,27 @@ def installed_pins(env: envs.Env, leave_out: Sequence[str]) -> list[str]:
                   and canonicalize_name(pair[0]) not in skip)
 
 
+@procs.in_phase("downstream.tests")
+def _gil(env: envs.Env, library: Library, tests: StagedTests, settings: Settings, work: Path) -> str:
+    """On a free-threaded interpreter, boxed as the tests are: ``off`` when the GIL stayed off as the frontend, the
+    backend, the plugins and the library's packages loaded (without ``PYTHON_GIL``), else CPython's words on what
+    turned it on. The library's tests run with ``PYTHON_GIL=0`` either way: this is a finding, not a failure."""
+    command = probes.gil_command(str(env.python), settings.family, distributions=[library.name])
+    ran = sandbox.run(command, cwd=tests.root, home=work / "gil-home",
+                      env={"PATH": f"{env.bin}{os.pathsep}{os.environ.get('PATH', '')}", **dict(settings.test_env)},
+                      budget=settings.budget, offline=settings.offline, readable=(env.root,), hidden=settings.hidden,
+                      boxed=settings.boxed)
+    return probes.gil_answer(ran.returncode, ran.output) or "off"
+
+
 def test(env: envs.Env, library: Library, tests: StagedTests, settings: Settings, result: CellResult) -> CellResult:
-    """Run the library's tests (or its smoke command) in ``env``; ``result`` filled in."""
+    """Run the library's tests (or its smoke command) in ``env``; ``result`` filled in. On a free-threaded
+    interpreter, whether the GIL stays off as the library loads is asked first (``result.gil``)."""
     work = settings.workdir / "runs" / f"{library.name}-{result.jax.split()[0].lower()}-{result.jaxlib}"
     start = time.perf_counter()
     try:
+        if free_threaded(settings.python_version):
+            result.gil = _gil(env, library, tests, settings, work)
         if settings.boxed and tests.smoke is None:  # the cell's own copy, in the one directory the box lets it write
             shutil.rmtree(work, ignore_errors=True)
             shutil.copytree(tests.root, work / "tests", symlinks=True)

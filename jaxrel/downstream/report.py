@@ -4,16 +4,18 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from pathlib import Path
 
 from packaging.version import Version
 
 from jaxrel._util.atomic import write_reports
 from jaxrel._util.text import clip, table
+from jaxrel.downstream.cellrun import CellResult
 from jaxrel.downstream.crater import CraterResult
 from jaxrel.downstream.minimum import MinimumResult
 
-__all__ = ["crater_markdown", "crater_text", "minimum_markdown", "minimum_text", "write"]
+__all__ = ["crater_markdown", "crater_text", "gil_lines", "minimum_markdown", "minimum_text", "write"]
 
 
 UNBOXED = ("UNBOXED (--unboxed): the tests ran outside the box, as this user, with the file system, memory and "
@@ -23,6 +25,16 @@ UNBOXED = ("UNBOXED (--unboxed): the tests ran outside the box, as this user, wi
 def _box(boxed: bool) -> str:
     return "boxed: bubblewrap, no network, read-only root, private home, memory and process limits" if boxed \
         else UNBOXED
+
+
+def gil_lines(cells: Iterable[tuple[str, CellResult | None]]) -> list[str]:
+    """One line per library whose cells saw the GIL come on (free-threaded cells), naming what turned it on."""
+    seen: dict[str, str] = {}
+    for name, cell in cells:
+        if cell is not None and cell.gil not in ("", "off"):
+            seen.setdefault(name, cell.gil)
+    return [f"free-threaded: the GIL came on as {name} loaded (its tests ran with PYTHON_GIL=0): {_cut(why, 110)}"
+            for name, why in seen.items()]
 
 
 def _cut(text: str, width: int = 90) -> str:
@@ -55,6 +67,7 @@ def minimum_text(result: MinimumResult) -> str:
         first, why = result.not_installable[0]  # each its own reason: the first one's shown, named (all in the JSON)
         lines.append(f"not-installable: {shown}{more} ({first}: {_cut(why, 100)})")
     lines += [f"note: {note}" for note in result.notes]
+    lines += gil_lines((result.library, cell) for cell in result.cells)
     lines.append(f"{result.searched} cells to find the minimum; {result.seconds:.0f} s; {_box(result.boxed)}")
     return "\n".join(lines)
 
@@ -90,6 +103,7 @@ def crater_text(result: CraterResult) -> str:
     for group, (signature, names) in sorted(result.groups().items()):
         lines.append(f"{group}: {len(names)} libraries: {', '.join(names)}: {signature}")
     lines += _culprit_lines(result)
+    lines += gil_lines((v.name, cell) for v in result.libraries for cell in (v.baseline, v.candidate))
     counts = result.to_json()["counts"]
     lines.append(", ".join(f"{n} {o}" for o, n in counts.items() if n) + f"; {result.seconds:.0f} s")
     lines.append(_box(result.boxed))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import shutil
 import subprocess
+import zipfile
 from dataclasses import replace
 from pathlib import Path
 
@@ -15,8 +16,11 @@ from packaging.specifiers import SpecifierSet
 from packaging.tags import Tag
 
 from jaxrel.cells import probes
+from jaxrel.compat.cell import extension_packages
 from jaxrel.distributions import envs, pythons
 from jaxrel.distributions.pages import IndexFile
+from jaxrel.downstream.cellrun import CellResult
+from jaxrel.downstream.report import gil_lines
 from jaxrel.family import Family, resolve_family
 
 PLATFORM = "manylinux_2_27_x86_64"
@@ -95,9 +99,44 @@ def test_the_gil_check_names_the_module_that_turns_it_on(tmp_path: Path) -> None
     assert probes.gil_turned_on(env, family) is None
     subprocess.run([compiler, "-shared", "-fPIC", f"-I{include}", "-o", str(Path(purelib) / f"gilly{suffix}"),
                     "-x", "c", "-"], input=EXTENSION, text=True, check=True)
+    assert probes.gil_turned_on(env, family) is None  # built, not imported
+    as_extension = probes.gil_turned_on(env, family, also=["gilly"])  # as a compat cell's extension package
+    assert as_extension is not None and "'gilly'" in as_extension, as_extension
+    # a library's distribution whose package imports it, as a downstream cell probes the library under test
+    (Path(purelib) / "gillib").mkdir()
+    (Path(purelib) / "gillib" / "__init__.py").write_text("import gilly\n")
+    (Path(purelib) / "gillib-1.0.dist-info").mkdir()
+    (Path(purelib) / "gillib-1.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: gillib\n"
+                                                                     "Version: 1.0\n")
+    (Path(purelib) / "gillib-1.0.dist-info" / "RECORD").write_text("gillib/__init__.py,,\n"
+                                                                   "gillib-1.0.dist-info/RECORD,,\n")
+    done = env.run(*probes.gil_command(str(env.python), family, distributions=["gillib"]), unset=("PYTHON_GIL",))
+    as_library = probes.gil_answer(done.returncode, done.stdout)
+    assert as_library is not None and "'gilly'" in as_library, (as_library, done.stderr)
     (package / "__init__.py").write_text("import gilly\n")
     found = probes.gil_turned_on(env, family)
     assert found is not None and "'gilly'" in found and "GIL" in found, found
+
+
+def test_the_extension_packages_the_gil_probe_imports_come_from_the_wheels(tmp_path: Path) -> None:
+    wheel = tmp_path / "ext_a-1-cp313-cp313t-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        for name in ["ext_a/__init__.py", "ext_a/sub/__init__.py", "ext_b/__init__.py", "ext_a-1.dist-info/RECORD",
+                     "loose.py"]:
+            archive.writestr(name, "")
+    assert extension_packages([wheel, wheel]) == ["ext_a", "ext_b"]
+    assert extension_packages("not built: no Bazel workspace") == [] and extension_packages(None) == []
+
+
+def test_a_crater_and_a_minimum_name_the_library_whose_cells_turned_the_gil_on() -> None:
+    on = CellResult("0.7.0", "0.7.0", "passed", gil="The global interpreter lock (GIL) has been enabled to load "
+                    "module 'gilly._ext', which has not declared that it can run safely without the GIL. To override "
+                    "this behavior and keep the GIL disabled (at your own risk), run with PYTHON_GIL=0 or -Xgil=0.")
+    off, unchecked = CellResult("0.7.0", "0.7.0", "passed", gil="off"), CellResult("0.6.2", "0.6.2", "passed")
+    lines = gil_lines([("gillib", on), ("gillib", on), ("calm", off), ("old", unchecked), ("none", None)])
+    assert len(lines) == 1 and lines[0].startswith("free-threaded: the GIL came on as gillib loaded (its tests ran "
+                                                   "with PYTHON_GIL=0): "), lines
+    assert "'gilly._ext'" in lines[0]
 
 
 def _with_frontend(family: Family, package: str) -> Family:
