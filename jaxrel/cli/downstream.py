@@ -16,6 +16,7 @@ from jaxrel.bisect import search as bisect_search
 from jaxrel.bisect.git import git
 from jaxrel.cli._common import UsageError, add_common, add_env_option, env_pairs, index_options, say
 from jaxrel.downstream import report, run
+from jaxrel.downstream.cards import load_cards, parse_shard
 from jaxrel.downstream.cellrun import Settings, test_requirements
 from jaxrel.downstream.crater import LibraryVerdict
 from jaxrel.downstream.library import Library, parse_library_spec
@@ -49,6 +50,10 @@ def _library_options(sub: argparse.ArgumentParser) -> None:
                      help="run the libraries' tests outside the box (bubblewrap: own PID and network namespaces, "
                           "read-only root, private home, memory and process limits) where it cannot be made; "
                           "every report says so")
+    sub.add_argument("--cards", metavar="FILE",
+                     help="the library cards (default: jaxrel's own, jaxrel/data/downstream-cards.toml): a library "
+                          "named alone takes its card's tests, repository, budget, test requirements and assumed "
+                          "frontend requirement")
     add_env_option(sub)
     index_options(sub)
 
@@ -83,6 +88,9 @@ def add(verbs: Any) -> None:
     sub.add_argument("--good", metavar="REV",
                      help="where bisection starts (default: the baseline release's tag, NAME-vX, vX or X)")
     sub.add_argument("--no-bisect", action="store_true", help="do not bisect regressed libraries")
+    sub.add_argument("--shard", metavar="I/N",
+                     help="without --libraries: only shard I of N of the carded libraries, split evenly by their "
+                          "budgets (every job of a CI matrix computes the same split)")
     sub.add_argument("--workdir", default="build/crater", metavar="DIR",
                      help="environments, staged tests, bisections and the reports crater.{json,txt,md}")
     sub.set_defaults(run=run_crater)
@@ -97,7 +105,8 @@ def _request(args: argparse.Namespace, libraries: tuple[str, ...]) -> run.Reques
         args.smoke, getattr(args, "sweep", False), args.budget, args.reruns,
         Path(args.frontend_src).absolute() if args.frontend_src else None, args.ref, not args.network,
         env_pairs(args.env), args.index_url, tuple(args.wheelhouse), args.refresh,
-        baseline=_version(getattr(args, "baseline", None), "--baseline"), boxed=not args.unboxed)
+        baseline=_version(getattr(args, "baseline", None), "--baseline"), boxed=not args.unboxed,
+        cards=load_cards(Path(args.cards) if args.cards else None))
 
 
 def _version(text: str | None, option: str) -> str | None:
@@ -150,7 +159,11 @@ def _good(args: argparse.Namespace, family: Family, baseline: str) -> str:
 
 
 def run_crater(args: argparse.Namespace) -> int:
-    libraries = _libraries(args, None) or (() if args.library_src else run.DEFAULT_LIBRARIES)
+    part = parse_shard(args.shard) if args.shard else None
+    if part is not None and (args.libraries or args.library_src):
+        raise UsageError("--shard splits the carded libraries; give it without --libraries and --library-src")
+    cards = load_cards(Path(args.cards) if args.cards else None)
+    libraries = _libraries(args, None) or (() if args.library_src else run.carded_libraries(cards, part))
     family = resolve_family(args.family)
     request = _request(args, libraries)
 
@@ -183,6 +196,11 @@ def run_crater(args: argparse.Namespace) -> int:
                                                       [c.hash for c in found.candidates], "notes": found.notes})
 
     result = run.crater(request, family, say, None if args.no_bisect else bisect)
+    if not (args.libraries or args.library_src):  # the run came from the cards: say how much of them it covered
+        result.carded = len(cards) if part is None else len(libraries) + len(
+            [name for name, card in cards.items() if not card.runnable and part[0] == 1])
+        result.not_run = [(name, card.skip) for name, card in cards.items()
+                          if not card.runnable and (part is None or part[0] == 1)]
     data = result.to_json()
     report.write(request.workdir, "crater", data, report.crater_text(result), report.crater_markdown(result))
     print(json.dumps(data, indent=2) if args.json else report.crater_text(result))

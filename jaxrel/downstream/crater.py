@@ -33,6 +33,7 @@ from jaxrel.downstream.testsource import StagedTests
 __all__ = ["OUTCOMES", "CraterResult", "LibraryVerdict", "classify", "group", "run_library"]
 
 OUTCOMES = ("regressed", "fixed", "spurious", "broken", "test-pass", "test-fail")
+JUDGED = ("regressed", "fixed", "test-pass", "test-fail")  # a verdict on the frontend; broken and spurious are not
 
 
 @dataclass
@@ -73,6 +74,20 @@ class CraterResult:
     baseline_why: str = ""  # how the baseline was chosen
     backends: tuple[str, str] = ("", "")  # the backend of each side: what the baseline and the candidate admit
     libraries_as_of: str = ""  # a library named without a version: its newest release uploaded before this day
+    carded: int = 0  # the libraries the cards name (0: the run did not come from the cards)
+    not_run: list[tuple[str, str]] = field(default_factory=list)  # carded libraries skipped, each with its reason
+
+    def judged(self) -> int:
+        """Libraries with a verdict on the frontend: not broken, not spurious."""
+        return sum(1 for v in self.libraries if v.outcome in JUDGED)
+
+    def coverage(self) -> str:
+        """``ecosystem: 38 of 49 carded libraries judged; not run: jraph (…)``; empty when no cards were used."""
+        if not self.carded:
+            return ""
+        skipped = "; ".join(f"{name} ({why})" for name, why in self.not_run)
+        return (f"ecosystem: {self.judged()} of {self.carded} carded libraries judged ({len(self.libraries)} run"
+                + (f"; not run: {skipped})" if skipped else ")"))
 
     def groups(self) -> dict[str, tuple[str, list[str]]]:
         """Group id → (signature, library names)."""
@@ -87,6 +102,8 @@ class CraterResult:
                 "baseline": self.baseline, "baseline_why": self.baseline_why, "python": self.python,
                 "backends": {"baseline": self.backends[0], "candidate": self.backends[1]}, "boxed": self.boxed,
                 "libraries_as_of": self.libraries_as_of,
+                "ecosystem": {"carded": self.carded, "run": len(self.libraries), "judged": self.judged(),
+                              "not_run": [{"library": n, "reason": why} for n, why in self.not_run]},
                 "libraries": [v.to_json() for v in self.libraries],
                 "groups": [{"group": g, "signature": s, "libraries": names}
                            for g, (s, names) in sorted(self.groups().items())],

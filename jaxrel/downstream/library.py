@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import datetime
 import tarfile
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from packaging.markers import default_environment
@@ -187,10 +187,12 @@ def _sdist_metadata(index: Index, sdist: IndexFile) -> CoreMetadata:
 
 
 def from_index(index: Index, name: str, version: str | None, family: Family, python: str,
-               reader: MetadataReader | None = None, released_before: datetime.datetime | None = None) -> Library:
+               reader: MetadataReader | None = None, released_before: datetime.datetime | None = None,
+               assumed: str | None = None) -> Library:
     """The release ``name==version`` (``None``: its newest release that is not yanked or a pre-release, and with
     ``released_before``, first uploaded before then) as the index serves it, its METADATA read from its wheel (else
-    its sdist's PKG-INFO)."""
+    its sdist's PKG-INFO). ``assumed`` (a card's ``jax>=0.4.24``) stands in for the family requirement of a
+    library that declares none (its users install jax themselves)."""
     listing = index.listing(name)
     if not listing.files:
         raise LibraryError(f"{name}: the index has no such project ({', '.join(index.describe())}); check the name")
@@ -228,6 +230,8 @@ def from_index(index: Index, name: str, version: str | None, family: Family, pyt
     texts = _checked(meta, where, family)
     library = Library(str(canonicalize_name(meta.name)), str(chosen), texts, meta.provides_extra,
                       meta.requires_python, listing.first_upload(chosen), meta.project_urls, sdist, wheel)
+    if assumed is not None and not library.family_requirements(family, python):
+        library = replace(library, requires_dist=(*library.requires_dist, assumed))
     return _depends_on_family(library, family, python)
 
 

@@ -106,6 +106,7 @@ def crater_text(result: CraterResult) -> str:
     lines += gil_lines((v.name, cell) for v in result.libraries for cell in (v.baseline, v.candidate))
     counts = result.to_json()["counts"]
     lines.append(", ".join(f"{n} {o}" for o, n in counts.items() if n) + f"; {result.seconds:.0f} s")
+    lines += [result.coverage()] if result.coverage() else []
     lines.append(_box(result.boxed))
     return "\n".join(lines)
 
@@ -146,7 +147,8 @@ def _sides(result: CraterResult) -> list[str]:
 
 
 def crater_markdown(result: CraterResult) -> str:
-    lines = [f"### Crater: {result.frontend} against {result.baseline}", "", *_sides(result), "",
+    lines = [f"### Crater: {result.frontend} against {result.baseline}", "", *_sides(result),
+             *([result.coverage()] if result.coverage() else []), "",
              *([] if result.boxed else [f"**{UNBOXED}**", ""]),
              "| library | version | outcome | group | culprit | why |", "|---|---|---|---|---|---|"]
     for v in result.libraries:

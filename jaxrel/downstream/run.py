@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import datetime
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import NamedTuple
 
 from packaging.specifiers import SpecifierSet
+from packaging.utils import canonicalize_name
 from packaging.version import Version
 
 from jaxrel import policy
@@ -30,22 +31,27 @@ from jaxrel.downstream import crater as crater_module
 from jaxrel.downstream import library as libraries
 from jaxrel.downstream import minimum as minimum_module
 from jaxrel.downstream import testsource
+from jaxrel.downstream.cards import DEFAULT_BUDGET, Card, shard
 from jaxrel.downstream.cellrun import CellResult, CellSpec, Settings, run_cell
 from jaxrel.downstream.library import Library, LibraryError
 from jaxrel.errors import BadInput, EnvironmentFailure
 from jaxrel.family.model import Family
 
-__all__ = ["DEFAULT_LIBRARIES", "LibraryLine", "Request", "build_frontend", "crater", "library_line", "minimum",
-           "read_libraries"]
+__all__ = ["LibraryLine", "Request", "build_frontend", "card_of", "carded_libraries", "crater", "library_line",
+           "minimum", "read_libraries"]
 
 Progress = Callable[[str], None]
 
-# jax's ecosystem as the Crater's default: widely used libraries of Google DeepMind, Google and the community that
-# declare their jax requirement and whose sdists (or tags) carry their tests, each a different layer: neural
-# networks, optimisers, checkpointing, testing utilities, probability, differential equations, solvers, sampling.
-# (dm-haiku and jaxtyping declare no jax requirement; jraph has no final release.)
-DEFAULT_LIBRARIES = ("optax", "chex", "flax", "equinox", "distrax", "numpyro", "diffrax", "optimistix", "lineax",
-                     "blackjax", "orbax-checkpoint")
+
+def carded_libraries(cards: Mapping[str, Card], part: tuple[int, int] | None = None,
+                     seconds: Mapping[str, float] | None = None) -> tuple[str, ...]:
+    """The Crater's default: every runnable card's library (``part``: shard I of N, split by ``seconds``, each
+    library's expected time, else its card's budget)."""
+    runnable = [name for name, card in cards.items() if card.runnable]
+    if part is not None:
+        expected = {name: (seconds or {}).get(name, cards[name].budget or DEFAULT_BUDGET) for name in runnable}
+        runnable = shard(runnable, expected, *part)
+    return tuple(runnable)
 
 
 @dataclass(frozen=True)
@@ -74,6 +80,7 @@ class Request:
     use_uv: bool = True
     baseline: str | None = None  # crater: the frontend release to compare against (default: the newest)
     boxed: bool = True  # the libraries' tests in the box (cells.box); False only when the user said --unboxed
+    cards: Mapping[str, Card] = field(default_factory=dict)  # a line naming a carded library alone takes its card
 
 
 class LibraryLine(NamedTuple):
@@ -135,28 +142,53 @@ def _settings(request: Request, family: Family, workdir: Path, index: Index) -> 
                     hidden=(request.frontend_src,) if request.frontend_src is not None else ())
 
 
+def card_of(request: Request, line: str | None) -> Card | None:
+    """The card of a line's library, when the line names it alone (``optax`` or ``optax==0.2.8``, no options or
+    tests: those are the line's own) and it has one."""
+    if not line or len(line.split()) > 1:
+        return None
+    return request.cards.get(str(canonicalize_name(libraries.parse_library_spec(library_line(line).spec)[0])))
+
+
+def _carded(request: Request, line: str | None) -> LibraryLine:
+    """The line as parsed, with its card's repository, tests and budget when it names a carded library alone."""
+    parsed = library_line(line) if line else LibraryLine("")
+    card = card_of(request, line)
+    if card is None:
+        return parsed
+    return LibraryLine(parsed.spec, card.repository, card.tests, card.budget)
+
+
 def _library(request: Request, spec: str | None, family: Family, index: Index, reader: MetadataReader,
              released_before: datetime.datetime | None = None) -> Library:
     if request.library_src is not None:
         return libraries.from_checkout(request.library_src, family, request.python)
     assert spec is not None
     name, version = libraries.parse_library_spec(library_line(spec).spec)
-    return libraries.from_index(index, name, version, family, request.python, reader, released_before)
+    card = card_of(request, spec)
+    return libraries.from_index(index, name, version, family, request.python, reader, released_before,
+                                assumed=card.assume if card else None)
 
 
 def _stage(request: Request, line: str | None, library: Library, workdir: Path, index: Index, progress: Progress
            ) -> testsource.StagedTests:
-    parsed = library_line(line) if line else LibraryLine("")
+    parsed, card = _carded(request, line), card_of(request, line)
     return testsource.stage(library, workdir / "stage" / library.name, index=index,
                             selection=parsed.tests or request.tests,
-                            repository=parsed.repository or request.library_repo, smoke=request.smoke,
+                            repository=parsed.repository or request.library_repo,
+                            smoke=(card.smoke if card and card.route == "smoke" else None) or request.smoke,
                             progress=progress)
 
 
-def _budgeted(settings: Settings, line: str | None) -> Settings:
-    """``settings`` with the line's own budget, when it gives one."""
-    budget = library_line(line).budget if line else None
-    return replace(settings, budget=budget) if budget is not None else settings
+def _budgeted(settings: Settings, request: Request, line: str | None) -> Settings:
+    """``settings`` with the line's own budget (or its card's), and its card's test requirements and ``-k``."""
+    budget, card = _carded(request, line).budget, card_of(request, line)
+    settings = replace(settings, budget=budget) if budget is not None else settings
+    if card is not None and card.test_requirements and not settings.test_requirements:
+        settings = replace(settings, test_requirements=card.test_requirements)
+    if card is not None and card.keyword and not settings.keyword:
+        settings = replace(settings, keyword=card.keyword)
+    return settings
 
 
 def build_frontend(source: Path, ref: str | None, workdir: Path, python: str, index: Index) -> tuple[Path, str]:
@@ -215,7 +247,7 @@ def minimum(request: Request, family: Family, progress: Progress) -> list[minimu
         progress(f"downstream: {library.label} admits {len(found)} {family.frontend.distribution} releases "
                  f"({sum(1 for c in found if not c.problem)} installable here)")
 
-        own = _budgeted(settings, spec)
+        own = _budgeted(settings, request, spec)
 
         def run(cell_spec: CellSpec, role: str, library: Library = library, tests: testsource.StagedTests = tests,
                 own: Settings = own, result: minimum_module.MinimumResult = result) -> CellResult:
@@ -335,7 +367,8 @@ def crater(request: Request, family: Family, progress: Progress, bisect: Bisecto
             continue
         staged[library.name] = (library, tests)
         era = replace(baseline, as_of=minimum_module.era(library.uploaded, sides.uploaded))
-        verdict = crater_module.run_library(library, tests, era, wheel, f"HEAD {what}", _budgeted(settings, spec),
+        verdict = crater_module.run_library(library, tests, era, wheel, f"HEAD {what}",
+                                            _budgeted(settings, request, spec),
                                             progress, candidate_backend=sides.candidate_backend)
         result.libraries.append(verdict)
         progress(f"crater: {library.label}: {verdict.outcome}: {verdict.reason[:160]}")

@@ -1,0 +1,110 @@
+"""The Crater's library cards (jaxrel/data/downstream-cards.toml): every card checked offline against what the index
+served for the library's newest release on the day they were written (tests/data/downstream-cards-recorded.json:
+its version, whether it declares jax, its sdist's test-like paths), the cards' parser refusing bad cards in one line,
+and the shards of a CI matrix."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from jaxrel.downstream import run
+from jaxrel.downstream.cards import DEFAULT_BUDGET, load_cards, parse_cards, parse_shard, shard
+from jaxrel.errors import BadInput
+
+RECORDED = json.loads((Path(__file__).parents[1] / "data" / "downstream-cards-recorded.json").read_text())["libraries"]
+CARDS = load_cards()
+
+
+def test_at_least_forty_libraries_each_with_its_card_and_every_skip_has_its_reason() -> None:
+    assert len(CARDS) >= 40
+    assert {"optax", "chex", "flax", "equinox", "dm-haiku", "jaxtyping", "rlax", "mctx", "jraph", "penzai", "evosax",
+            "jaxopt", "gpjax", "tinygp", "dynamax", "netket", "jax-md", "brax", "gymnax", "pgx", "jaxley"} <= set(CARDS)
+    assert all(card.layer for card in CARDS.values())
+    assert all(len(card.skip) > 30 for card in CARDS.values() if not card.runnable)
+    assert set(CARDS) <= set(RECORDED), "every card's library was recorded from the index"
+
+
+@pytest.mark.parametrize("name", sorted(n for n, c in CARDS.items() if c.runnable and c.route == "sdist"))
+def test_an_sdist_card_names_tests_its_newest_sdist_ships(name: str) -> None:
+    card, recorded = CARDS[name], RECORDED[name]
+    members = recorded.get("members", [])
+    assert card.tests, f"{name}: name the selection"
+    for test in card.tests:
+        path = test.split("::", 1)[0].rstrip("/")
+        assert path in members or any(m.startswith(path + "/") for m in members), \
+            f"{name} {recorded['version']}: its sdist has no {path}"
+
+
+@pytest.mark.parametrize("name", sorted(n for n, c in CARDS.items() if c.runnable and c.route == "repository"))
+def test_a_repository_card_is_one_whose_sdist_ships_none_of_its_tests(name: str) -> None:
+    members = RECORDED[name].get("members", [])
+    assert not [m for m in members for t in CARDS[name].tests if m == t or m.startswith(t.rstrip("/") + "/")], name
+
+
+def test_a_library_declaring_no_jax_requirement_has_one_assumed_or_is_skipped() -> None:
+    silent = sorted(n for n in CARDS if RECORDED[n].get("declares_jax") is False)
+    assert silent, "the recorded data has libraries that declare no jax requirement (dm-haiku, jaxtyping)"
+    for name in silent:
+        card = CARDS[name]
+        assert card.assume or card.skip, f"{name} declares no jax requirement: assume one or skip it with why"
+
+
+def test_a_card_becomes_a_libraries_line_and_a_bare_name_takes_its_card(tmp_path: Path) -> None:
+    line = CARDS["optax"].line("0.2.8")
+    assert line.startswith("optax==0.2.8 ") and line.split()[1:] == list(CARDS["optax"].tests)
+    assert "budget=900" in CARDS["diffrax"].line()
+    request = run.Request(("optax",), tmp_path, cards=CARDS)
+    assert run.card_of(request, "optax==0.2.8") == CARDS["optax"] and run.card_of(request, "optax") == CARDS["optax"]
+    assert run.card_of(request, "optax tests/x_test.py") is None, "a line with its own tests is its own"
+    assert run.card_of(request, "unknown-lib") is None
+    assert "jraph" not in run.carded_libraries(CARDS) and "optax" in run.carded_libraries(CARDS)
+
+
+@pytest.mark.parametrize(("text", "says"), [
+    ("[cards.a]\nlayer = 'x'\nbudgt = 5\n", "[cards.a]: unknown key 'budgt'"),
+    ("[cards.a]\nlayer = 'x'\nbudget = -5\n", "[cards.a] budget: '-5' is not a number of seconds"),
+    ("[cards.a]\nlayer = 'x'\nroute = 'ftp'\n", "[cards.a] route: 'ftp' is not one of sdist, repository, smoke"),
+    ("[cards.a]\nlayer = 'x'\nroute = 'smoke'\n", "route \"smoke\" needs the smoke code"),
+    ("[cards.a]\nlayer = 'x'\ntests = 'one.py'\n", "[cards.a] tests: not a list of strings"),
+    ("[cards.a]\nlayer = 'x'\nassume = 'jax>='\n", "[cards.a] assume: 'jax>=' is not a requirement"),
+    ("[cards.A_b]\nlayer = 'x'\n", "write the name as the index does (a-b)"),
+    ("[cards.a]\nroute = 'sdist'\n", "[cards.a] layer: not a non-empty string"),
+    ("[cards]\n", "no [cards.NAME] table"),
+    ("[cards.a\n", "cards.toml"),
+])
+def test_a_bad_card_is_one_line_naming_the_card_and_the_key(text: str, says: str) -> None:
+    with pytest.raises(BadInput) as refused:
+        parse_cards(text, "cards.toml")
+    assert says in str(refused.value) and len(str(refused.value).splitlines()) == 1, str(refused.value)
+
+
+def test_a_cards_file_is_read_and_its_problems_named(tmp_path: Path) -> None:
+    path = tmp_path / "cards.toml"
+    path.write_text("[cards.mine]\nlayer = 'mine'\ntests = ['t']\nbudget = 60\n")
+    assert load_cards(path)["mine"].budget == 60.0
+    with pytest.raises(BadInput):
+        load_cards(tmp_path / "absent.toml")
+
+
+def test_shards_split_the_cards_evenly_by_their_times_and_every_job_computes_the_same_split() -> None:
+    runnable = [n for n, c in CARDS.items() if c.runnable]
+    seconds = {n: CARDS[n].budget or DEFAULT_BUDGET for n in runnable}
+    parts = [shard(runnable, seconds, i, 4) for i in range(1, 5)]
+    assert sorted(n for part in parts for n in part) == sorted(runnable), "every card in exactly one shard"
+    loads = [sum(seconds[n] for n in part) for part in parts]
+    assert max(loads) - min(loads) <= max(seconds.values()), loads
+    assert parts == [shard(list(reversed(runnable)), seconds, i, 4) for i in range(1, 5)], "order does not matter"
+    # a recorded time moves a library: the slow one gets a shard to itself
+    timed = shard(["a", "b", "c", "d"], {"a": 3000, "b": 10, "c": 10, "d": 10}, 1, 2)
+    assert timed == ["a"]
+    assert run.carded_libraries(CARDS, (2, 4)) == tuple(parts[1])
+
+
+@pytest.mark.parametrize("text", ["0/4", "5/4", "2", "a/b", "1/0", ""])
+def test_a_bad_shard_is_refused(text: str) -> None:
+    with pytest.raises(BadInput):
+        parse_shard(text)
+    assert parse_shard("3/4") == (3, 4)
