@@ -5,9 +5,12 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from jaxrel.bisect import inputs as bisect_inputs
@@ -15,8 +18,9 @@ from jaxrel.bisect import report as bisect_report
 from jaxrel.bisect import search as bisect_search
 from jaxrel.bisect.git import git
 from jaxrel.cli._common import UsageError, add_common, add_env_option, env_pairs, index_options, say
+from jaxrel.cli._record import add_record_options, record
 from jaxrel.downstream import report, run
-from jaxrel.downstream.cards import load_cards, parse_shard
+from jaxrel.downstream.cards import Card, Learned, load_cards, parse_shard
 from jaxrel.downstream.cellrun import Settings, test_requirements
 from jaxrel.downstream.crater import LibraryVerdict
 from jaxrel.downstream.library import Library, parse_library_spec
@@ -88,6 +92,10 @@ def add(verbs: Any) -> None:
     sub.add_argument("--good", metavar="REV",
                      help="where bisection starts (default: the baseline release's tag, NAME-vX, vX or X)")
     sub.add_argument("--no-bisect", action="store_true", help="do not bisect regressed libraries")
+    sub.add_argument("--jobs", type=int, default=1, metavar="N",
+                     help="libraries at once (default 1); each started only while the peak memory expected of those "
+                          "running (their last passing runs', from --record's store) fits in what the machine has")
+    add_record_options(sub)
     sub.add_argument("--shard", metavar="I/N",
                      help="without --libraries: only shard I of N of the carded libraries, split evenly by their "
                           "budgets (every job of a CI matrix computes the same split)")
@@ -158,14 +166,35 @@ def _good(args: argparse.Namespace, family: Family, baseline: str) -> str:
                      "--good REV")
 
 
+def _learned(args: argparse.Namespace, cards: Mapping[str, Card]) -> dict[str, Learned]:
+    """With ``--record DB``: each carded (or named) library's last passing Crater run kept there, on ``--python``."""
+    if not args.record:
+        return {}
+    from jaxrel.history.library_costs import library_costs
+    from jaxrel.history.store import open_store
+
+    names = set(cards) | {str(canonicalize_name(parse_library_spec(line.split()[0])[0]))
+                          for line in (run.read_libraries(args.libraries) if args.libraries else ())}
+    store = open_store(args.record)
+    try:
+        costs = library_costs(store, args.python, sorted(names))
+    finally:
+        store.close()
+    return {name: Learned(cost.seconds, cost.peak_bytes, cost.night) for name, cost in costs.items()}
+
+
 def run_crater(args: argparse.Namespace) -> int:
     part = parse_shard(args.shard) if args.shard else None
     if part is not None and (args.libraries or args.library_src):
         raise UsageError("--shard splits the carded libraries; give it without --libraries and --library-src")
+    if args.jobs < 1:
+        raise UsageError("--jobs must be at least 1")
     cards = load_cards(Path(args.cards) if args.cards else None)
-    libraries = _libraries(args, None) or (() if args.library_src else run.carded_libraries(cards, part))
+    learned = _learned(args, cards)
+    seconds = {name: cost.seconds for name, cost in learned.items()}
+    libraries = _libraries(args, None) or (() if args.library_src else run.carded_libraries(cards, part, seconds))
     family = resolve_family(args.family)
-    request = _request(args, libraries)
+    request = replace(_request(args, libraries), learned=learned, jobs=args.jobs)
 
     def bisect(verdict: LibraryVerdict, library: Library, tests: StagedTests, settings: Settings) -> None:
         baseline = verdict.baseline
@@ -204,4 +233,5 @@ def run_crater(args: argparse.Namespace) -> int:
     data = result.to_json()
     report.write(request.workdir, "crater", data, report.crater_text(result), report.crater_markdown(result))
     print(json.dumps(data, indent=2) if args.json else report.crater_text(result))
+    record(args, request.workdir / "crater.json")
     return ExitCode.REFUSED if any(v.outcome == "regressed" for v in result.libraries) else ExitCode.OK

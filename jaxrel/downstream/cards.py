@@ -21,12 +21,15 @@ from packaging.utils import canonicalize_name
 from jaxrel._util import localfiles
 from jaxrel.errors import BadInput
 
-__all__ = ["DEFAULT_BUDGET", "Card", "load_cards", "parse_cards", "parse_shard", "shard"]
+__all__ = ["DEFAULT_BUDGET", "MARGIN", "Card", "Learned", "budget_for", "load_cards", "parse_cards", "parse_shard",
+           "shard"]
 
 DEFAULT_BUDGET = 900.0  # seconds: a library seen for the first time, without a card's budget or a passing run
+MARGIN = 3.0  # a learned budget: the last passing run's time times this (a busy machine, a colder cache) …
+FLOOR = 120.0  # … and never below this (environments and imports vary more than tests on short suites)
 ROUTES = ("sdist", "repository", "smoke")
 _KEYS = {"layer", "route", "tests", "keyword", "test_requirements", "assume", "budget", "slow", "skip", "repository",
-         "smoke"}
+         "smoke", "files", "tag"}
 
 
 @dataclass(frozen=True)
@@ -45,6 +48,8 @@ class Card:
     skip: str = ""
     repository: str | None = None  # where its tests are when not the Project-URL of its METADATA
     smoke: str | None = None
+    files: tuple[str, ...] = ()  # more paths of its tree its tests read (data files by the repository's paths)
+    tag: str | None = None  # its releases' tag format when not vX, X, NAME-vX: "v.{version}"
 
     @property
     def runnable(self) -> bool:
@@ -56,6 +61,27 @@ class Card:
         words += [f"repo={self.repository}"] if self.repository else []
         words += [f"budget={self.budget:g}"] if self.budget is not None else []
         return " ".join([*words, *self.tests])
+
+
+@dataclass(frozen=True)
+class Learned:
+    """What the history store holds of a library's last passing Crater run (its test run's time and peak)."""
+
+    seconds: float
+    peak_bytes: int | None
+    night: str
+
+
+def budget_for(card: Card | None, learned: Learned | None, default: float) -> tuple[float, str]:
+    """A library's budget for one test run and where it came from: its last passing run's time times
+    :data:`MARGIN` (at least :data:`FLOOR`), else its card's budget, else ``default`` (a library seen for the first
+    time)."""
+    if learned is not None:
+        return (max(FLOOR, round(learned.seconds * MARGIN)),
+                f"learned: {learned.seconds:.0f} s on {learned.night} × {MARGIN:g}")
+    if card is not None and card.budget is not None:
+        return card.budget, "its card"
+    return default, "the default: no card budget, no passing run kept"
 
 
 def _strings(value: object, where: str) -> tuple[str, ...]:
@@ -80,10 +106,12 @@ def _card(name: str, table: object, source: str) -> Card:
     if unknown:
         raise BadInput(f"{where}: unknown key {unknown[0]!r}; the keys are {', '.join(sorted(_KEYS))}")
     values: dict[str, Any] = {"layer": _text(table.get("layer"), f"{where} layer")}
-    for key in ("keyword", "assume", "slow", "skip", "repository", "smoke"):
+    for key in ("keyword", "assume", "slow", "skip", "repository", "smoke", "tag"):
         if key in table:
             values[key] = _text(table[key], f"{where} {key}")
-    for key in ("tests", "test_requirements"):
+    if "{version}" not in values.get("tag", "{version}"):
+        raise BadInput(f"{where} tag: {values['tag'][:40]!r} does not hold {{version}}; write it as \"v.{{version}}\"")
+    for key in ("tests", "test_requirements", "files"):
         if key in table:
             values[key] = _strings(table[key], f"{where} {key}")
     route = table.get("route", "sdist")

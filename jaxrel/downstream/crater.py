@@ -51,11 +51,13 @@ class LibraryVerdict:
     signature: str = ""
     group: str | None = None  # "G1", … for regressions grouped by signature
     culprit: dict[str, Any] | None = None  # the frontend commit bisect named
+    budget: float | None = None  # seconds each of its test runs had
+    budget_from: str = ""  # where that budget came from (learned, its card, the default)
 
     def to_json(self) -> dict[str, Any]:
         return {"name": self.name, "version": self.version, "outcome": self.outcome, "reason": self.reason,
                 "route": self.route, "group": self.group, "failing": self.failing, "signature": self.signature,
-                "culprit": self.culprit,
+                "culprit": self.culprit, "budget": self.budget, "budget_from": self.budget_from,
                 "baseline": self.baseline.to_json() if self.baseline else None,
                 "candidate": self.candidate.to_json() if self.candidate else None}
 
@@ -76,6 +78,8 @@ class CraterResult:
     libraries_as_of: str = ""  # a library named without a version: its newest release uploaded before this day
     carded: int = 0  # the libraries the cards name (0: the run did not come from the cards)
     not_run: list[tuple[str, str]] = field(default_factory=list)  # carded libraries skipped, each with its reason
+    jobs: int = 1  # libraries run at once
+    memory_capacity: int | None = None  # with jobs > 1: the memory the scheduler kept the expected peaks within
 
     def judged(self) -> int:
         """Libraries with a verdict on the frontend: not broken, not spurious."""
@@ -101,7 +105,7 @@ class CraterResult:
         return {"kind": "downstream-crater", "frontend": self.frontend, "frontend_commit": self.frontend_commit,
                 "baseline": self.baseline, "baseline_why": self.baseline_why, "python": self.python,
                 "backends": {"baseline": self.backends[0], "candidate": self.backends[1]}, "boxed": self.boxed,
-                "libraries_as_of": self.libraries_as_of,
+                "libraries_as_of": self.libraries_as_of, "jobs": self.jobs, "memory_capacity": self.memory_capacity,
                 "ecosystem": {"carded": self.carded, "run": len(self.libraries), "judged": self.judged(),
                               "not_run": [{"library": n, "reason": why} for n, why in self.not_run]},
                 "libraries": [v.to_json() for v in self.libraries],
@@ -208,7 +212,7 @@ def run_library(library: Library, tests: StagedTests, baseline: CellSpec, candid
         return verdict
     try:
         test(env, library, tests, settings, base)
-        progress(f"crater:   baseline: {base.outcome} {base.reason[:120]}")
+        progress(f"crater:   {library.name} baseline: {base.outcome} {base.reason[:120]}")
         if backend == baseline.backend:
             cand = CellResult(candidate_label, backend, "infra", role="candidate", as_of=baseline.as_of)
             problem = envs.reinstall(env, candidate_wheel, settings.family.frontend.distribution,
@@ -223,7 +227,7 @@ def run_library(library: Library, tests: StagedTests, baseline: CellSpec, candid
             if own is not None:
                 env = own
                 test(env, library, tests, settings, cand)
-        progress(f"crater:   candidate: {cand.outcome} {cand.reason[:120]}")
+        progress(f"crater:   {library.name} candidate: {cand.outcome} {cand.reason[:120]}")
     finally:
         shutil.rmtree(env.root, ignore_errors=True)
     verdict.baseline, verdict.candidate = base, cand

@@ -8,7 +8,6 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import NamedTuple
 
 from packaging.specifiers import SpecifierSet
 from packaging.utils import canonicalize_name
@@ -31,9 +30,11 @@ from jaxrel.downstream import crater as crater_module
 from jaxrel.downstream import library as libraries
 from jaxrel.downstream import minimum as minimum_module
 from jaxrel.downstream import testsource
-from jaxrel.downstream.cards import DEFAULT_BUDGET, Card, shard
+from jaxrel.downstream.cards import DEFAULT_BUDGET, Card, Learned, budget_for, shard
 from jaxrel.downstream.cellrun import CellResult, CellSpec, Settings, run_cell
 from jaxrel.downstream.library import Library, LibraryError
+from jaxrel.downstream.lines import LibraryLine, library_line, read_libraries
+from jaxrel.downstream.schedule import DEFAULT_PEAK, Job, available_memory, run_jobs
 from jaxrel.errors import BadInput, EnvironmentFailure
 from jaxrel.family.model import Family
 
@@ -81,50 +82,8 @@ class Request:
     baseline: str | None = None  # crater: the frontend release to compare against (default: the newest)
     boxed: bool = True  # the libraries' tests in the box (cells.box); False only when the user said --unboxed
     cards: Mapping[str, Card] = field(default_factory=dict)  # a line naming a carded library alone takes its card
-
-
-class LibraryLine(NamedTuple):
-    """One library of a ``--libraries`` file: ``NAME[==VERSION] [repo=URL|PATH] [budget=SECONDS] [TEST ...]``."""
-
-    spec: str
-    repository: str | None = None  # where its tests are when its sdist has none
-    tests: tuple[str, ...] = ()
-    budget: float | None = None  # its own time budget per test run (diffrax's tests take longer than most)
-
-
-def library_line(text: str) -> LibraryLine:
-    """A ``--libraries`` line parsed: each library of a Crater with its own tests, repository and budget."""
-    words = text.split()
-    options = {w.split("=", 1)[0]: w.split("=", 1)[1] for w in words[1:] if w.startswith(("repo=", "budget="))}
-    tests = tuple(w for w in words[1:] if not w.startswith(("repo=", "budget=")))
-    return LibraryLine(words[0], options.get("repo"), tests, _seconds(options["budget"], text)
-                       if "budget" in options else None)
-
-
-def _seconds(value: str, line: str) -> float:
-    try:
-        seconds = float(value)
-    except ValueError:
-        seconds = 0.0
-    if not 0 < seconds < float("inf"):
-        raise BadInput(f"--libraries {line[:80]!r}: budget={value[:20]} is not a number of seconds; give "
-                       "budget=SECONDS (e.g. budget=600)")
-    return seconds
-
-
-def read_libraries(text: str) -> tuple[str, ...]:
-    """``--libraries a,b==1.0`` or ``--libraries @FILE`` (one a line: :func:`library_line`; ``#`` comments)."""
-    if text.startswith("@"):
-        lines = localfiles.read_text(Path(text[1:]), what="the --libraries file").splitlines()
-        items = [line.split("#", 1)[0].strip() for line in lines]
-    else:
-        items = [item.strip() for item in text.split(",")]
-    found = tuple(item for item in items if item)
-    if not found:
-        raise BadInput(f"--libraries {text[:80]!r}: no library named; give NAME[==VERSION],… or @FILE")
-    for item in found:
-        libraries.parse_library_spec(library_line(item).spec)
-    return found
+    learned: Mapping[str, Learned] = field(default_factory=dict)  # each library's last passing run (history store)
+    jobs: int = 1  # crater: libraries at once (memory-aware: jaxrel.downstream.schedule)
 
 
 def _settings(request: Request, family: Family, workdir: Path, index: Index) -> Settings:
@@ -177,18 +136,37 @@ def _stage(request: Request, line: str | None, library: Library, workdir: Path, 
                             selection=parsed.tests or request.tests,
                             repository=parsed.repository or request.library_repo,
                             smoke=(card.smoke if card and card.route == "smoke" else None) or request.smoke,
-                            progress=progress)
+                            progress=progress, files=card.files if card else (), tag=card.tag if card else None)
 
 
-def _budgeted(settings: Settings, request: Request, line: str | None) -> Settings:
-    """``settings`` with the line's own budget (or its card's), and its card's test requirements and ``-k``."""
-    budget, card = _carded(request, line).budget, card_of(request, line)
-    settings = replace(settings, budget=budget) if budget is not None else settings
+def _name(line: str | None) -> str:
+    """The canonical name of a line's library ("" for none: the checkout)."""
+    return str(canonicalize_name(libraries.parse_library_spec(library_line(line).spec)[0])) if line else ""
+
+
+def _job(request: Request, line: str | None) -> Job[str | None]:
+    """A library's run as the scheduler sees it: its expected time and peak memory (learned, else its budget and a
+    flat guess)."""
+    learned = request.learned.get(_name(line))
+    if learned is not None:
+        return Job(line, learned.seconds, learned.peak_bytes or DEFAULT_PEAK)
+    card = card_of(request, line)
+    return Job(line, (card.budget if card and card.budget else None) or request.budget, DEFAULT_PEAK)
+
+
+def _budgeted(settings: Settings, request: Request, line: str | None) -> tuple[Settings, str]:
+    """``settings`` with the library's budget (the line's own, else learned from its last passing run, else its
+    card's, else the default) and where it came from, and its card's test requirements and ``-k``."""
+    card = card_of(request, line)
+    own = library_line(line).budget if line else None
+    budget, why = (own, "its line") if own is not None else budget_for(card, request.learned.get(_name(line)),
+                                                                       settings.budget)
+    settings = replace(settings, budget=budget)
     if card is not None and card.test_requirements and not settings.test_requirements:
         settings = replace(settings, test_requirements=card.test_requirements)
     if card is not None and card.keyword and not settings.keyword:
         settings = replace(settings, keyword=card.keyword)
-    return settings
+    return settings, why
 
 
 def build_frontend(source: Path, ref: str | None, workdir: Path, python: str, index: Index) -> tuple[Path, str]:
@@ -247,7 +225,7 @@ def minimum(request: Request, family: Family, progress: Progress) -> list[minimu
         progress(f"downstream: {library.label} admits {len(found)} {family.frontend.distribution} releases "
                  f"({sum(1 for c in found if not c.problem)} installable here)")
 
-        own = _budgeted(settings, request, spec)
+        own, _ = _budgeted(settings, request, spec)
 
         def run(cell_spec: CellSpec, role: str, library: Library = library, tests: testsource.StagedTests = tests,
                 own: Settings = own, result: minimum_module.MinimumResult = result) -> CellResult:
@@ -353,8 +331,8 @@ def crater(request: Request, family: Family, progress: Progress, bisect: Bisecto
                                         backends=(baseline.backend, sides.candidate_backend),
                                         libraries_as_of=f"{committed:%Y-%m-%d}" if committed else "")
     specs: tuple[str | None, ...] = request.libraries or (None,)
-    staged: dict[str, tuple[Library, testsource.StagedTests]] = {}
-    for spec in specs:
+
+    def one(spec: str | None) -> tuple[crater_module.LibraryVerdict, tuple[Library, testsource.StagedTests] | None]:
         try:
             library = _library(request, spec, family, index, reader, committed)
             tests = _stage(request, spec, library, workdir, index, progress)
@@ -362,16 +340,24 @@ def crater(request: Request, family: Family, progress: Progress, bisect: Bisecto
             if len(specs) == 1:
                 raise
             name = library_line(spec).spec if spec else str(request.library_src)
-            result.libraries.append(crater_module.LibraryVerdict(name, "", "broken", f"cannot be prepared: {error}"))
             progress(f"crater: {name}: broken: {error}")
-            continue
-        staged[library.name] = (library, tests)
+            return crater_module.LibraryVerdict(name, "", "broken", f"cannot be prepared: {error}"), None
         era = replace(baseline, as_of=minimum_module.era(library.uploaded, sides.uploaded))
-        verdict = crater_module.run_library(library, tests, era, wheel, f"HEAD {what}",
-                                            _budgeted(settings, request, spec),
-                                            progress, candidate_backend=sides.candidate_backend)
-        result.libraries.append(verdict)
+        own, budget_from = _budgeted(settings, request, spec)
+        verdict = crater_module.run_library(library, tests, era, wheel, f"HEAD {what}", own, progress,
+                                            candidate_backend=sides.candidate_backend)
+        verdict.budget, verdict.budget_from = own.budget, budget_from
         progress(f"crater: {library.label}: {verdict.outcome}: {verdict.reason[:160]}")
+        return verdict, (library, tests)
+
+    capacity = available_memory() if request.jobs > 1 else None
+    done = run_jobs([_job(request, spec) for spec in specs], one, request.jobs, capacity,
+                    started=lambda spec, running: progress(
+                        f"crater: {_name(spec) or 'the checkout'}: started ({running} running)")
+                    if request.jobs > 1 else None)
+    staged = {verdict.name: prepared for verdict, prepared in done if prepared is not None}
+    result.libraries = [verdict for verdict, _ in done]
+    result.jobs, result.memory_capacity = request.jobs, capacity
     crater_module.group(result.libraries)
     if bisect is not None:
         for verdict in result.libraries:

@@ -48,10 +48,12 @@ class StagedTests:
     selected: bool = False  # the paths were chosen (--tests), not found
 
 
-def tag_candidates(library: Library) -> list[str]:
-    """The tag names a release is looked for under, in order: ``vX``, ``X``, ``NAME-vX``, ``NAME-X``."""
+def tag_candidates(library: Library, tag: str | None = None) -> list[str]:
+    """The tag names a release is looked for under, in order: ``tag`` (a card's ``v.{version}``) when given, then
+    ``vX``, ``X``, ``NAME-vX``, ``NAME-X``."""
     version = library.version
-    return [f"v{version}", version, f"{library.name}-v{version}", f"{library.name}-{version}"]
+    usual = [f"v{version}", version, f"{library.name}-v{version}", f"{library.name}-{version}"]
+    return list(dict.fromkeys([*([tag.format(version=version)] if tag else []), *usual]))
 
 
 def _is_test_module(path: Path) -> bool:
@@ -97,7 +99,7 @@ def staged_path(test: str, packages: set[str]) -> str:
     return f"{IN_PACKAGE}{head}{sep}{rest}" if head in packages and sep else test
 
 
-def _copy(tree: Path, paths: Sequence[str], dest: Path, packages: set[str]) -> str:
+def _copy(tree: Path, paths: Sequence[str], dest: Path, packages: set[str], files: Sequence[str] = ()) -> str:
     if dest.exists():
         shutil.rmtree(dest)
     dest.mkdir(parents=True)
@@ -126,6 +128,15 @@ def _copy(tree: Path, paths: Sequence[str], dest: Path, packages: set[str]) -> s
     for name in CONFIG_FILES:
         if (tree / name).is_file() and not (dest / name).exists():
             shutil.copy2(tree / name, dest / name)
+    for name in files:  # what the suite reads by its repository's paths (a card's ``files``: data, fixtures)
+        source = tree / name
+        if source.is_dir():
+            shutil.copytree(source, dest / name, symlinks=False, ignore=ignore, dirs_exist_ok=True)
+        elif source.is_file():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest / name)
+        else:
+            raise LibraryError(f"{name}: not in the tests' tree; fix the card's files")
     return "importlib" if inside else "prepend"
 
 
@@ -155,7 +166,7 @@ def _git(args: list[str], cwd: Path | None = None) -> tuple[int, str]:
     return done.returncode, done.stderr or done.stdout
 
 
-def _cloned_at_tag(library: Library, repository: str, into: Path) -> tuple[Path, str]:
+def _cloned_at_tag(library: Library, repository: str, into: Path, tag_format: str | None) -> tuple[Path, str]:
     target = into / "repo"
     code, answer = _git(["ls-remote", "--tags", "--", repository])
     if code != 0:
@@ -163,9 +174,10 @@ def _cloned_at_tag(library: Library, repository: str, into: Path) -> tuple[Path,
                                  "its checkout with --library-src PATH (at the release's tag)")
     tags = {line.split("refs/tags/", 1)[1].removesuffix("^{}") for line in answer.splitlines()
             if "refs/tags/" in line}
-    tag = next((t for t in tag_candidates(library) if t in tags), None)
+    candidates = tag_candidates(library, tag_format)
+    tag = next((t for t in candidates if t in tags), None)
     if tag is None:
-        raise LibraryError(f"{library.label}: {repository} has no tag {', '.join(tag_candidates(library))}; give "
+        raise LibraryError(f"{library.label}: {repository} has no tag {', '.join(candidates)}; give "
                            "the release's checkout with --library-src PATH, or --library-repo with its tags")
     if target.exists():
         shutil.rmtree(target)
@@ -192,8 +204,11 @@ def _cloned_at_tag(library: Library, repository: str, into: Path) -> tuple[Path,
 
 
 def stage(library: Library, into: Path, *, index: Index, selection: Sequence[str] = (), repository: str | None = None,
-          smoke: str | None = None, progress: Callable[[str], None] = lambda line: None) -> StagedTests:
-    """The library's tests (or smoke command) staged under ``into``; :class:`LibraryError` when none can be found."""
+          smoke: str | None = None, progress: Callable[[str], None] = lambda line: None, files: Sequence[str] = (),
+          tag: str | None = None) -> StagedTests:
+    """The library's tests (or smoke command) staged under ``into``; :class:`LibraryError` when none can be found.
+    ``files``: more paths of its tree the suite reads (data); ``tag``: the tag format its releases use
+    (``v.{version}``), tried first."""
     staged = into / "tests"
     if smoke is not None:
         staged.mkdir(parents=True, exist_ok=True)
@@ -216,12 +231,12 @@ def stage(library: Library, into: Path, *, index: Index, selection: Sequence[str
                 raise LibraryError(f"{library.label}: its sdist carries no tests and its METADATA names no source "
                                    "repository; give --library-src PATH, --library-repo URL, or --smoke CODE")
             progress(f"downstream: {library.label}: tests from {url} at the release's tag …")
-            tree, route = _cloned_at_tag(library, url, into)
+            tree, route = _cloned_at_tag(library, url, into, tag)
     paths = _selection(tree, selection, route)
     if not paths:
         raise LibraryError(f"{library.label}: no tests found in its {route}; give --tests PATHS, or --smoke CODE")
     packages = _package_dirs(tree)
-    mode = _copy(tree, paths, staged, packages)
+    mode = _copy(tree, paths, staged, packages, files)
     shown = tuple(staged_path(p, packages) for p in paths)
     return StagedTests(staged, shown, route, mode, requirements=_requirements_file(tree, paths),
                        selected=bool(selection))

@@ -25,6 +25,18 @@ def _list(value: object, path: Path, where: str) -> list[Any]:
     return value
 
 
+def _cost(side: object) -> tuple[float | None, int | None]:
+    """A Crater side's test run: its seconds and peak memory in bytes (``None`` where not measured or malformed)."""
+    if not isinstance(side, dict):
+        return None, None
+    timings = side.get("seconds")
+    seconds = timings.get("tests") if isinstance(timings, dict) else None
+    peak = side.get("peak_memory_bytes")
+    return (float(seconds) if isinstance(seconds, int | float) and not isinstance(seconds, bool) and seconds >= 0
+            else None,
+            int(peak) if isinstance(peak, int) and not isinstance(peak, bool) and peak >= 0 else None)
+
+
 def read_downstream(data: dict[str, Any], path: Path, sha256: str) -> ReportRecord:
     """The report as a :class:`~jaxrel.history.reports.ReportRecord` of kind ``downstream``."""
     python = short_text(data.get("python"), path, "python")
@@ -41,8 +53,9 @@ def read_downstream(data: dict[str, Any], path: Path, sha256: str) -> ReportReco
             record = CellRecord(f"downstream-py{python}-{name}", python, "any", "cpu",
                                 [("frontend", frontend), ("library", Artifact(name, str(item.get("version", ""))))])
             reason = str(item.get("reason", ""))
-            tests = [TestRecord(CELL_TEST, CRATER_STATES[outcome], None,
-                                signature(reason) if CRATER_STATES[outcome] != "passed" else "")]
+            seconds, peak = _cost(item.get("candidate"))
+            tests = [TestRecord(CELL_TEST, CRATER_STATES[outcome], seconds,
+                                signature(reason) if CRATER_STATES[outcome] != "passed" else "", peak_bytes=peak)]
             if outcome == "regressed":
                 tests += [TestRecord(str(test)[:500], "failed", None, str(item.get("signature", ""))[:200], OWN_TESTS)
                           for test in _list(item.get("failing", []), path, f"{where}.failing")]

@@ -92,15 +92,16 @@ def ingest(store: Store, path: Path, *, night: str | None = None, source: str | 
             for test in tests:
                 meaning = verdict(test.outcome, _outcome_before(test, before), same.get(test.test, set()))
                 if not selections.routine(test):  # a routine result is kept in the run's selection
-                    results.append((run, combo, test.test, test.outcome, test.duration, test.signature, test.suite))
+                    results.append((run, combo, test.test, test.outcome, test.duration, test.signature, test.suite,
+                                    test.peak_bytes))
                 if selections.kept(test.test, meaning):
                     verdicts.append((run, cell.cell, test.test, meaning))
                 if test.outcome != "infra":
                     latest.append((cell.cell, test.test, night, test.outcome, test.suite))
                 if meaning == "new-regression":
                     regressions.append((cell.cell, test.test))
-            db.executemany("INSERT INTO results (run, combo, test, outcome, duration, signature, suite) "
-                           "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run, combo, test) DO NOTHING", results)
+            db.executemany("INSERT INTO results (run, combo, test, outcome, duration, signature, suite, peak_bytes) "
+                           "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (run, combo, test) DO NOTHING", results)
             db.executemany("INSERT INTO verdicts (run, cell, test, verdict) VALUES (?, ?, ?, ?) ON CONFLICT (run, "
                            "cell, test) DO UPDATE SET verdict = excluded.verdict", verdicts)
             selections.record(db, run, combo, tests)

@@ -27,6 +27,7 @@ class TestRecord:
     duration: float | None = None
     signature: str = ""
     suite: str = ""  # one of SUITES
+    peak_bytes: int | None = None  # the run's peak memory, where it was measured (a Crater's library)
 
 
 @dataclass

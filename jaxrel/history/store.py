@@ -102,6 +102,10 @@ MIGRATIONS: tuple[tuple[str, ...], ...] = (
     (  # 6: the frontend's minimum backend on each run: a regression whose backend fell below it is retired
         "ALTER TABLE runs ADD COLUMN minimum_backend TEXT NOT NULL DEFAULT ''",
     ),
+    (  # 7: a result's peak memory, where the run measured it (a Crater's library: the box's cgroup), so the next
+       # Crater schedules by it
+        "ALTER TABLE results ADD COLUMN peak_bytes BIGINT",
+    ),
 )
 CELL_TEST = "cell"  # the test id under which a cell's own outcome is kept
 OWN_TESTS = "own tests"  # the test id under which the frontend's own tests are kept as one (passed: none failed)

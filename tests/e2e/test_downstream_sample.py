@@ -287,3 +287,37 @@ def test_a_checkout_that_is_not_a_python_project(index: tuple[str, Path], tmp_pa
     done = downstream("minimum", "--library-src", str(tmp_path / "empty"), *family(frontend),
                       workdir=tmp_path / "w", url=url)
     assert done.returncode == 2 and "not a Python project" in done.stderr.strip().splitlines()[-1]
+
+
+def test_cards_shards_jobs_and_budgets_learned_from_the_history(index: tuple[str, Path], tmp_path: Path) -> None:
+    """The cards of the sample ecosystem: shard 2 of 2 (split by the cards' budgets, longest first: dalias alone in
+    shard 1, dlib and dalias-two in shard 2) runs its two libraries two at once, each with its card's budget, and
+    records the run; the next Crater of dlib learns its budget from that passing run (its time × 3, at least 120 s)."""
+    url, frontend = index
+    cards = tmp_path / "cards.toml"
+    cards.write_text("[cards.dalias]\nlayer = 'a'\nbudget = 300\n[cards.dlib]\nlayer = 'b'\nbudget = 200\n"
+                     "[cards.dalias-two]\nlayer = 'c'\nbudget = 100\n"
+                     "[cards.dgone]\nlayer = 'd'\nskip = 'the index serves no installable release of it'\n")
+    store = tmp_path / "history.db"
+    common = ["--frontend-src", str(frontend), "--ref", "dfam-v0.5.0", *family(frontend), "--json", "--no-bisect",
+              "--record", str(store), "--night", "2026-11-28"]
+    done = downstream("crater", *common, "--cards", str(cards), "--shard", "2/2", "--jobs", "2",
+                      workdir=tmp_path / "shard", url=url)
+    assert done.returncode in (0, 1), done.stderr[-3000:]
+    result = json.loads(done.stdout.split("\nhistory: ")[0])
+    assert sorted(lib["name"] for lib in result["libraries"]) == ["dalias-two", "dlib"]
+    assert result["jobs"] == 2 and result["memory_capacity"] > 0
+    assert "dlib: started (2 running)" in done.stderr or "dalias-two: started (2 running)" in done.stderr
+    budgets = {lib["name"]: (lib["budget"], lib["budget_from"]) for lib in result["libraries"]}
+    assert budgets == {"dlib": (200.0, "its card"), "dalias-two": (100.0, "its card")}, budgets
+    assert result["ecosystem"]["carded"] == 2 and result["ecosystem"]["not_run"] == []
+    dlib = next(lib for lib in result["libraries"] if lib["name"] == "dlib")
+    assert dlib["outcome"] == "test-pass" and dlib["candidate"]["seconds"]["tests"] > 0
+
+    again = downstream("crater", *common[:-1], "2026-11-29", "--cards", str(cards), "--libraries", "dlib",
+                       workdir=tmp_path / "again", url=url)
+    assert again.returncode == 0, again.stderr[-3000:]
+    (learned,) = json.loads(again.stdout.split("\nhistory: ")[0])["libraries"]
+    seconds = dlib["candidate"]["seconds"]["tests"]
+    assert learned["budget_from"] == f"learned: {seconds:.0f} s on 2026-11-28 × 3", learned["budget_from"]
+    assert learned["budget"] == max(120, round(seconds * 3))

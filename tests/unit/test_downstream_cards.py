@@ -108,3 +108,40 @@ def test_a_bad_shard_is_refused(text: str) -> None:
     with pytest.raises(BadInput):
         parse_shard(text)
     assert parse_shard("3/4") == (3, 4)
+
+
+def _repository(root: Path) -> Path:
+    """A library's repository whose release 0.3.1 is tagged ``v.0.3.1`` (evosax's format), its tests reading a data
+    file by the repository's path."""
+    import subprocess
+
+    tree = root / "lib"
+    (tree / "tests").mkdir(parents=True)
+    (tree / "tests" / "test_data.py").write_text("def test_reads():\n    assert open('data/x.txt').read() == 'x'\n")
+    (tree / "data").mkdir()
+    (tree / "data" / "x.txt").write_text("x")
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@t", "-c", "init.defaultBranch=main"]
+    for args in (["init", "-q"], ["add", "."], ["commit", "-qm", "release"], ["tag", "v.0.3.1"]):
+        subprocess.run([*git, *args], cwd=tree, check=True, capture_output=True)
+    return tree
+
+
+def test_a_cards_tag_format_and_files_reach_the_staged_tests(tmp_path: Path) -> None:
+    from jaxrel.distributions.index import Index
+    from jaxrel.downstream.library import Library, LibraryError
+    from jaxrel.downstream.testsource import stage, tag_candidates
+
+    library = Library("evolib", "0.3.1", ())
+    assert tag_candidates(library, "v.{version}")[:2] == ["v.0.3.1", "v0.3.1"]
+    repository = _repository(tmp_path)
+    index = Index([], [])
+    staged = stage(library, tmp_path / "stage", index=index, repository=str(repository), files=("data",),
+                   tag="v.{version}")
+    assert staged.route.startswith("tag v.0.3.1 of") and (staged.root / "data" / "x.txt").read_text() == "x"
+    with pytest.raises(LibraryError, match="has no tag v0.3.1, 0.3.1"):
+        stage(library, tmp_path / "again", index=index, repository=str(repository))
+    with pytest.raises(LibraryError, match="fixtures: not in the tests' tree; fix the card's files"):
+        stage(library, tmp_path / "third", index=index, repository=str(repository), files=("fixtures",),
+              tag="v.{version}")
+    with pytest.raises(BadInput, match="does not hold {version}"):
+        parse_cards("[cards.a]\nlayer = 'x'\ntag = 'v1'\n", "cards.toml")
