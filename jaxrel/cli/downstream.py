@@ -96,6 +96,9 @@ def add(verbs: Any) -> None:
                      help="libraries at once (default 1); each started only while the peak memory expected of those "
                           "running (their last passing runs', from --record's store) fits in what the machine has")
     add_record_options(sub)
+    sub.add_argument("--history", metavar="DB",
+                     help="learn each library's budget and expected memory from this history store (read only; "
+                          "default: --record's)")
     sub.add_argument("--shard", metavar="I/N",
                      help="without --libraries: only shard I of N of the carded libraries, split evenly by their "
                           "budgets (every job of a CI matrix computes the same split)")
@@ -167,20 +170,34 @@ def _good(args: argparse.Namespace, family: Family, baseline: str) -> str:
 
 
 def _learned(args: argparse.Namespace, cards: Mapping[str, Card]) -> dict[str, Learned]:
-    """With ``--record DB``: each carded (or named) library's last passing Crater run kept there, on ``--python``."""
-    if not args.record:
+    """With ``--history DB`` (else ``--record DB``): each carded (or named) library's last passing Crater run kept
+    there, on ``--python``."""
+    source = args.history or args.record
+    if not source:
         return {}
     from jaxrel.history.library_costs import library_costs
     from jaxrel.history.store import open_store
 
     names = set(cards) | {str(canonicalize_name(parse_library_spec(line.split()[0])[0]))
                           for line in (run.read_libraries(args.libraries) if args.libraries else ())}
-    store = open_store(args.record)
+    store = open_store(source, create=not args.history)
     try:
         costs = library_costs(store, args.python, sorted(names))
     finally:
         store.close()
     return {name: Learned(cost.seconds, cost.peak_bytes, cost.night) for name, cost in costs.items()}
+
+
+def _coverage(cards: Mapping[str, Card], ran: set[str], part: tuple[int, int] | None
+              ) -> tuple[int, list[tuple[str, str]]]:
+    """The cards a run answers for (a shard: its own, and the skipped cards once, in shard 1) and each of those it
+    did not run, with why."""
+    def why(name: str) -> str:
+        return cards[name].skip or ("in another shard" if part else "not named in --libraries")
+
+    mine = [name for name, card in cards.items() if name in ran or (
+        part is None or (part[0] == 1 and not card.runnable))]
+    return len(mine), [(name, why(name)) for name in mine if name not in ran]
 
 
 def run_crater(args: argparse.Namespace) -> int:
@@ -225,11 +242,8 @@ def run_crater(args: argparse.Namespace) -> int:
                                                       [c.hash for c in found.candidates], "notes": found.notes})
 
     result = run.crater(request, family, say, None if args.no_bisect else bisect)
-    if not (args.libraries or args.library_src):  # the run came from the cards: say how much of them it covered
-        result.carded = len(cards) if part is None else len(libraries) + len(
-            [name for name, card in cards.items() if not card.runnable and part[0] == 1])
-        result.not_run = [(name, card.skip) for name, card in cards.items()
-                          if not card.runnable and (part is None or part[0] == 1)]
+    if not args.library_src:  # how much of the carded ecosystem the run covered
+        result.carded, result.not_run = _coverage(cards, {v.name for v in result.libraries}, part)
     data = result.to_json()
     report.write(request.workdir, "crater", data, report.crater_text(result), report.crater_markdown(result))
     print(json.dumps(data, indent=2) if args.json else report.crater_text(result))

@@ -102,20 +102,18 @@ def _settings(request: Request, family: Family, workdir: Path, index: Index) -> 
 
 
 def card_of(request: Request, line: str | None) -> Card | None:
-    """The card of a line's library, when the line names it alone (``optax`` or ``optax==0.2.8``, no options or
-    tests: those are the line's own) and it has one."""
-    if not line or len(line.split()) > 1:
-        return None
-    return request.cards.get(str(canonicalize_name(libraries.parse_library_spec(library_line(line).spec)[0])))
+    """The card of a line's library (``optax``, ``optax==0.2.8 repo=… TESTS``), when it has one."""
+    return request.cards.get(_name(line)) if line else None
 
 
 def _carded(request: Request, line: str | None) -> LibraryLine:
-    """The line as parsed, with its card's repository, tests and budget when it names a carded library alone."""
+    """The line as parsed, its card's repository, tests and budget filling in what the line does not give."""
     parsed = library_line(line) if line else LibraryLine("")
     card = card_of(request, line)
     if card is None:
         return parsed
-    return LibraryLine(parsed.spec, card.repository, card.tests, card.budget)
+    return LibraryLine(parsed.spec, parsed.repository or card.repository, parsed.tests or card.tests,
+                       parsed.budget if parsed.budget is not None else card.budget)
 
 
 def _library(request: Request, spec: str | None, family: Family, index: Index, reader: MetadataReader,

@@ -58,7 +58,11 @@ def test_a_card_becomes_a_libraries_line_and_a_bare_name_takes_its_card(tmp_path
     assert "budget=900" in CARDS["diffrax"].line()
     request = run.Request(("optax",), tmp_path, cards=CARDS)
     assert run.card_of(request, "optax==0.2.8") == CARDS["optax"] and run.card_of(request, "optax") == CARDS["optax"]
-    assert run.card_of(request, "optax tests/x_test.py") is None, "a line with its own tests is its own"
+    assert run.card_of(request, "optax tests/x_test.py") == CARDS["optax"], "the line's own tests override the card's"
+    assert run._carded(request, "optax tests/x_test.py").tests == ("tests/x_test.py",)
+    assert run._carded(request, "optax budget=5").tests == CARDS["optax"].tests
+    assert run._carded(request, "jaxtyping repo=/m/j").repository == "/m/j"
+    assert run._carded(request, "jaxtyping").repository == "https://github.com/patrick-kidger/jaxtyping"
     assert run.card_of(request, "unknown-lib") is None
     assert "jraph" not in run.carded_libraries(CARDS) and "optax" in run.carded_libraries(CARDS)
 

@@ -341,3 +341,20 @@ def test_the_device_check_takes_every_bazel_component_as_the_release_builds_it()
     assert "pip index versions jax --python-version 3.12" in jax, "Debian 12's python3 is 3.11; jax 0.12 needs 3.12"
     assert "3.12" in next(step["with"]["python-version"] for step in device["steps"]
                           if "setup-python" in step.get("uses", ""))
+
+
+def test_the_nightly_crater_fans_out_over_shards_of_the_cards() -> None:
+    """downstream.yml: the cards split over SHARDS jobs (one matrix entry a shard, 1..SHARDS), each running its shard
+    two libraries at once with budgets learned from the store the collector keeps; the collector ingests them all."""
+    workflow = _load("downstream.yml")
+    jobs = workflow["jobs"]
+    crater = jobs["crater"]
+    assert crater["strategy"]["matrix"]["shard"] == "${{ fromJSON(needs.libraries.outputs.shards) }}"
+    script = next(step["run"] for step in crater["steps"] if step.get("name") == "Crater")
+    assert '--shard "$SHARD/$SHARDS" --jobs 2' in script and "--history build/history/history.sqlite" in script
+    assert int(workflow["env"]["SHARDS"]) >= 2
+    plan = next(step["run"] for step in jobs["libraries"]["steps"] if step.get("id") == "list")
+    assert "range(1, $SHARDS + 1)" in plan and "DEFAULT_LIBRARIES" not in plan
+    restored = [step for step in crater["steps"] if "actions/cache/restore" in str(step.get("uses", ""))]
+    assert restored and not [step for step in crater["steps"] if "actions/cache/save" in str(step.get("uses", ""))]
+    assert {"libraries", "crater"} <= _needs(jobs["history"])
