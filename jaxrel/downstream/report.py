@@ -15,7 +15,7 @@ from jaxrel.downstream.cellrun import CellResult
 from jaxrel.downstream.crater import CraterResult
 from jaxrel.downstream.minimum import MinimumResult
 
-__all__ = ["crater_markdown", "crater_text", "gil_lines", "minimum_markdown", "minimum_text", "write"]
+__all__ = ["crater_markdown", "crater_text", "gil_lines", "root_causes", "minimum_markdown", "minimum_text", "write"]
 
 
 UNBOXED = ("UNBOXED (--unboxed): the tests ran outside the box, as this user, with the file system, memory and "
@@ -103,12 +103,31 @@ def crater_text(result: CraterResult) -> str:
     for group, (signature, names) in sorted(result.groups().items()):
         lines.append(f"{group}: {len(names)} libraries: {', '.join(names)}: {signature}")
     lines += _culprit_lines(result)
+    lines += _cause_lines(result)
     lines += gil_lines((v.name, cell) for v in result.libraries for cell in (v.baseline, v.candidate))
     counts = result.to_json()["counts"]
     lines.append(", ".join(f"{n} {o}" for o, n in counts.items() if n) + f"; {result.seconds:.0f} s")
     lines += [result.coverage()] if result.coverage() else []
     lines.append(_box(result.boxed))
     return "\n".join(lines)
+
+
+def root_causes(result: CraterResult) -> list[tuple[str, str, list[str]]]:
+    """The regressions grouped by the commit bisect named, across libraries and error groups: (commit, subject,
+    libraries), the commit breaking the most first."""
+    found: dict[str, tuple[str, list[str]]] = {}
+    for verdict in result.libraries:
+        culprit = verdict.culprit or {}
+        if verdict.outcome == "regressed" and "commit" in culprit:
+            found.setdefault(str(culprit["commit"]), (str(culprit.get("subject", "")), []))[1].append(verdict.name)
+    return sorted(((commit, subject, names) for commit, (subject, names) in found.items()),
+                  key=lambda item: (-len(item[2]), item[0]))
+
+
+def _cause_lines(result: CraterResult) -> list[str]:
+    return [f"root cause {commit[:12]} {_cut(subject, 80)}: {len(names)} "
+            f"{'library' if len(names) == 1 else 'libraries'}: {', '.join(names)}"
+            for commit, subject, names in root_causes(result)]
 
 
 def _culprit_lines(result: CraterResult) -> list[str]:
@@ -157,8 +176,14 @@ def crater_markdown(result: CraterResult) -> str:
                      f"{f'`{culprit[:12]}`' if culprit else ''} | {_cut(v.reason, 100).replace('|', '/')} |")
     groups = result.groups()
     if groups:
-        lines += ["", "Root causes:", ""]
+        lines += ["", "Error groups:", ""]
         lines += [f"- **{g}** ({len(names)}: {', '.join(names)}): `{s}`" for g, (s, names) in sorted(groups.items())]
+    causes = root_causes(result)
+    if causes:
+        lines += ["", "Root causes (by the commit bisect named):", ""]
+        lines += [f"- [ ] `{commit[:12]}` {subject.replace('|', '/')}: {len(names)} "
+                  f"{'library' if len(names) == 1 else 'libraries'} ({', '.join(names)})"
+                  for commit, subject, names in causes]
     culprits = _culprit_lines(result)
     if culprits:
         lines += ["", "Bisections:", "", *(f"- {line.strip()}" for line in culprits)]

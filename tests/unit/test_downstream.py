@@ -311,3 +311,24 @@ def test_the_not_installable_line_names_whose_reason_it_shows() -> None:
     assert ("not-installable: 0.4.27, 0.4.28, 0.4.29, 0.4.30, 0.4.31, 0.4.32, 0.4.33, 0.4.34 and 3 more (0.4.27: no "
             "jaxlib it admits (>=0.4.27) has a wheel for Python 3.13t here)") in text
     assert "0.11.2" not in text
+
+
+def test_regressions_are_grouped_by_the_commit_bisect_named_across_libraries() -> None:
+    """One removal, two libraries (distrax and rlax at 0.7.0: pytype_aval_mappings), another alone; the release
+    issue gets one line (a checkbox) a root cause, the commit breaking the most first."""
+    def regressed(name: str, commit: str, subject: str, group: str) -> crater.LibraryVerdict:
+        return crater.LibraryVerdict(name, "1.0", "regressed", "new failures", group=group,
+                                     culprit={"commit": commit, "subject": subject, "steps": 11})
+    result = crater.CraterResult("jax at HEAD", "abc", "0.6.2", "3.12", libraries=[
+        regressed("numpyro", "fc18e57b403b" + "0" * 28, "Remove pjit_p", "G1"),
+        regressed("distrax", "3c6903d61048" + "0" * 28, "Remove pytype_aval_mappings", "G2"),
+        regressed("rlax", "3c6903d61048" + "0" * 28, "Remove pytype_aval_mappings", "G3"),
+        crater.LibraryVerdict("optax", "0.2.5", "test-pass", "80 passed on both"),
+    ])
+    causes = report.root_causes(result)
+    assert [(c[:12], names) for c, _, names in causes] == [("3c6903d61048", ["distrax", "rlax"]),
+                                                           ("fc18e57b403b", ["numpyro"])]
+    markdown = report.crater_markdown(result)
+    assert "- [ ] `3c6903d61048` Remove pytype_aval_mappings: 2 libraries (distrax, rlax)" in markdown
+    text = report.crater_text(result)
+    assert "root cause 3c6903d61048 Remove pytype_aval_mappings: 2 libraries: distrax, rlax" in text
