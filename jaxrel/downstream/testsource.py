@@ -18,17 +18,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
-from jaxrel._util import procs
+import dependency_groups
+from packaging.requirements import InvalidRequirement
+
+from jaxrel._util import localfiles, procs
 from jaxrel._util.tarballs import extract_all
 from jaxrel._util.text import tail
 from jaxrel.cells.owntests import CONFIG_FILES, check_test_paths, test_path
 from jaxrel.distributions.index import Index
 from jaxrel.distributions.sources import git_environment
 from jaxrel.downstream.library import Library, LibraryError
-from jaxrel.errors import EnvironmentFailure
+from jaxrel.errors import BadInput, EnvironmentFailure
 
-__all__ = ["GIT_DEADLINE", "StagedTests", "find_tests", "requirement_lines", "stage", "staged_path",
-           "tag_candidates"]
+__all__ = ["GIT_DEADLINE", "StagedTests", "dependency_group", "find_tests", "requirement_lines", "stage",
+           "staged_path", "tag_candidates"]
 
 GIT_DEADLINE = 300.0  # seconds for one clone of a library's repository at a tag
 TEST_DIRS = ("tests", "test")
@@ -246,14 +249,41 @@ REQUIREMENTS_FILES = ("requirements-test.txt", "requirements_test.txt", "test-re
                       "requirements/requirements-test.txt", "requirements/test.txt")
 
 
+TEST_GROUPS = ("tests", "test", "testing")  # PEP 735 dependency groups holding test requirements, in this order
+
+
+def dependency_group(tree: Path) -> tuple[str, ...]:
+    """The requirements of the tree's test dependency group (``[dependency-groups] tests = [...]`` in its
+    ``pyproject.toml``, PEP 735, resolved by pypa's ``dependency-groups``: includes followed); none when it has
+    none or the table is not valid."""
+    path = tree / "pyproject.toml"
+    if not path.is_file():
+        return ()
+    try:
+        groups = localfiles.loads_toml(path.read_text(encoding="utf-8", errors="replace"), str(path)).get(
+            "dependency-groups")
+    except BadInput:
+        return ()
+    if not isinstance(groups, dict):
+        return ()
+    name = next((g for g in TEST_GROUPS if g in groups), None)
+    if name is None:
+        return ()
+    try:
+        return tuple(dependency_groups.resolve(groups, name))
+    except (TypeError, ValueError, LookupError, InvalidRequirement):
+        return ()
+
+
 def _requirements_file(tree: Path, paths: Sequence[str]) -> tuple[str, ...]:
-    """The tests' own requirements: ``requirements.txt`` in their top directory (equinox's ``tests/``), else a
-    test requirements file at the tree's top (chex's ``requirements/requirements-test.txt``), if any."""
+    """The tests' own requirements: ``requirements.txt`` in their top directory (a ``tests/requirements.txt``), else
+    a test requirements file at the tree's top (chex's ``requirements/requirements-test.txt``), else its test
+    dependency group (equinox's ``[dependency-groups] tests``), if any."""
     top = PurePosixPath(test_path(paths[0])).parts[0] if paths else ""
     places = [f"{top}/requirements.txt"] if top and (tree / top).is_dir() else []
     found = next((tree / p for p in [*places, *REQUIREMENTS_FILES] if (tree / p).is_file()), None)
     if found is None:
-        return ()
+        return dependency_group(tree)
     return tuple(line for line in requirement_lines(found.read_text(encoding="utf-8", errors="replace"))
                  if not line.startswith("-"))  # its options (-r, -e) name files of its own tree
 

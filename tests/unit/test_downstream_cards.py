@@ -149,3 +149,19 @@ def test_a_cards_tag_format_and_files_reach_the_staged_tests(tmp_path: Path) -> 
               tag="v.{version}")
     with pytest.raises(BadInput, match="does not hold {version}"):
         parse_cards("[cards.a]\nlayer = 'x'\ntag = 'v1'\n", "cards.toml")
+
+
+def test_a_repository_s_test_dependency_group_gives_the_tests_requirements(tmp_path: Path) -> None:
+    """equinox 0.13.8 declares its tests' requirements only as a PEP 735 group (``tests = ["beartype", ...]``): the
+    first real Crater at scale found its tests broken without it (ModuleNotFoundError: beartype)."""
+    from jaxrel.downstream.testsource import dependency_group
+
+    (tmp_path / "pyproject.toml").write_text(
+        '[dependency-groups]\ndev = ["ruff"]\nbase = ["optax"]\ntests = ["beartype", {include-group = "base"}]\n')
+    assert dependency_group(tmp_path) == ("beartype", "optax")
+    (tmp_path / "pyproject.toml").write_text('[dependency-groups]\ntests = [{include-group = "tests"}]\n')
+    assert dependency_group(tmp_path) == (), "a cycle is no group"
+    (tmp_path / "pyproject.toml").write_text('[dependency-groups]\ndev = ["ruff"]\n')
+    assert dependency_group(tmp_path) == ()
+    (tmp_path / "pyproject.toml").write_text("not toml [")
+    assert dependency_group(tmp_path) == ()
