@@ -29,7 +29,7 @@ MARGIN = 3.0  # a learned budget: the last passing run's time times this (a busy
 FLOOR = 120.0  # … and never below this (environments and imports vary more than tests on short suites)
 ROUTES = ("sdist", "repository", "smoke")
 _KEYS = {"layer", "route", "tests", "keyword", "test_requirements", "assume", "budget", "slow", "skip", "repository",
-         "smoke", "files", "tag"}
+         "smoke", "files", "tag", "why"}
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,7 @@ class Card:
     smoke: str | None = None
     files: tuple[str, ...] = ()  # more paths of its tree its tests read (data files by the repository's paths)
     tag: str | None = None  # its releases' tag format when not vX, X, NAME-vX: "v.{version}"
+    why: str = ""  # why its route or selection is what it is, where its sdist does not show it
 
     @property
     def runnable(self) -> bool:
@@ -106,7 +107,7 @@ def _card(name: str, table: object, source: str) -> Card:
     if unknown:
         raise BadInput(f"{where}: unknown key {unknown[0]!r}; the keys are {', '.join(sorted(_KEYS))}")
     values: dict[str, Any] = {"layer": _text(table.get("layer"), f"{where} layer")}
-    for key in ("keyword", "assume", "slow", "skip", "repository", "smoke", "tag"):
+    for key in ("keyword", "assume", "slow", "skip", "repository", "smoke", "tag", "why"):
         if key in table:
             values[key] = _text(table[key], f"{where} {key}")
     if "{version}" not in values.get("tag", "{version}"):
