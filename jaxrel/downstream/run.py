@@ -39,7 +39,7 @@ from jaxrel.errors import BadInput, EnvironmentFailure
 from jaxrel.family.model import Family
 
 __all__ = ["LibraryLine", "Request", "build_frontend", "card_of", "carded_libraries", "crater", "library_line",
-           "minimum", "read_libraries"]
+           "minimum", "read_libraries", "where_tests"]
 
 Progress = Callable[[str], None]
 
@@ -106,16 +106,6 @@ def card_of(request: Request, line: str | None) -> Card | None:
     return request.cards.get(_name(line)) if line else None
 
 
-def _carded(request: Request, line: str | None) -> LibraryLine:
-    """The line as parsed, its card's repository, tests and budget filling in what the line does not give."""
-    parsed = library_line(line) if line else LibraryLine("")
-    card = card_of(request, line)
-    if card is None:
-        return parsed
-    return LibraryLine(parsed.spec, parsed.repository or card.repository, parsed.tests or card.tests,
-                       parsed.budget if parsed.budget is not None else card.budget)
-
-
 def _library(request: Request, spec: str | None, family: Family, index: Index, reader: MetadataReader,
              released_before: datetime.datetime | None = None) -> Library:
     if request.library_src is not None:
@@ -127,13 +117,22 @@ def _library(request: Request, spec: str | None, family: Family, index: Index, r
                                 assumed=card.assume if card else None)
 
 
+def where_tests(request: Request, line: str | None) -> tuple[tuple[str, ...], bool, str | None]:
+    """A library's selection, whether it is only a preference (its card's, chosen at its newest release), and its
+    repository: the line's own, else the command line's (``--tests``, ``--library-repo``), else its card's."""
+    own, card = library_line(line) if line else LibraryLine(""), card_of(request, line)
+    selection = own.tests or request.tests or (card.tests if card else ())
+    repository = own.repository or request.library_repo or (card.repository if card else None)
+    return selection, not (own.tests or request.tests) and bool(selection), repository
+
+
 def _stage(request: Request, line: str | None, library: Library, workdir: Path, index: Index, progress: Progress
            ) -> testsource.StagedTests:
-    parsed, card = _carded(request, line), card_of(request, line)
-    return testsource.stage(library, workdir / "stage" / library.name, index=index,
-                            selection=parsed.tests or request.tests,
-                            repository=parsed.repository or request.library_repo,
-                            smoke=(card.smoke if card and card.route == "smoke" else None) or request.smoke,
+    selection, preferred, repository = where_tests(request, line)
+    card = card_of(request, line)
+    return testsource.stage(library, workdir / "stage" / library.name, index=index, selection=selection,
+                            preferred=preferred, repository=repository,
+                            smoke=request.smoke or (card.smoke if card and card.route == "smoke" else None),
                             progress=progress, files=card.files if card else (), tag=card.tag if card else None)
 
 

@@ -81,10 +81,14 @@ def _package_dirs(tree: Path) -> set[str]:
             and p.name not in TEST_DIRS} if tree.is_dir() else set()
 
 
-def _selection(tree: Path, selection: Sequence[str], where: str) -> list[str]:
+def _selection(tree: Path, selection: Sequence[str], where: str, preferred: bool = False) -> list[str]:
+    """The paths to run: ``selection`` (each must exist; ``preferred``, a card's: those that exist, else the
+    default), or the default (:func:`find_tests`)."""
     if selection:
         check_test_paths(selection, option="--tests")
         missing = [t for t in selection if not (tree / test_path(t)).exists()]
+        if preferred and missing:
+            return [t for t in selection if t not in missing] or find_tests(tree)
         if missing:
             raise LibraryError(f"--tests {missing[0]}: not in the library's tests ({where}); give paths or node ids "
                                "relative to the library's top")
@@ -208,10 +212,11 @@ def _cloned_at_tag(library: Library, repository: str, into: Path, tag_format: st
 
 def stage(library: Library, into: Path, *, index: Index, selection: Sequence[str] = (), repository: str | None = None,
           smoke: str | None = None, progress: Callable[[str], None] = lambda line: None, files: Sequence[str] = (),
-          tag: str | None = None) -> StagedTests:
+          tag: str | None = None, preferred: bool = False) -> StagedTests:
     """The library's tests (or smoke command) staged under ``into``; :class:`LibraryError` when none can be found.
     ``files``: more paths of its tree the suite reads (data); ``tag``: the tag format its releases use
-    (``v.{version}``), tried first."""
+    (``v.{version}``), tried first; ``preferred``: the selection is a card's, chosen at the library's newest
+    release: in an older one, those of its paths that exist run, else the release's default tests."""
     staged = into / "tests"
     if smoke is not None:
         staged.mkdir(parents=True, exist_ok=True)
@@ -221,7 +226,9 @@ def stage(library: Library, into: Path, *, index: Index, selection: Sequence[str
     else:
         sdist = _unpacked_sdist(index, library, into)
         wanted = [test_path(t) for t in selection]
-        if sdist is not None and (all((sdist / t).exists() for t in wanted) if wanted else bool(find_tests(sdist))):
+        present = [t for t in wanted if (sdist / t).exists()] if sdist is not None else []
+        if sdist is not None and (all((sdist / t).exists() for t in wanted) if wanted else bool(find_tests(sdist))
+                                  or (preferred and present)):
             tree, route = sdist, f"sdist {library.sdist.filename if library.sdist else ''}"
         elif sdist is not None and wanted and find_tests(sdist) and repository is None and library.source_url() is None:
             tree, route = sdist, f"sdist {library.sdist.filename if library.sdist else ''}"  # says what is missing
@@ -235,7 +242,10 @@ def stage(library: Library, into: Path, *, index: Index, selection: Sequence[str
                                    "repository; give --library-src PATH, --library-repo URL, or --smoke CODE")
             progress(f"downstream: {library.label}: tests from {url} at the release's tag …")
             tree, route = _cloned_at_tag(library, url, into, tag)
-    paths = _selection(tree, selection, route)
+    paths = _selection(tree, selection, route, preferred)
+    if preferred and selection and list(paths) != list(selection):
+        route += (f" (of the card's tests, only {' '.join(paths)} exist in this release)"
+                  if set(paths) <= set(selection) else " (the card's tests are not in this release: its default tests)")
     if not paths:
         raise LibraryError(f"{library.label}: no tests found in its {route}; give --tests PATHS, or --smoke CODE")
     packages = _package_dirs(tree)
