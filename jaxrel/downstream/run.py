@@ -133,7 +133,8 @@ def _stage(request: Request, line: str | None, library: Library, workdir: Path, 
     return testsource.stage(library, workdir / "stage" / library.name, index=index, selection=selection,
                             preferred=preferred, repository=repository,
                             smoke=request.smoke or (card.smoke if card and card.route == "smoke" else None),
-                            progress=progress, files=card.files if card else (), tag=card.tag if card else None)
+                            progress=progress, files=card.files if card else (), tag=card.tag if card else None,
+                            from_repository=bool(card and card.route == "repository"))
 
 
 def _name(line: str | None) -> str:

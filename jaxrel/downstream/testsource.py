@@ -212,11 +212,12 @@ def _cloned_at_tag(library: Library, repository: str, into: Path, tag_format: st
 
 def stage(library: Library, into: Path, *, index: Index, selection: Sequence[str] = (), repository: str | None = None,
           smoke: str | None = None, progress: Callable[[str], None] = lambda line: None, files: Sequence[str] = (),
-          tag: str | None = None, preferred: bool = False) -> StagedTests:
+          tag: str | None = None, preferred: bool = False, from_repository: bool = False) -> StagedTests:
     """The library's tests (or smoke command) staged under ``into``; :class:`LibraryError` when none can be found.
     ``files``: more paths of its tree the suite reads (data); ``tag``: the tag format its releases use
     (``v.{version}``), tried first; ``preferred``: the selection is a card's, chosen at the library's newest
-    release: in an older one, those of its paths that exist run, else the release's default tests."""
+    release: in an older one, those of its paths that exist run, else the release's default tests;
+    ``from_repository``: never the sdist (a card's route: its sdist lacks what the tests need)."""
     staged = into / "tests"
     if smoke is not None:
         staged.mkdir(parents=True, exist_ok=True)
@@ -224,7 +225,7 @@ def stage(library: Library, into: Path, *, index: Index, selection: Sequence[str
     if library.checkout is not None:
         tree, route = library.checkout, f"checkout {library.checkout}"
     else:
-        sdist = _unpacked_sdist(index, library, into)
+        sdist = None if from_repository else _unpacked_sdist(index, library, into)
         wanted = [test_path(t) for t in selection]
         present = [t for t in wanted if (sdist / t).exists()] if sdist is not None else []
         if sdist is not None and (all((sdist / t).exists() for t in wanted) if wanted else bool(find_tests(sdist))

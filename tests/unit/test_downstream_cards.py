@@ -188,3 +188,20 @@ def test_a_cards_selection_is_a_preference_in_an_older_release(tmp_path: Path) -
     with pytest.raises(LibraryError, match="--tests tests/test_new.py: not in the library's tests"):
         stage(library, tmp_path / "c", index=index, repository=str(repository), tag="v.{version}",
               selection=("tests/test_new.py",))
+
+
+def test_a_repository_card_never_takes_the_sdist(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """jaxlie's sdists ship its test modules without their helper: its card's route is the repository, so the sdist
+    is not even read (the first real run took the sdist since it held the selection)."""
+    from jaxrel.distributions.index import Index
+    from jaxrel.downstream import testsource
+    from jaxrel.downstream.library import Library
+
+    def no_sdist(*args: object) -> None:
+        raise AssertionError("the sdist was read")
+
+    monkeypatch.setattr(testsource, "_unpacked_sdist", no_sdist)
+    library, repository = Library("evolib", "0.3.1", ()), _repository(tmp_path)
+    staged = testsource.stage(library, tmp_path / "a", index=Index([], []), repository=str(repository),
+                              tag="v.{version}", files=("data",), from_repository=True)
+    assert staged.route.startswith("tag v.0.3.1 of")
