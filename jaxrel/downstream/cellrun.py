@@ -36,9 +36,9 @@ from jaxrel.downstream.library import Library
 from jaxrel.downstream.testsource import StagedTests
 from jaxrel.family.model import Family
 
-__all__ = ["COLLECTION", "OUTCOMES", "CellResult", "CellSpec", "Settings", "collection_error", "installed_pins",
-           "prepare",
-           "resolver_cause", "run_cell", "test", "test_requirements", "unsatisfiable"]
+__all__ = ["COLLECTION", "DISK_FULL", "OUTCOMES", "CellResult", "CellSpec", "Settings", "collection_error",
+           "environment_failure", "installed_pins", "prepare", "resolver_cause", "run_cell", "test",
+           "test_requirements", "unsatisfiable"]
 
 OUTCOMES = ("passed", "failed", "not-installable", "infra")
 UNSATISFIABLE = ("no solution found", "resolutionimpossible", "unsatisfiable", "no matching distribution",
@@ -57,6 +57,21 @@ def collection_error(output: str) -> str | None:
         return None
     found = next((line[1:].strip() for line in lines[start:] if line.startswith("E ") and line[1:].strip()), None)
     return (found or lines[start].strip())[:500]
+
+
+DISK_FULL = "No space left on device"  # strerror(ENOSPC), as uv and pip end their message with it
+
+
+def environment_failure(message: str) -> tuple[str, str]:
+    """An environment that could not be made: ``not-installable`` with the resolver's reason when the requirements
+    cannot be met together, else ``infra`` (a full disk said first: the installer's words end in it, past what a
+    report's table shows)."""
+    if unsatisfiable(message):
+        return "not-installable", resolver_cause(message)
+    if DISK_FULL in message:
+        return "infra", (f"disk full: {DISK_FULL} while installing; free space (uv cache prune) and rerun "
+                         f"({resolver_cause(message)})")
+    return "infra", resolver_cause(message)
 
 
 def resolver_cause(message: str) -> str:
@@ -164,8 +179,7 @@ def _environment(library: Library, tests: StagedTests, spec: CellSpec, settings:
                           only_binary=free_threaded(settings.python_version))
     except envs.EnvError as error:
         shutil.rmtree(root, ignore_errors=True)
-        result.outcome = "not-installable" if unsatisfiable(str(error)) else "infra"
-        result.reason = resolver_cause(str(error))
+        result.outcome, result.reason = environment_failure(str(error))
         return None
     finally:
         result.seconds["environment"] = round(time.perf_counter() - start, 2)

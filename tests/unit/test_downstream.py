@@ -332,3 +332,17 @@ def test_regressions_are_grouped_by_the_commit_bisect_named_across_libraries() -
     assert "- [ ] `3c6903d61048` Remove pytype_aval_mappings: 2 libraries (distrax, rlax)" in markdown
     text = report.crater_text(result)
     assert "root cause 3c6903d61048 Remove pytype_aval_mappings: 2 libraries: distrax, rlax" in text
+
+
+def test_a_full_disk_is_said_first_not_past_the_tables_width() -> None:
+    """The first Crater at scale filled the disk with uv's cache: the reason was uv's "Failed to extract archive:
+    tensorflow-…" for 80 characters, and "No space left on device" only at its end."""
+    message = ("uv pip install failed | error: Failed to extract archive: tensorflow-2.20.0-cp312-cp312-manylinux_2_17_"
+               "x86_64.whl | cause: I/O operation failed during extraction | cause: failed to write to file `/root/"
+               ".cache/uv/.tmp/tensorflow/libtensorflow_framework.so.2`: No space left on device (os error 28)")
+    outcome, reason = cellrun.environment_failure(message)
+    assert outcome == "infra" and reason.startswith("disk full: No space left on device while installing; free space")
+    assert cellrun.environment_failure("uv pip install failed | error: timed out")[0] == "infra"
+    unsat = ("× No solution found when resolving dependencies: | cause: Because interpax>=0.3.14 depends on jax<0.11 "
+             "and you require jax==0.11.0, we can conclude that your requirements are unsatisfiable.")
+    assert cellrun.environment_failure(unsat)[0] == "not-installable"
