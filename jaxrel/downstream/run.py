@@ -330,7 +330,9 @@ def crater(request: Request, family: Family, progress: Progress, bisect: Bisecto
                                         libraries_as_of=f"{committed:%Y-%m-%d}" if committed else "")
     specs: tuple[str | None, ...] = request.libraries or (None,)
 
-    def one(spec: str | None) -> tuple[crater_module.LibraryVerdict, tuple[Library, testsource.StagedTests] | None]:
+    Prepared = tuple[Library, testsource.StagedTests, Settings]  # what a regressed library's bisection takes
+
+    def one(spec: str | None) -> tuple[crater_module.LibraryVerdict, Prepared | None]:
         try:
             library = _library(request, spec, family, index, reader, committed)
             tests = _stage(request, spec, library, workdir, index, progress)
@@ -346,7 +348,7 @@ def crater(request: Request, family: Family, progress: Progress, bisect: Bisecto
                                             candidate_backend=sides.candidate_backend)
         verdict.budget, verdict.budget_from = own.budget, budget_from
         progress(f"crater: {library.label}: {verdict.outcome}: {verdict.reason[:160]}")
-        return verdict, (library, tests)
+        return verdict, (library, tests, own)
 
     capacity = available_memory() if request.jobs > 1 else None
     done = run_jobs([_job(request, spec) for spec in specs], one, request.jobs, capacity,
@@ -360,9 +362,9 @@ def crater(request: Request, family: Family, progress: Progress, bisect: Bisecto
     if bisect is not None:
         for verdict in result.libraries:
             if verdict.outcome == "regressed" and verdict.name in staged:
-                library, tests = staged[verdict.name]
+                library, tests, own = staged[verdict.name]  # its own settings: its card's test requirements
                 with procs.phase("downstream.bisection"):
-                    bisect(verdict, library, tests, settings)
+                    bisect(verdict, library, tests, own)
     result.seconds = time.perf_counter() - start
     return result
 
