@@ -55,9 +55,9 @@ def _library_options(sub: argparse.ArgumentParser) -> None:
                           "read-only root, private home, memory and process limits) where it cannot be made; "
                           "every report says so")
     sub.add_argument("--cards", metavar="FILE",
-                     help="the library cards (default: jaxrel's own, jaxrel/data/downstream-cards.toml): a library "
-                          "named alone takes its card's tests, repository, budget, test requirements and assumed "
-                          "frontend requirement")
+                     help="the library cards (default: jaxrel's own, jaxrel/data/downstream-cards.toml): a carded "
+                          "library takes its card's tests, repository, budget, test requirements and assumed "
+                          "frontend requirement where its line and the options do not say")
     add_env_option(sub)
     index_options(sub)
 

@@ -81,7 +81,7 @@ class Request:
     use_uv: bool = True
     baseline: str | None = None  # crater: the frontend release to compare against (default: the newest)
     boxed: bool = True  # the libraries' tests in the box (cells.box); False only when the user said --unboxed
-    cards: Mapping[str, Card] = field(default_factory=dict)  # a line naming a carded library alone takes its card
+    cards: Mapping[str, Card] = field(default_factory=dict)  # a line's library takes its card (its own options first)
     learned: Mapping[str, Learned] = field(default_factory=dict)  # each library's last passing run (history store)
     jobs: int = 1  # crater: libraries at once (memory-aware: jaxrel.downstream.schedule)
 
