@@ -101,7 +101,8 @@ def add(verbs: Any) -> None:
                           "default: --record's)")
     sub.add_argument("--shard", metavar="I/N",
                      help="without --libraries: only shard I of N of the carded libraries, split evenly by their "
-                          "budgets (every job of a CI matrix computes the same split)")
+                          "expected times (learned from --history/--record's store, else their budgets): every job "
+                          "of a CI matrix computes the same split")
     sub.add_argument("--workdir", default="build/crater", metavar="DIR",
                      help="environments, staged tests, bisections and the reports crater.{json,txt,md}")
     sub.set_defaults(run=run_crater)
