@@ -27,7 +27,12 @@ class FreeThreadedSlot:
     @property
     def version(self) -> str:
         """The interpreter's version as ``--python`` takes it: ``3.13t``."""
-        return f"{self.abi[2]}.{self.abi[3:-1]}t"
+        return _version_of(self.abi)
+
+
+def _version_of(abi: str) -> str:
+    """``cp313t`` → ``3.13t``."""
+    return f"{abi[2]}.{abi[3:-1]}t"
 
 
 def shipped_abis(listing: Listing, version: str, machine: str) -> list[str]:
@@ -44,7 +49,7 @@ def plan_slots(abis: list[str], pythons: Mapping[str, Python], backend: str) -> 
     as :func:`~jaxrel.distributions.pythons.all_pythons` gives), or why it is not built."""
     slots = []
     for abi in abis:
-        version = f"{abi[2]}.{abi[3:-1]}t"
+        version = _version_of(abi)
         python = pythons.get(version)
         reason = "" if python else (
             f"no {version} interpreter here ({backend} ships {abi} wheels); scripts/free_threaded_python.sh "
