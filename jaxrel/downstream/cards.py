@@ -2,9 +2,8 @@
 its tests come from, the selection, the test requirements it does not declare, the frontend requirement to assume
 when it declares none, its budget, and why it is slow or skipped. Parsed once, here, into :class:`Card`.
 
-A card becomes a ``--libraries`` line (:meth:`Card.line`), so the Crater, a ``--libraries`` file naming a library
-without options, and the nightly's shards read the same data; :func:`shard` splits the runnable cards over a CI
-matrix by their expected times.
+The Crater, a ``--libraries`` line naming a carded library (its own options first) and the nightly's shards read the
+same data; :func:`shard` splits the runnable cards over a CI matrix by their expected times.
 """
 
 from __future__ import annotations
@@ -55,13 +54,6 @@ class Card:
     @property
     def runnable(self) -> bool:
         return not self.skip
-
-    def line(self, version: str | None = None) -> str:
-        """The card as a ``--libraries`` line: ``NAME[==VERSION] [repo=URL] [budget=S] TEST …``."""
-        words = [f"{self.name}=={version}" if version else self.name]
-        words += [f"repo={self.repository}"] if self.repository else []
-        words += [f"budget={self.budget:g}"] if self.budget is not None else []
-        return " ".join([*words, *self.tests])
 
 
 @dataclass(frozen=True)
