@@ -228,7 +228,7 @@ def stage(library: Library, into: Path, *, index: Index, selection: Sequence[str
         sdist = None if from_repository else _unpacked_sdist(index, library, into)
         wanted = [test_path(t) for t in selection]
         present = [t for t in wanted if (sdist / t).exists()] if sdist is not None else []
-        if sdist is not None and (all((sdist / t).exists() for t in wanted) if wanted else bool(find_tests(sdist))
+        if sdist is not None and ((present == wanted) if wanted else bool(find_tests(sdist))
                                   or (preferred and present)):
             tree, route = sdist, f"sdist {library.sdist.filename if library.sdist else ''}"
         elif sdist is not None and wanted and find_tests(sdist) and repository is None and library.source_url() is None:
@@ -271,7 +271,7 @@ def dependency_group(tree: Path) -> tuple[str, ...]:
     if not path.is_file():
         return ()
     try:
-        groups = localfiles.loads_toml(path.read_text(encoding="utf-8", errors="replace"), str(path)).get(
+        groups = localfiles.loads_toml(localfiles.read_text(path, what="its pyproject.toml"), str(path)).get(
             "dependency-groups")
     except BadInput:
         return ()
