@@ -20,7 +20,7 @@ from jaxrel.bisect.git import git
 from jaxrel.cli._common import UsageError, add_common, add_env_option, env_pairs, index_options, say
 from jaxrel.cli._record import add_record_options, record
 from jaxrel.downstream import report, run
-from jaxrel.downstream.cards import Card, Learned, load_cards, parse_shard
+from jaxrel.downstream.cards import DEFAULT_BUDGET, Card, Learned, load_cards, parse_shard
 from jaxrel.downstream.cellrun import Settings, test_requirements
 from jaxrel.downstream.crater import LibraryVerdict
 from jaxrel.downstream.library import Library, parse_library_spec
@@ -45,8 +45,9 @@ def _library_options(sub: argparse.ArgumentParser) -> None:
                      help="requirements for the tests (default: the library's test extra)")
     sub.add_argument("--smoke", metavar="CODE", help="run this Python code instead of tests (a library without any)")
     sub.add_argument("--python", default="3.12", metavar="3.N", help="the cells' Python (default 3.12)")
-    sub.add_argument("--budget", type=float, default=900.0, metavar="SECONDS",
-                     help="each test run's time budget; past it the run is killed (infra: timeout) (default 900)")
+    sub.add_argument("--budget", type=float, default=DEFAULT_BUDGET, metavar="SECONDS",
+                     help="each test run's time budget where its card gives none and no passing run of it is kept; "
+                          f"past it the run is killed (infra: timeout) (default {DEFAULT_BUDGET:g})")
     sub.add_argument("--reruns", type=int, default=1, metavar="N", help="rerun failing tests N times (default 1)")
     sub.add_argument("--network", action="store_true",
                      help="let the tests use the network (default: none, where the machine allows it)")
@@ -108,7 +109,8 @@ def add(verbs: Any) -> None:
     sub.set_defaults(run=run_crater)
 
 
-def _request(args: argparse.Namespace, libraries: tuple[str, ...]) -> run.Request:
+def _request(args: argparse.Namespace, libraries: tuple[str, ...], cards: Mapping[str, Card] | None = None
+             ) -> run.Request:
     if args.budget <= 0 or args.reruns < 0:
         raise UsageError("--budget must be positive and --reruns at least 0")
     return run.Request(
@@ -118,7 +120,7 @@ def _request(args: argparse.Namespace, libraries: tuple[str, ...]) -> run.Reques
         Path(args.frontend_src).absolute() if args.frontend_src else None, args.ref, not args.network,
         env_pairs(args.env), args.index_url, tuple(args.wheelhouse), args.refresh,
         baseline=_version(getattr(args, "baseline", None), "--baseline"), boxed=not args.unboxed,
-        cards=load_cards(Path(args.cards) if args.cards else None))
+        cards=load_cards(Path(args.cards) if args.cards else None) if cards is None else cards)
 
 
 def _version(text: str | None, option: str) -> str | None:
@@ -212,7 +214,7 @@ def run_crater(args: argparse.Namespace) -> int:
     seconds = {name: cost.seconds for name, cost in learned.items()}
     libraries = _libraries(args, None) or (() if args.library_src else run.carded_libraries(cards, part, seconds))
     family = resolve_family(args.family)
-    request = replace(_request(args, libraries), learned=learned, jobs=args.jobs)
+    request = replace(_request(args, libraries, cards), learned=learned, jobs=args.jobs)
 
     def bisect(verdict: LibraryVerdict, library: Library, tests: StagedTests, settings: Settings) -> None:
         baseline = verdict.baseline

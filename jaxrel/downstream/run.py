@@ -69,7 +69,7 @@ class Request:
     test_requirements: Path | None = None
     smoke: str | None = None
     sweep: bool = False
-    budget: float = 900.0
+    budget: float = DEFAULT_BUDGET
     reruns: int = 1
     frontend_src: Path | None = None
     ref: str | None = None
